@@ -1,0 +1,716 @@
+/*
+ * msprings._core: the CPython binding of the C core.
+ *
+ * One type, System, owns an ms_model and an ms_state.  Its array attributes are NumPy
+ * arrays that alias the C buffers (zero copy); each array's base is the System, so the
+ * buffers live as long as any view does.  Sizes never change after construction, so a
+ * view can never dangle.  This is the only file of the project that includes Python.h.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_22_API_VERSION
+#define NPY_TARGET_VERSION NPY_1_22_API_VERSION
+#include <numpy/arrayobject.h>
+
+#include <math.h>
+#include <string.h>
+
+#include "msprings/msprings.h"
+
+typedef struct {
+    PyObject* system_type;
+    PyObject* divergence_error;
+} module_state;
+
+typedef struct {
+    PyObject_HEAD
+    ms_model* model;        /* NULL until __init__ succeeds */
+    ms_state* state;
+    int busy;               /* set (with the GIL held) while a step runs */
+    PyObject* weakreflist;
+} SystemObject;
+
+static struct PyModuleDef core_module;
+
+static module_state* state_of_type(PyTypeObject* type) {
+    PyObject* module = PyType_GetModuleByDef(type, &core_module);
+    return module == NULL ? NULL : (module_state*)PyModule_GetState(module);
+}
+
+/* ---- helpers -------------------------------------------------------------------- */
+
+static int require_ready(SystemObject* self) {
+    if (self->model == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "System is not initialised: construct it with System(positions, springs, ...)");
+        return -1;
+    }
+    return 0;
+}
+
+static int require_idle(SystemObject* self) {
+    if (require_ready(self) < 0) return -1;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "this System is being stepped by another thread; wait for that step to finish "
+                        "(use a lock or step a copy())");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject* raise_ms_error(const ms_error* err) {
+    PyObject* type = err->status == MS_ERR_MEMORY ? PyExc_MemoryError : PyExc_ValueError;
+    PyErr_SetString(type, err->message);
+    return NULL;
+}
+
+/* A NumPy array of the given shape over C memory owned by self. */
+static PyObject* make_view(SystemObject* self, void* data, int ndim, npy_intp d0, npy_intp d1, int typenum,
+                           int writeable) {
+    npy_intp dims[2] = {d0, d1};
+    PyObject* array = PyArray_New(&PyArray_Type, ndim, dims, typenum, NULL, data, 0,
+                                  writeable ? NPY_ARRAY_CARRAY : NPY_ARRAY_CARRAY_RO, NULL);
+    if (array == NULL) return NULL;
+    Py_INCREF(self);
+    if (PyArray_SetBaseObject((PyArrayObject*)array, (PyObject*)self) < 0) {
+        /* SetBaseObject steals the reference to self even when it fails. */
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+/* Converts obj to a C-contiguous array of typenum with exactly the shape (d0[, d1]), any
+   first dimension if d0 < 0; errors name the argument. */
+static PyArrayObject* input_array(PyObject* obj, const char* name, int typenum, int ndim, npy_intp d0,
+                                  npy_intp d1) {
+    PyArrayObject* array = (PyArrayObject*)PyArray_FROMANY(obj, typenum, 0, 0, NPY_ARRAY_IN_ARRAY);
+    if (array == NULL) {
+        PyObject *type, *value, *traceback;
+        PyErr_Fetch(&type, &value, &traceback);
+        PyErr_Format(PyExc_TypeError, "%s must be an array of %s: %S", name,
+                     typenum == NPY_INT32 ? "int32 node indices"
+                     : typenum == NPY_BOOL ? "booleans"
+                                           : "real numbers (float64)",
+                     value != NULL ? value : Py_None);
+        Py_XDECREF(type);
+        Py_XDECREF(value);
+        Py_XDECREF(traceback);
+        return NULL;
+    }
+    int ok = PyArray_NDIM(array) == ndim && (d0 < 0 || PyArray_DIM(array, 0) == d0) &&
+             (ndim == 1 || PyArray_DIM(array, 1) == d1);
+    if (!ok) {
+        PyObject* shape = PyObject_GetAttrString((PyObject*)array, "shape");
+        if (ndim == 1)
+            PyErr_Format(PyExc_ValueError, "%s must have shape (%zd,), got %S", name, (Py_ssize_t)d0, shape);
+        else if (d0 < 0)
+            PyErr_Format(PyExc_ValueError, "%s must have shape (n, %zd), got %S", name, (Py_ssize_t)d1, shape);
+        else
+            PyErr_Format(PyExc_ValueError, "%s must have shape (%zd, %zd), got %S", name, (Py_ssize_t)d0,
+                         (Py_ssize_t)d1, shape);
+        Py_XDECREF(shape);
+        Py_DECREF(array);
+        return NULL;
+    }
+    return array;
+}
+
+static int parse_integrator(PyObject* value, ms_integrator* out) {
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "integrator must be a name (str), not %.100s", Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    const char* name = PyUnicode_AsUTF8(value);
+    if (name == NULL) return -1;
+    int integrator = ms_integrator_from_name(name);
+    if (integrator < 0) {
+        PyErr_Format(PyExc_ValueError,
+                     "integrator %R is unknown; choose one of 'explicit_euler', 'symplectic_euler', "
+                     "'velocity_verlet', 'rk4'",
+                     value);
+        return -1;
+    }
+    *out = (ms_integrator)integrator;
+    return 0;
+}
+
+static int parse_real(PyObject* value, const char* name, double* out) {
+    if (!PyFloat_Check(value) && !PyLong_Check(value) && !PyIndex_Check(value) &&
+        !(PyNumber_Check(value) && !PyComplex_Check(value) && !PyUnicode_Check(value))) {
+        PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    double result = PyFloat_AsDouble(value);
+    if (result == -1.0 && PyErr_Occurred()) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    *out = result;
+    return 0;
+}
+
+static int parse_gravity(PyObject* value, double out[3]) {
+    PyArrayObject* array = input_array(value, "gravity", NPY_DOUBLE, 1, 3, 0);
+    if (array == NULL) return -1;
+    const double* g = (const double*)PyArray_DATA(array);
+    for (int a = 0; a < 3; ++a) out[a] = g[a];
+    Py_DECREF(array);
+    return 0;
+}
+
+/* ---- construction --------------------------------------------------------------- */
+
+static void System_dealloc(SystemObject* self) {
+    PyTypeObject* type = Py_TYPE(self);
+    if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
+    ms_state_destroy(self->state);
+    ms_model_destroy(self->model);
+    type->tp_free((PyObject*)self);
+    Py_DECREF(type);
+}
+
+static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
+    static char* keywords[] = {"positions", "springs",  "mass",    "k",           "c",          "rest",
+                               "pinned",    "velocities", "gravity", "drag",        "energy_loss", "integrator",
+                               NULL};
+    PyObject *positions_in, *springs_in, *mass_in, *k_in, *c_in, *rest_in, *pinned_in, *velocities_in;
+    PyObject *gravity_in = NULL, *drag_in = NULL, *loss_in = NULL, *integrator_in = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO|OOOO:System", keywords, &positions_in, &springs_in,
+                                     &mass_in, &k_in, &c_in, &rest_in, &pinned_in, &velocities_in, &gravity_in,
+                                     &drag_in, &loss_in, &integrator_in))
+        return -1;
+    if (self->model != NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "System is already initialised; its sizes are fixed (build a new one)");
+        return -1;
+    }
+
+    ms_options opt = ms_default_options();
+    if (gravity_in != NULL && parse_gravity(gravity_in, opt.gravity) < 0) return -1;
+    if (drag_in != NULL && parse_real(drag_in, "drag", &opt.drag) < 0) return -1;
+    if (loss_in != NULL && parse_real(loss_in, "energy_loss", &opt.energy_loss) < 0) return -1;
+    if (integrator_in != NULL && parse_integrator(integrator_in, &opt.integrator) < 0) return -1;
+
+    PyArrayObject *positions = NULL, *springs = NULL, *mass = NULL, *k = NULL, *c = NULL, *rest = NULL,
+                  *pinned = NULL, *velocities = NULL;
+    ms_model* model = NULL;
+    ms_state* state = NULL;
+    ms_error err;
+
+    if ((positions = input_array(positions_in, "positions", NPY_DOUBLE, 2, -1, 3)) == NULL) goto error;
+    npy_intp nnode = PyArray_DIM(positions, 0);
+    if ((springs = input_array(springs_in, "springs", NPY_INT32, 2, -1, 2)) == NULL) goto error;
+    npy_intp nspring = PyArray_DIM(springs, 0);
+    if ((mass = input_array(mass_in, "mass", NPY_DOUBLE, 1, nnode, 0)) == NULL) goto error;
+    if ((k = input_array(k_in, "k", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
+    if ((c = input_array(c_in, "c", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
+    if ((rest = input_array(rest_in, "rest", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
+    if ((pinned = input_array(pinned_in, "pinned", NPY_BOOL, 1, nnode, 0)) == NULL) goto error;
+    if ((velocities = input_array(velocities_in, "velocities", NPY_DOUBLE, 2, nnode, 3)) == NULL) goto error;
+
+    model = ms_model_create(nnode, nspring, &err);
+    if (model == NULL) {
+        raise_ms_error(&err);
+        goto error;
+    }
+    memcpy(model->x_initial, PyArray_DATA(positions), sizeof(double) * 3 * (size_t)nnode);
+    memcpy(model->v_initial, PyArray_DATA(velocities), sizeof(double) * 3 * (size_t)nnode);
+    memcpy(model->springs, PyArray_DATA(springs), sizeof(int32_t) * 2 * (size_t)nspring);
+    memcpy(model->mass, PyArray_DATA(mass), sizeof(double) * (size_t)nnode);
+    memcpy(model->k, PyArray_DATA(k), sizeof(double) * (size_t)nspring);
+    memcpy(model->c, PyArray_DATA(c), sizeof(double) * (size_t)nspring);
+    memcpy(model->rest, PyArray_DATA(rest), sizeof(double) * (size_t)nspring);
+    const npy_bool* pins = (const npy_bool*)PyArray_DATA(pinned);
+    for (npy_intp i = 0; i < nnode; ++i) model->pinned[i] = pins[i] ? 1 : 0;
+    model->opt = opt;
+    if (ms_model_check(model, &err) != MS_OK) {
+        raise_ms_error(&err);
+        goto error;
+    }
+    state = ms_state_create(model, &err);
+    if (state == NULL) {
+        raise_ms_error(&err);
+        goto error;
+    }
+    self->model = model;
+    self->state = state;
+    Py_DECREF(positions);
+    Py_DECREF(springs);
+    Py_DECREF(mass);
+    Py_DECREF(k);
+    Py_DECREF(c);
+    Py_DECREF(rest);
+    Py_DECREF(pinned);
+    Py_DECREF(velocities);
+    return 0;
+
+error:
+    ms_model_destroy(model);
+    Py_XDECREF(positions);
+    Py_XDECREF(springs);
+    Py_XDECREF(mass);
+    Py_XDECREF(k);
+    Py_XDECREF(c);
+    Py_XDECREF(rest);
+    Py_XDECREF(pinned);
+    Py_XDECREF(velocities);
+    return -1;
+}
+
+/* ---- stepping ------------------------------------------------------------------- */
+
+/* Steps per GIL-free chunk: about 5e7 node-and-spring visits, so Ctrl-C is noticed within
+   a fraction of a second and the per-call checks cost nothing measurable. */
+static int64_t chunk_steps(const ms_model* m) {
+    int64_t work = m->nnode + m->nspring;
+    int64_t chunk = 50000000 / (work > 0 ? work : 1);
+    return chunk > 0 ? chunk : 1;
+}
+
+static PyObject* raise_divergence(SystemObject* self, const ms_error* err) {
+    module_state* st = state_of_type(Py_TYPE(self));
+    if (st == NULL) return NULL;
+    PyObject* exc = PyObject_CallFunction(st->divergence_error, "s", err->message);
+    if (exc == NULL) return NULL;
+    PyObject* step = PyLong_FromLongLong(err->step);
+    PyObject* time = PyFloat_FromDouble(err->time);
+    if (step == NULL || time == NULL || PyObject_SetAttrString(exc, "step", step) < 0 ||
+        PyObject_SetAttrString(exc, "time", time) < 0) {
+        Py_XDECREF(step);
+        Py_XDECREF(time);
+        Py_DECREF(exc);
+        return NULL;
+    }
+    Py_DECREF(step);
+    Py_DECREF(time);
+    PyErr_SetObject(st->divergence_error, exc);
+    Py_DECREF(exc);
+    return NULL;
+}
+
+static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+    PyObject* dt_obj = nargs > 0 ? args[0] : NULL;
+    PyObject* n_obj = nargs > 1 ? args[1] : NULL;
+    if (nargs > 2) {
+        PyErr_Format(PyExc_TypeError, "step() takes at most 2 arguments (dt, n), got %zd", nargs);
+        return NULL;
+    }
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t i = 0; i < nkw; ++i) {
+        PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+        PyObject** slot = NULL;
+        if (PyUnicode_CompareWithASCIIString(key, "dt") == 0)
+            slot = &dt_obj;
+        else if (PyUnicode_CompareWithASCIIString(key, "n") == 0)
+            slot = &n_obj;
+        if (slot == NULL || *slot != NULL) {
+            PyErr_Format(PyExc_TypeError, "step() got %s argument %R",
+                         slot == NULL ? "an unexpected keyword" : "multiple values for", key);
+            return NULL;
+        }
+        *slot = args[nargs + i];
+    }
+    if (dt_obj == NULL) {
+        PyErr_SetString(PyExc_TypeError, "step() missing required argument 'dt' (time step in s)");
+        return NULL;
+    }
+    double dt;
+    if (PyFloat_CheckExact(dt_obj))
+        dt = PyFloat_AS_DOUBLE(dt_obj);
+    else if (parse_real(dt_obj, "dt", &dt) < 0)
+        return NULL;
+    long long n = 1;
+    if (n_obj != NULL) {
+        if (PyBool_Check(n_obj) || !PyIndex_Check(n_obj)) {
+            PyErr_Format(PyExc_TypeError, "n must be an integer number of steps, not %.100s", Py_TYPE(n_obj)->tp_name);
+            return NULL;
+        }
+        PyObject* index = PyNumber_Index(n_obj);
+        if (index == NULL) return NULL;
+        n = PyLong_AsLongLong(index);
+        Py_DECREF(index);
+        if (n == -1 && PyErr_Occurred()) {
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError, "n is too large");
+            return NULL;
+        }
+    }
+    if (n < 1) {
+        PyErr_Format(PyExc_ValueError, "n = %lld must be >= 1 (number of steps)", n);
+        return NULL;
+    }
+    if (require_idle(self) < 0) return NULL;
+
+    ms_model* model = self->model;
+    ms_state* state = self->state;
+    ms_error err;
+    int status = MS_OK;
+    const int64_t chunk = chunk_steps(model);
+    const int release = (int64_t)n * (model->nnode + model->nspring) > 20000;
+    self->busy = 1;
+    for (long long done = 0; done < n && status == MS_OK;) {
+        int64_t count = n - done < chunk ? n - done : chunk;
+        if (release) {
+            Py_BEGIN_ALLOW_THREADS
+            status = ms_step(model, state, dt, count, &err);
+            Py_END_ALLOW_THREADS
+        } else {
+            status = ms_step(model, state, dt, count, &err);
+        }
+        done += count;
+        if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) {
+            self->busy = 0;
+            return NULL;
+        }
+    }
+    self->busy = 0;
+    if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
+    if (status != MS_OK) return raise_ms_error(&err);
+    Py_RETURN_NONE;
+}
+
+/* ---- methods -------------------------------------------------------------------- */
+
+static PyObject* System_energy_components(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    ms_energy e = ms_state_energy(self->model, self->state);
+    return Py_BuildValue("(dddd)", e.kinetic, e.spring, e.gravity, e.dissipated);
+}
+
+static PyObject* System_momentum(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[1] = {3};
+    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    if (out == NULL) return NULL;
+    ms_state_momentum(self->model, self->state, (double*)PyArray_DATA((PyArrayObject*)out));
+    return out;
+}
+
+typedef void (*spring_measure)(const ms_model*, const ms_state*, double*);
+
+static PyObject* spring_array(SystemObject* self, spring_measure measure) {
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[1] = {(npy_intp)self->model->nspring};
+    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    if (out == NULL) return NULL;
+    measure(self->model, self->state, (double*)PyArray_DATA((PyArrayObject*)out));
+    return out;
+}
+
+static PyObject* System_lengths(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    return spring_array(self, ms_spring_lengths);
+}
+
+static PyObject* System_strain(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    return spring_array(self, ms_spring_strain);
+}
+
+static PyObject* System_tension(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    return spring_array(self, ms_spring_tension);
+}
+
+static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_idle(self) < 0) return NULL;
+    ms_forces(self->model, self->state->x, self->state->v, self->state->external, self->state->f);
+    return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
+}
+
+static PyObject* System_reset(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_idle(self) < 0) return NULL;
+    ms_state_reset(self->model, self->state);
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_copy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_idle(self) < 0) return NULL;
+    PyTypeObject* type = Py_TYPE(self);
+    SystemObject* copy = (SystemObject*)type->tp_alloc(type, 0);
+    if (copy == NULL) return NULL;
+    ms_error err;
+    copy->model = ms_model_copy(self->model, &err);
+    if (copy->model != NULL) copy->state = ms_state_copy(self->model, self->state, &err);
+    if (copy->model == NULL || copy->state == NULL) {
+        Py_DECREF(copy);
+        return raise_ms_error(&err);
+    }
+    return (PyObject*)copy;
+}
+
+static PyMethodDef System_methods[] = {
+    {"step", (PyCFunction)(void (*)(void))System_step, METH_FASTCALL | METH_KEYWORDS,
+     "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
+     "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
+     "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
+    {"_energy_components", (PyCFunction)System_energy_components, METH_NOARGS,
+     "(kinetic, spring, gravity, dissipated) energies in J."},
+    {"momentum", (PyCFunction)System_momentum, METH_NOARGS,
+     "momentum()\n--\n\nTotal linear momentum sum(m v) of the free nodes (kg m/s), shape (3,)."},
+    {"lengths", (PyCFunction)System_lengths, METH_NOARGS,
+     "lengths()\n--\n\nCurrent length l of every spring (m), shape (m,)."},
+    {"strain", (PyCFunction)System_strain, METH_NOARGS,
+     "strain()\n--\n\n(l - L) / L of every spring (dimensionless); inf for a stretched zero-rest-length "
+     "spring."},
+    {"tension", (PyCFunction)System_tension, METH_NOARGS,
+     "tension()\n--\n\nAxial force k (l - L) + c (v_j - v_i).n of every spring (N), positive when it pulls its "
+     "ends together."},
+    {"update_forces", (PyCFunction)System_update_forces, METH_NOARGS,
+     "update_forces()\n--\n\nEvaluate the total force on every node at the current state into f and return "
+     "the f view (N)."},
+    {"reset", (PyCFunction)System_reset, METH_NOARGS,
+     "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and no dissipated "
+     "energy; parameters, options and the external force are kept."},
+    {"copy", (PyCFunction)System_copy, METH_NOARGS,
+     "copy()\n--\n\nAn independent deep copy: parameters, options, state and initial state."},
+    {NULL, NULL, 0, NULL}};
+
+/* ---- attributes ----------------------------------------------------------------- */
+
+/* A getter returning a zero-copy view of one C array (see make_view). */
+#define VIEW_GETTER(name, pointer, ndim, d0, d1, typenum, writeable)                          \
+    static PyObject* get_##name(SystemObject* self, void* closure) {                        \
+        (void)closure;                                                                      \
+        if (require_ready(self) < 0) return NULL;                                           \
+        return make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, writeable);      \
+    }
+
+VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+VIEW_GETTER(f, self->state->f, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+VIEW_GETTER(external, self->state->external, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE, 1)
+VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL, 1)
+VIEW_GETTER(springs, self->model->springs, 2, self->model->nspring, 2, NPY_INT32, 0)
+VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+VIEW_GETTER(c, self->model->c, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+
+static PyObject* get_n_nodes(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLongLong(self->model->nnode);
+}
+static PyObject* get_n_springs(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLongLong(self->model->nspring);
+}
+static PyObject* get_t(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->state->t);
+}
+static PyObject* get_steps(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLongLong(self->state->steps);
+}
+static PyObject* get_dissipated(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->state->dissipated);
+}
+
+static int refuse_delete(PyObject* value, const char* name) {
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "%s cannot be deleted", name);
+        return -1;
+    }
+    return 0;
+}
+
+/* Validates a changed copy of the options and commits it only if it is valid. */
+static int commit_options(SystemObject* self, const ms_options* opt) {
+    ms_error err;
+    if (ms_options_check(opt, &err) != MS_OK) {
+        raise_ms_error(&err);
+        return -1;
+    }
+    self->model->opt = *opt;
+    return 0;
+}
+
+static PyObject* get_integrator(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyUnicode_FromString(ms_integrator_name(self->model->opt.integrator));
+}
+static int set_integrator(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "integrator") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_integrator(value, &opt.integrator) < 0) return -1;
+    return commit_options(self, &opt);
+}
+
+static PyObject* get_gravity(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[1] = {3};
+    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    if (out == NULL) return NULL;
+    memcpy(PyArray_DATA((PyArrayObject*)out), self->model->opt.gravity, sizeof(double) * 3);
+    return out;
+}
+static int set_gravity(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "gravity") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_gravity(value, opt.gravity) < 0) return -1;
+    return commit_options(self, &opt);
+}
+
+static PyObject* get_drag(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->model->opt.drag);
+}
+static int set_drag(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "drag") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_real(value, "drag", &opt.drag) < 0) return -1;
+    return commit_options(self, &opt);
+}
+
+static PyObject* get_energy_loss(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->model->opt.energy_loss);
+}
+static int set_energy_loss(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "energy_loss") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_real(value, "energy_loss", &opt.energy_loss) < 0) return -1;
+    return commit_options(self, &opt);
+}
+
+static PyGetSetDef System_getset[] = {
+    {"x", (getter)get_x, NULL, "Positions (m), (n, 3) float64 view of C memory; writable.", NULL},
+    {"v", (getter)get_v, NULL, "Velocities (m/s), (n, 3) float64 view; writable. A pinned node moves with its own v.",
+     NULL},
+    {"f", (getter)get_f, NULL, "Total force on each node (N) at the start of the last step, (n, 3) float64 view.",
+     NULL},
+    {"external", (getter)get_external, NULL, "External force added every step (N), (n, 3) float64 view; writable.",
+     NULL},
+    {"mass", (getter)get_mass, NULL, "Node masses (kg), (n,) float64 view; writable (> 0 on free nodes).", NULL},
+    {"pinned", (getter)get_pinned, NULL, "Pinned flags, (n,) bool view; writable. Pinned nodes ignore forces.",
+     NULL},
+    {"springs", (getter)get_springs, NULL, "Node index pairs (i, j), (m, 2) int32 read-only view.", NULL},
+    {"rest", (getter)get_rest, NULL, "Rest lengths L (m), (m,) float64 view; writable (>= 0).", NULL},
+    {"k", (getter)get_k, NULL, "Spring stiffnesses (N/m), (m,) float64 view; writable (>= 0).", NULL},
+    {"c", (getter)get_c, NULL, "Axial damping coefficients (N s/m), (m,) float64 view; writable (>= 0).", NULL},
+    {"n_nodes", (getter)get_n_nodes, NULL, "Number of nodes (fixed).", NULL},
+    {"n_springs", (getter)get_n_springs, NULL, "Number of springs (fixed).", NULL},
+    {"t", (getter)get_t, NULL, "Simulated time (s).", NULL},
+    {"steps", (getter)get_steps, NULL, "Steps taken since construction or reset().", NULL},
+    {"dissipated", (getter)get_dissipated, NULL,
+     "Energy removed by dampers, drag and energy_loss since construction or reset() (J).", NULL},
+    {"integrator", (getter)get_integrator, (setter)set_integrator,
+     "Integrator name: 'explicit_euler', 'symplectic_euler', 'velocity_verlet' or 'rk4'.", NULL},
+    {"gravity", (getter)get_gravity, (setter)set_gravity, "Gravitational acceleration (m/s^2), shape (3,).", NULL},
+    {"drag", (getter)get_drag, (setter)set_drag, "Linear drag coefficient (N s/m): force -drag * v on every node.",
+     NULL},
+    {"energy_loss", (getter)get_energy_loss, (setter)set_energy_loss,
+     "Fraction of every free velocity removed after each step, in [0, 1). Not physical: its effect depends on dt.",
+     NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+static PyMemberDef System_members[] = {
+    {"__weaklistoffset__", T_PYSSIZET, offsetof(SystemObject, weakreflist), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}};
+
+static PyType_Slot System_slots[] = {
+    {Py_tp_dealloc, System_dealloc},
+    {Py_tp_init, System_init},
+    {Py_tp_new, PyType_GenericNew},
+    {Py_tp_methods, System_methods},
+    {Py_tp_getset, System_getset},
+    {Py_tp_members, System_members},
+    {Py_tp_doc, "System(positions, springs, mass, k, c, rest, pinned, velocities, gravity=(0, -9.81, 0), "
+                "drag=0.0, energy_loss=0.0, integrator='symplectic_euler')\n--\n\n"
+                "Core mass-spring system with exact-shape inputs; use msprings.System, which accepts scalars, "
+                "index lists and defaults."},
+    {0, NULL}};
+
+static PyType_Spec System_spec = {
+    .name = "msprings._core.System",
+    .basicsize = sizeof(SystemObject),
+    .itemsize = 0,
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .slots = System_slots,
+};
+
+/* ---- module --------------------------------------------------------------------- */
+
+static PyObject* core_version(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    (void)module;
+    return PyUnicode_FromString(MS_VERSION);
+}
+
+static PyMethodDef core_methods[] = {
+    {"version", core_version, METH_NOARGS, "version()\n--\n\nVersion of the C core."},
+    {NULL, NULL, 0, NULL}};
+
+static int core_exec(PyObject* module) {
+    if (PyArray_ImportNumPyAPI() < 0) return -1;
+    module_state* st = (module_state*)PyModule_GetState(module);
+    st->system_type = PyType_FromModuleAndSpec(module, &System_spec, NULL);
+    if (st->system_type == NULL) return -1;
+    if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) return -1;
+    st->divergence_error = PyErr_NewExceptionWithDoc(
+        "msprings.DivergenceError",
+        "The simulation became non-finite.  The state was rolled back to the last finite step; "
+        "the attributes step (index of the failing step) and time (s, at its start) say where.",
+        PyExc_FloatingPointError, NULL);
+    if (st->divergence_error == NULL) return -1;
+    if (PyModule_AddObjectRef(module, "DivergenceError", st->divergence_error) < 0) return -1;
+    PyObject* integrators = PyTuple_New(MS_INTEGRATOR_COUNT);
+    if (integrators == NULL) return -1;
+    for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
+        PyObject* name = PyUnicode_FromString(ms_integrator_name(i));
+        if (name == NULL) {
+            Py_DECREF(integrators);
+            return -1;
+        }
+        PyTuple_SET_ITEM(integrators, i, name);
+    }
+    int added = PyModule_AddObjectRef(module, "INTEGRATORS", integrators);
+    Py_DECREF(integrators);
+    return added;
+}
+
+static int core_traverse(PyObject* module, visitproc visit, void* arg) {
+    module_state* st = (module_state*)PyModule_GetState(module);
+    Py_VISIT(st->system_type);
+    Py_VISIT(st->divergence_error);
+    return 0;
+}
+
+static int core_clear(PyObject* module) {
+    module_state* st = (module_state*)PyModule_GetState(module);
+    Py_CLEAR(st->system_type);
+    Py_CLEAR(st->divergence_error);
+    return 0;
+}
+
+static void core_free(void* module) { core_clear((PyObject*)module); }
+
+static PyModuleDef_Slot core_slots[] = {{Py_mod_exec, core_exec}, {0, NULL}};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "msprings._core",
+    .m_doc = "The C core of msprings: mass-spring systems stepped in C, state shared with NumPy.",
+    .m_size = sizeof(module_state),
+    .m_methods = core_methods,
+    .m_slots = core_slots,
+    .m_traverse = core_traverse,
+    .m_clear = core_clear,
+    .m_free = core_free,
+};
+
+PyMODINIT_FUNC PyInit__core(void) { return PyModuleDef_Init(&core_module); }

@@ -1,0 +1,63 @@
+/* Force accumulation: springs with axial dampers, gravity, linear drag, external forces. */
+#include <math.h>
+
+#include "internal.h"
+
+/* Below this squared length (m^2) a spring's direction is lost in rounding, so it exerts
+   no force rather than a NaN or an arbitrary one. */
+#define MS_MIN_LENGTH_SQUARED 1e-24
+
+double ms_forces(const ms_model* m, const double* restrict x, const double* restrict v,
+                 const double* restrict external, double* restrict f) {
+    const int64_t nnode = m->nnode, nspring = m->nspring;
+    const double* restrict mass = m->mass;
+    const uint8_t* restrict pinned = m->pinned;
+    const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
+    const double drag = m->opt.drag;
+    double power = 0.0; /* W dissipated by dampers and drag */
+
+    /* Per-node forces: f = m g + external - drag v.  Drag on a pinned node does no work
+       (the node ignores forces), so only free nodes count towards the dissipated power. */
+    for (int64_t i = 0; i < nnode; ++i) {
+        const double* vi = v + 3 * i;
+        const double* ei = external + 3 * i;
+        double* fi = f + 3 * i;
+        fi[0] = mass[i] * gx + ei[0] - drag * vi[0];
+        fi[1] = mass[i] * gy + ei[1] - drag * vi[1];
+        fi[2] = mass[i] * gz + ei[2] - drag * vi[2];
+        double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
+        power += pinned[i] ? 0.0 : drag * speed2;
+    }
+
+    /* Springs.  With d = x_j - x_i, l = |d|, n = d / l, the force on i is
+       [k (l - L) + c (v_j - v_i).n] n and the force on j is its opposite.  The damper
+       removes c ((v_j - v_i).n)^2 watts. */
+    const int32_t* restrict springs = m->springs;
+    const double* restrict rest = m->rest;
+    const double* restrict k = m->k;
+    const double* restrict c = m->c;
+    for (int64_t s = 0; s < nspring; ++s) {
+        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
+        const double* xi = x + 3 * i;
+        const double* xj = x + 3 * j;
+        const double* vi = v + 3 * i;
+        const double* vj = v + 3 * j;
+        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
+        const double length2 = dx * dx + dy * dy + dz * dz;
+        const double length = sqrt(length2);
+        const double inv_length = length2 > MS_MIN_LENGTH_SQUARED ? 1.0 / length : 0.0;
+        const double closing = ((vj[0] - vi[0]) * dx + (vj[1] - vi[1]) * dy + (vj[2] - vi[2]) * dz) * inv_length;
+        const double magnitude = (k[s] * (length - rest[s]) + c[s] * closing) * inv_length;
+        const double fx = magnitude * dx, fy = magnitude * dy, fz = magnitude * dz;
+        double* fi = f + 3 * i;
+        double* fj = f + 3 * j;
+        fi[0] += fx;
+        fi[1] += fy;
+        fi[2] += fz;
+        fj[0] -= fx;
+        fj[1] -= fy;
+        fj[2] -= fz;
+        power += c[s] * closing * closing;
+    }
+    return power;
+}

@@ -1,0 +1,243 @@
+/* Integrators and the step driver.
+ *
+ * A step reads the current (x, v) and writes the next one into the other half of a
+ * double buffer, so the last finite state is always intact: when a step produces a
+ * non-finite value the driver keeps the previous half and reports the divergence.
+ * Pinned nodes have inverse mass 0, so every integrator below moves them with their own
+ * velocity and never changes it, without a branch.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* Accumulates (value - value), which stays 0 exactly while every value is finite. */
+#define PROBE(probe, value) ((probe) += (value) - (value))
+
+int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* restrict x,
+                           const double* restrict v, double* restrict x_out, double* restrict v_out,
+                           double h, double* dissipated) {
+    /* x' = x + h v;  v' = v + h a(x, v) */
+    const double power = ms_forces(m, x, v, s->external, s->f);
+    const double* restrict f = s->f;
+    const double* restrict inv_mass = s->inv_mass;
+    double probe = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double w = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            x_out[q] = x[q] + h * v[q];
+            v_out[q] = v[q] + w * f[q];
+            PROBE(probe, x_out[q]);
+            PROBE(probe, v_out[q]);
+        }
+    }
+    *dissipated = h * power;
+    return probe == 0.0;
+}
+
+int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* restrict x,
+                             const double* restrict v, double* restrict x_out, double* restrict v_out,
+                             double h, double* dissipated) {
+    /* v' = v + h a(x, v);  x' = x + h v' */
+    const double power = ms_forces(m, x, v, s->external, s->f);
+    const double* restrict f = s->f;
+    const double* restrict inv_mass = s->inv_mass;
+    double probe = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double w = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double velocity = v[q] + w * f[q];
+            v_out[q] = velocity;
+            x_out[q] = x[q] + h * velocity;
+            PROBE(probe, x_out[q]);
+            PROBE(probe, velocity);
+        }
+    }
+    *dissipated = h * power;
+    return probe == 0.0;
+}
+
+/* Returns non-zero if some force depends on velocity (a damper or drag). */
+static int has_velocity_forces(const ms_model* m) {
+    if (m->opt.drag > 0.0) return 1;
+    for (int64_t s = 0; s < m->nspring; ++s)
+        if (m->c[s] > 0.0) return 1;
+    return 0;
+}
+
+int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restrict x,
+                            const double* restrict v, double* restrict x_out, double* restrict v_out,
+                            double h, double* dissipated) {
+    /* v1/2 = v + h/2 a(x, v);  x' = x + h v1/2;  v' = v1/2 + h/2 a(x', v~), where
+       v~ = v1/2 + h/2 a(x', v1/2) predicts the end velocity for the dampers and drag.
+       Without that prediction velocity-dependent forces would see v1/2 and the method
+       would drop to first order.  Dissipation uses the trapezoid rule on (start, v~). */
+    const int64_t n3 = 3 * m->nnode;
+    const double half = 0.5 * h;
+    const double* restrict inv_mass = s->inv_mass;
+    double* restrict v_predicted = s->work;
+    double* restrict f_end = s->work + n3;
+
+    const double power_start = ms_forces(m, x, v, s->external, s->f);
+    const double* restrict f = s->f;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double w = half * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            v_out[q] = v[q] + w * f[q]; /* v1/2 */
+            x_out[q] = x[q] + h * v_out[q];
+        }
+    }
+    double power_end = ms_forces(m, x_out, v_out, s->external, f_end);
+    if (has_velocity_forces(m)) {
+        for (int64_t i = 0; i < m->nnode; ++i) {
+            const double w = half * inv_mass[i];
+            for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + w * f_end[3 * i + a];
+        }
+        power_end = ms_forces(m, x_out, v_predicted, s->external, f_end);
+    }
+    double probe = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double w = half * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            v_out[q] += w * f_end[q];
+            PROBE(probe, x_out[q]);
+            PROBE(probe, v_out[q]);
+        }
+    }
+    *dissipated = half * (power_start + power_end);
+    return probe == 0.0;
+}
+
+int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const double* restrict v,
+                double* restrict x_out, double* restrict v_out, double h, double* dissipated) {
+    /* Classical RK4 on (x, v) with slopes (v, a):  stage k evaluates a at
+       (x + c_k h v_{k-1}, v + c_k h a_{k-1}) with c = (0, 1/2, 1/2, 1), and the update
+       weights the four slopes by (1, 2, 2, 1) / 6.  The dissipated power is integrated
+       with the same weights. */
+    const int64_t nnode = m->nnode, n3 = 3 * nnode;
+    const double* restrict inv_mass = s->inv_mass;
+    double* restrict x_stage = s->work;
+    double* restrict v_stage = s->work + n3;
+    double* restrict f_stage = s->work + 2 * n3;
+
+    double power = ms_forces(m, x, v, s->external, s->f);
+    double energy = power;
+    const double* restrict f = s->f;
+    for (int64_t i = 0; i < nnode; ++i) {
+        const double im = inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double acceleration = im * f[q];
+            x_out[q] = x[q] + (h / 6.0) * v[q];
+            v_out[q] = v[q] + (h / 6.0) * acceleration;
+            x_stage[q] = x[q] + 0.5 * h * v[q];
+            v_stage[q] = v[q] + 0.5 * h * acceleration;
+        }
+    }
+    static const double stage_weight[3] = {2.0, 2.0, 1.0}; /* slopes 2, 3, 4 */
+    static const double next_offset[3] = {0.5, 1.0, 0.0};  /* where slope k+1 is taken */
+    for (int stage = 0; stage < 3; ++stage) {
+        power = ms_forces(m, x_stage, v_stage, s->external, f_stage);
+        energy += stage_weight[stage] * power;
+        const double weight = stage_weight[stage] * h / 6.0;
+        const double offset = next_offset[stage] * h;
+        for (int64_t i = 0; i < nnode; ++i) {
+            const double im = inv_mass[i];
+            for (int a = 0; a < 3; ++a) {
+                const int64_t q = 3 * i + a;
+                const double acceleration = im * f_stage[q];
+                const double velocity = v_stage[q];
+                x_out[q] += weight * velocity;
+                v_out[q] += weight * acceleration;
+                x_stage[q] = x[q] + offset * velocity;
+                v_stage[q] = v[q] + offset * acceleration;
+            }
+        }
+    }
+    double probe = 0.0;
+    for (int64_t q = 0; q < n3; ++q) {
+        PROBE(probe, x_out[q]);
+        PROBE(probe, v_out[q]);
+    }
+    *dissipated = (h / 6.0) * energy;
+    return probe == 0.0;
+}
+
+static const ms_step_function step_functions[MS_INTEGRATOR_COUNT] = {
+    ms_step_explicit_euler, ms_step_symplectic_euler, ms_step_velocity_verlet, ms_step_rk4};
+
+/* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
+   is not a physical force and its effect depends on the step size.  Returns the kinetic
+   energy it removed (J). */
+static double apply_energy_loss(const ms_model* m, const ms_state* s, double* restrict v, double loss) {
+    const double keep = 1.0 - loss;
+    const double removed_fraction = 1.0 - keep * keep;
+    double removed = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        if (s->inv_mass[i] == 0.0) continue;
+        double* vi = v + 3 * i;
+        removed += 0.5 * m->mass[i] * removed_fraction * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        vi[0] *= keep;
+        vi[1] *= keep;
+        vi[2] *= keep;
+    }
+    return removed;
+}
+
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    if (!isfinite(h) || h <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
+    if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
+    if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
+    const ms_integrator integrator = m->opt.integrator;
+    if (integrator == MS_VELOCITY_VERLET || integrator == MS_RK4)
+        if (ms_state_ensure_work(m, s, err)) return MS_ERR_MEMORY;
+
+    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+
+    const ms_step_function step = step_functions[integrator];
+    const double loss = m->opt.energy_loss;
+    double* x = s->x;
+    double* v = s->v;
+    double* x_next = s->x_next;
+    double* v_next = s->v_next;
+    int status = MS_OK;
+    for (int64_t done = 0; done < n; ++done) {
+        double dissipated = 0.0;
+        int finite = step(m, s, x, v, x_next, v_next, h, &dissipated);
+        if (finite && loss > 0.0) dissipated += apply_energy_loss(m, s, v_next, loss);
+        if (!finite || !isfinite(dissipated)) {
+            status = ms_error_set(err, MS_ERR_DIVERGED,
+                                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
+                                  "became non-finite; the state was rolled back to the step before. "
+                                  "Use a smaller dt, more damping, or a more stable integrator",
+                                  (long long)(s->steps + 1), s->t);
+            if (err != NULL) {
+                err->step = s->steps + 1;
+                err->time = s->t;
+            }
+            break;
+        }
+        double* swap = x;
+        x = x_next;
+        x_next = swap;
+        swap = v;
+        v = v_next;
+        v_next = swap;
+        s->t += h;
+        s->steps += 1;
+        s->dissipated += dissipated;
+    }
+    if (x != s->x) {
+        /* The newest finite state is in the other half of the buffer: bring it home. */
+        memcpy(s->x, x, sizeof(double) * 3 * (size_t)m->nnode);
+        memcpy(s->v, v, sizeof(double) * 3 * (size_t)m->nnode);
+    }
+    if (status == MS_OK) ms_error_clear(err);
+    return status;
+}

@@ -1,0 +1,151 @@
+/* Model allocation, copying and validation. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+ms_options ms_default_options(void) {
+    ms_options opt;
+    opt.gravity[0] = 0.0;
+    opt.gravity[1] = -9.81;
+    opt.gravity[2] = 0.0;
+    opt.drag = 0.0;
+    opt.energy_loss = 0.0;
+    opt.integrator = MS_SYMPLECTIC_EULER;
+    return opt;
+}
+
+/* Bytes of the model's single buffer: doubles first, then int32 indices, then pin flags,
+   so every section is naturally aligned. */
+static size_t model_bytes(int64_t nnode, int64_t nspring) {
+    size_t n = (size_t)nnode, m = (size_t)nspring;
+    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * 2 * m + n;
+}
+
+static void model_bind(ms_model* model) {
+    size_t n = (size_t)model->nnode, m = (size_t)model->nspring;
+    double* d = (double*)model->buffer;
+    model->mass = d;
+    d += n;
+    model->rest = d;
+    d += m;
+    model->k = d;
+    d += m;
+    model->c = d;
+    d += m;
+    model->x_initial = d;
+    d += 3 * n;
+    model->v_initial = d;
+    d += 3 * n;
+    model->springs = (int32_t*)d;
+    model->pinned = (uint8_t*)(model->springs + 2 * m);
+}
+
+ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err) {
+    if (nnode < 1 || nnode > INT32_MAX) {
+        ms_error_set(err, MS_ERR_VALUE, "nnode = %lld must be between 1 and %d",
+                     (long long)nnode, INT32_MAX);
+        return NULL;
+    }
+    if (nspring < 0 || nspring > INT32_MAX) {
+        ms_error_set(err, MS_ERR_VALUE, "nspring = %lld must be between 0 and %d",
+                     (long long)nspring, INT32_MAX);
+        return NULL;
+    }
+    ms_model* model = calloc(1, sizeof *model);
+    void* buffer = calloc(1, model_bytes(nnode, nspring));
+    if (model == NULL || buffer == NULL) {
+        free(model);
+        free(buffer);
+        ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating a model of %lld nodes and %lld springs",
+                     (long long)nnode, (long long)nspring);
+        return NULL;
+    }
+    model->nnode = nnode;
+    model->nspring = nspring;
+    model->buffer = buffer;
+    model->opt = ms_default_options();
+    model_bind(model);
+    ms_error_clear(err);
+    return model;
+}
+
+ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
+    ms_model* copy = ms_model_create(m->nnode, m->nspring, err);
+    if (copy == NULL) return NULL;
+    memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring));
+    copy->opt = m->opt;
+    return copy;
+}
+
+void ms_model_destroy(ms_model* m) {
+    if (m == NULL) return;
+    free(m->buffer);
+    free(m);
+}
+
+int ms_options_check(const ms_options* opt, ms_error* err) {
+    for (int a = 0; a < 3; ++a)
+        if (!isfinite(opt->gravity[a]))
+            return ms_error_set(err, MS_ERR_VALUE, "gravity[%d] = %g must be finite", a, opt->gravity[a]);
+    if (!isfinite(opt->drag) || opt->drag < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "drag = %g must be finite and >= 0 (N s/m)", opt->drag);
+    if (!isfinite(opt->energy_loss) || opt->energy_loss < 0.0 || opt->energy_loss >= 1.0)
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "energy_loss = %g must be in [0, 1): it is the fraction of velocity removed per step",
+                            opt->energy_loss);
+    if ((int)opt->integrator < 0 || opt->integrator >= MS_INTEGRATOR_COUNT)
+        return ms_error_set(err, MS_ERR_VALUE, "integrator = %d is not a known integrator", (int)opt->integrator);
+    ms_error_clear(err);
+    return MS_OK;
+}
+
+/* Checks one per-spring parameter array: finite and >= 0. */
+static int check_spring_values(const double* values, int64_t count, const char* name, const char* unit,
+                               ms_error* err) {
+    for (int64_t s = 0; s < count; ++s) {
+        double value = values[s];
+        if (!isfinite(value) || value < 0.0)
+            return ms_error_set(err, MS_ERR_VALUE, "%s[%lld] = %g must be finite and >= 0 (%s)", name,
+                                (long long)s, value, unit);
+    }
+    return MS_OK;
+}
+
+int ms_model_check_values(const ms_model* m, ms_error* err) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double mass = m->mass[i];
+        if (m->pinned[i] > 1)
+            return ms_error_set(err, MS_ERR_VALUE, "pinned[%lld] = %d must be 0 or 1", (long long)i,
+                                (int)m->pinned[i]);
+        if (!isfinite(mass) || mass < 0.0)
+            return ms_error_set(err, MS_ERR_VALUE, "mass[%lld] = %g must be finite and >= 0 (kg)",
+                                (long long)i, mass);
+        if (mass == 0.0 && !m->pinned[i])
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "mass[%lld] = 0 on a free node: give it a positive mass or pin it",
+                                (long long)i);
+    }
+    if (check_spring_values(m->rest, m->nspring, "rest", "m", err)) return MS_ERR_VALUE;
+    if (check_spring_values(m->k, m->nspring, "k", "N/m", err)) return MS_ERR_VALUE;
+    if (check_spring_values(m->c, m->nspring, "c", "N s/m", err)) return MS_ERR_VALUE;
+    return ms_options_check(&m->opt, err);
+}
+
+int ms_model_check(const ms_model* m, ms_error* err) {
+    if (m == NULL) return ms_error_set(err, MS_ERR_VALUE, "model is NULL");
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        if (i < 0 || i >= m->nnode || j < 0 || j >= m->nnode)
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "springs[%lld] = (%d, %d) refers to a node outside 0..%lld",
+                                (long long)s, i, j, (long long)m->nnode - 1);
+        if (i == j)
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "springs[%lld] = (%d, %d) connects a node to itself", (long long)s, i, j);
+    }
+    if (ms_check_finite_vectors(m->x_initial, m->nnode, "positions", err)) return MS_ERR_VALUE;
+    if (ms_check_finite_vectors(m->v_initial, m->nnode, "velocities", err)) return MS_ERR_VALUE;
+    return ms_model_check_values(m, err);
+}

@@ -1,0 +1,79 @@
+/* State allocation, copying, reset and validation. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* x, v, f, external, x_next, v_next (nnode x 3 each), then inv_mass (nnode). */
+static size_t state_bytes(int64_t nnode) { return sizeof(double) * 19 * (size_t)nnode; }
+
+static size_t work_bytes(int64_t nnode) { return sizeof(double) * 9 * (size_t)nnode; }
+
+ms_state* ms_state_create(const ms_model* m, ms_error* err) {
+    ms_state* s = calloc(1, sizeof *s);
+    double* buffer = calloc(1, state_bytes(m->nnode));
+    if (s == NULL || buffer == NULL) {
+        free(s);
+        free(buffer);
+        ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the state of %lld nodes",
+                     (long long)m->nnode);
+        return NULL;
+    }
+    size_t n3 = 3 * (size_t)m->nnode;
+    s->buffer = buffer;
+    s->x = buffer;
+    s->v = buffer + n3;
+    s->f = buffer + 2 * n3;
+    s->external = buffer + 3 * n3;
+    s->x_next = buffer + 4 * n3;
+    s->v_next = buffer + 5 * n3;
+    s->inv_mass = buffer + 6 * n3;
+    s->work = NULL;
+    ms_state_reset(m, s);
+    ms_error_clear(err);
+    return s;
+}
+
+ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
+    ms_state* copy = ms_state_create(m, err);
+    if (copy == NULL) return NULL;
+    memcpy(copy->buffer, s->buffer, state_bytes(m->nnode));
+    copy->t = s->t;
+    copy->steps = s->steps;
+    copy->dissipated = s->dissipated;
+    return copy;
+}
+
+void ms_state_destroy(ms_state* s) {
+    if (s == NULL) return;
+    free(s->work);
+    free(s->buffer);
+    free(s);
+}
+
+void ms_state_reset(const ms_model* m, ms_state* s) {
+    size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    memcpy(s->x, m->x_initial, bytes);
+    memcpy(s->v, m->v_initial, bytes);
+    memset(s->f, 0, bytes);
+    s->t = 0.0;
+    s->steps = 0;
+    s->dissipated = 0.0;
+}
+
+int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {
+    if (ms_check_finite_vectors(s->x, m->nnode, "x", err)) return MS_ERR_VALUE;
+    if (ms_check_finite_vectors(s->v, m->nnode, "v", err)) return MS_ERR_VALUE;
+    if (ms_check_finite_vectors(s->external, m->nnode, "external", err)) return MS_ERR_VALUE;
+    ms_error_clear(err);
+    return MS_OK;
+}
+
+int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->work != NULL) return MS_OK;
+    s->work = calloc(1, work_bytes(m->nnode));
+    if (s->work == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating integrator storage for %lld nodes",
+                            (long long)m->nnode);
+    return MS_OK;
+}
