@@ -1,0 +1,362 @@
+"""Bad input is refused with the right exception, a message naming the argument, and no change.
+
+Constructor arguments, ``step`` arguments, option setters, and parameters corrupted through the
+writable views (checked at the next ``step``) are all covered.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import msprings
+
+DT = 1e-3
+INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4")
+
+# A unit square in the xy plane with one diagonal; node 0 is pinned in the valid setup.
+POSITIONS = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
+SPRINGS = np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]])
+N_NODES, N_SPRINGS = len(POSITIONS), len(SPRINGS)
+
+VIEW_NAMES = ("x", "v", "f", "external", "mass", "pinned", "springs", "rest", "k", "c")
+
+
+def valid_arguments(**overrides: Any) -> dict[str, Any]:
+    """Keyword arguments of a valid System; ``overrides`` replace or add entries."""
+    arguments: dict[str, Any] = {
+        "positions": POSITIONS.copy(),
+        "springs": SPRINGS.copy(),
+        "mass": np.array([1.0, 0.5, 0.7, 0.9]),
+        "k": np.full(N_SPRINGS, 30.0),
+        "c": np.full(N_SPRINGS, 0.1),
+        "rest": np.full(N_SPRINGS, 0.9),
+        "pinned": [0],
+        "velocities": np.zeros((N_NODES, 3)),
+        "gravity": (0.0, -9.81, 0.0),
+        "drag": 0.01,
+        "energy_loss": 0.0,
+        "integrator": "symplectic_euler",
+    }
+    arguments.update(overrides)
+    return arguments
+
+
+def build(**overrides: Any) -> msprings.System:
+    """A System from :func:`valid_arguments` with ``overrides`` applied."""
+    arguments = valid_arguments(**overrides)
+    return msprings.System(arguments.pop("positions"), arguments.pop("springs"), **arguments)
+
+
+def stepped_system() -> msprings.System:
+    """A valid system that has moved, so that its state is not all zeros."""
+    s = build()
+    s.external[3] = (0.2, 0.0, -0.1)
+    s.step(DT, 25)
+    return s
+
+
+def snapshot(s: msprings.System) -> dict[str, Any]:
+    """Every observable piece of a system, as exact bytes or plain values."""
+    state: dict[str, Any] = {name: getattr(s, name).tobytes() for name in VIEW_NAMES}
+    state["t"] = float(s.t).hex()
+    state["steps"] = int(s.steps)
+    state["dissipated"] = float(s.dissipated).hex()
+    state["integrator"] = s.integrator
+    state["gravity"] = np.asarray(s.gravity).tobytes()
+    state["drag"] = float(s.drag).hex()
+    state["energy_loss"] = float(s.energy_loss).hex()
+    return state
+
+
+def assert_unchanged(s: msprings.System, before: dict[str, Any]) -> None:
+    """Fails naming the first piece of state that differs from ``before``."""
+    after = snapshot(s)
+    for name, value in before.items():
+        assert after[name] == value, f"{name} changed"
+
+
+# ---- constructor -----------------------------------------------------------------------
+
+not_numeric_objects = np.empty((N_NODES, 3), dtype=object)
+not_numeric_objects[:] = [[object() for _ in range(3)] for _ in range(N_NODES)]
+
+BAD_CONSTRUCTION = [
+    # shapes
+    ("positions (n, 2)", {"positions": POSITIONS[:, :2]}, ValueError, "positions"),
+    ("positions 1-D", {"positions": POSITIONS.ravel()}, ValueError, "positions"),
+    ("positions (n, 3, 1)", {"positions": POSITIONS[:, :, None]}, ValueError, "positions"),
+    ("no nodes", {"positions": np.zeros((0, 3)), "springs": np.zeros((0, 2), int),
+                  "mass": 1.0, "k": 1.0, "c": 0.0, "rest": None, "pinned": None,
+                  "velocities": None}, ValueError, "positions"),
+    ("springs (m, 3)", {"springs": np.array([[0, 1, 2], [1, 2, 3]])}, ValueError, "springs"),
+    ("springs 1-D", {"springs": np.array([0, 1])}, ValueError, "springs"),
+    ("mass too short", {"mass": [1.0, 1.0, 1.0]}, ValueError, "mass"),
+    ("mass too long", {"mass": np.ones(N_NODES + 1)}, ValueError, "mass"),
+    ("mass (n, 1)", {"mass": np.ones((N_NODES, 1))}, ValueError, "mass"),
+    ("k too short", {"k": np.ones(N_SPRINGS - 1)}, ValueError, r"\bk\b"),
+    ("k too long", {"k": np.ones(N_SPRINGS + 2)}, ValueError, r"\bk\b"),
+    ("c wrong length", {"c": np.ones(N_SPRINGS + 1)}, ValueError, r"\bc\b"),
+    ("rest wrong length", {"rest": np.ones(2)}, ValueError, "rest"),
+    ("velocities (n, 2)", {"velocities": np.zeros((N_NODES, 2))}, ValueError, "velocities"),
+    ("velocities (n-1, 3)", {"velocities": np.zeros((N_NODES - 1, 3))}, ValueError, "velocities"),
+    ("gravity of 2", {"gravity": (0.0, -9.81)}, ValueError, "gravity"),
+    # dtypes
+    ("positions as numeric strings", {"positions": POSITIONS.astype(str)}, TypeError, "positions"),
+    ("positions complex", {"positions": POSITIONS.astype(complex)}, TypeError, "positions"),
+    ("positions objects", {"positions": not_numeric_objects}, TypeError, "positions"),
+    ("springs fractional", {"springs": SPRINGS + 0.5}, TypeError, "springs"),
+    ("springs strings", {"springs": SPRINGS.astype(str)}, TypeError, "springs"),
+    ("velocities strings", {"velocities": np.zeros((N_NODES, 3)).astype(str)}, TypeError,
+     "velocities"),
+    ("mass complex", {"mass": np.ones(N_NODES, dtype=complex)}, TypeError, "mass"),
+    # non-finite values
+    ("positions nan", {"positions": np.where(np.eye(4, 3) > 0, np.nan, POSITIONS)}, ValueError,
+     "positions"),
+    ("positions inf", {"positions": POSITIONS + [[0, 0, 0], [0, np.inf, 0], [0, 0, 0], [0, 0, 0]]},
+     ValueError, "positions"),
+    ("velocities nan", {"velocities": np.full((N_NODES, 3), np.nan)}, ValueError, "velocities"),
+    ("velocities -inf", {"velocities": [[0, 0, 0], [0, 0, 0], [0, 0, -np.inf], [0, 0, 0]]},
+     ValueError, "velocities"),
+    ("mass nan", {"mass": [1.0, np.nan, 1.0, 1.0]}, ValueError, "mass"),
+    ("mass inf", {"mass": np.inf}, ValueError, "mass"),
+    ("k nan", {"k": [30.0, 30.0, np.nan, 30.0, 30.0]}, ValueError, r"\bk\b"),
+    ("k inf", {"k": np.inf}, ValueError, r"\bk\b"),
+    ("c nan", {"c": np.nan}, ValueError, r"\bc\b"),
+    ("c inf", {"c": [0.0, 0.0, 0.0, 0.0, np.inf]}, ValueError, r"\bc\b"),
+    ("rest nan", {"rest": [np.nan, 1.0, 1.0, 1.0, 1.0]}, ValueError, "rest"),
+    ("rest inf", {"rest": np.inf}, ValueError, "rest"),
+    ("gravity nan", {"gravity": (0.0, np.nan, 0.0)}, ValueError, "gravity"),
+    ("gravity inf", {"gravity": (np.inf, 0.0, 0.0)}, ValueError, "gravity"),
+    # topology
+    ("spring to node n", {"springs": np.vstack([SPRINGS, [[1, N_NODES]]]),
+                          "k": 30.0, "c": 0.1, "rest": 0.9}, ValueError, "springs"),
+    ("spring to node -1", {"springs": np.vstack([SPRINGS, [[-1, 2]]]),
+                           "k": 30.0, "c": 0.1, "rest": 0.9}, ValueError, "springs"),
+    ("spring index wrapping in int32", {"springs": np.array([[0, 2**32 + 1]], dtype=np.int64),
+                                        "k": 30.0, "c": 0.1, "rest": 0.9}, ValueError, "springs"),
+    ("spring from a node to itself", {"springs": np.vstack([SPRINGS, [[2, 2]]]),
+                                      "k": 30.0, "c": 0.1, "rest": 0.9}, ValueError, "springs"),
+    # signs
+    ("zero mass on a free node", {"mass": [1.0, 0.0, 1.0, 1.0]}, ValueError, "mass"),
+    ("negative mass on a free node", {"mass": [1.0, 1.0, -2.0, 1.0]}, ValueError, "mass"),
+    ("negative mass everywhere", {"mass": -1.0}, ValueError, "mass"),
+    ("negative mass on a pinned node", {"mass": [-1.0, 1.0, 1.0, 1.0]}, ValueError, "mass"),
+    ("negative k", {"k": [30.0, -1.0, 30.0, 30.0, 30.0]}, ValueError, r"\bk\b"),
+    ("negative c", {"c": -0.1}, ValueError, r"\bc\b"),
+    ("negative rest", {"rest": [0.9, 0.9, 0.9, -0.9, 0.9]}, ValueError, "rest"),
+    # pins
+    ("pinned index n", {"pinned": [0, N_NODES]}, ValueError, "pinned"),
+    ("pinned index far out", {"pinned": [N_NODES + 10]}, ValueError, "pinned"),
+    ("pinned mask too short", {"pinned": np.array([True, False, False])}, ValueError, "pinned"),
+    ("pinned mask too long", {"pinned": np.zeros(N_NODES + 1, dtype=bool)}, ValueError, "pinned"),
+    # options
+    ("negative drag", {"drag": -0.1}, ValueError, "drag"),
+    ("nan drag", {"drag": np.nan}, ValueError, "drag"),
+    ("negative energy_loss", {"energy_loss": -0.01}, ValueError, "energy_loss"),
+    ("energy_loss of 1", {"energy_loss": 1.0}, ValueError, "energy_loss"),
+    ("energy_loss above 1", {"energy_loss": 1.5}, ValueError, "energy_loss"),
+    ("nan energy_loss", {"energy_loss": np.nan}, ValueError, "energy_loss"),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "pattern"),
+    [case[1:] for case in BAD_CONSTRUCTION],
+    ids=[case[0] for case in BAD_CONSTRUCTION],
+)
+def test_bad_constructor_argument_is_refused(
+    overrides: dict[str, Any], error: type[Exception], pattern: str
+) -> None:
+    with pytest.raises(error, match=pattern):
+        build(**overrides)
+
+
+def test_valid_arguments_build() -> None:
+    """The baseline the bad cases deviate from is itself accepted."""
+    s = build()
+    assert s.n_nodes == N_NODES and s.n_springs == N_SPRINGS
+
+
+@pytest.mark.parametrize("name", ["leapfrog", "", "RK4 ", "verlet"])
+def test_unknown_integrator_name_in_constructor_lists_the_valid_names(name: str) -> None:
+    with pytest.raises(ValueError, match="integrator") as caught:
+        build(integrator=name)
+    for valid in INTEGRATOR_NAMES:
+        assert valid in str(caught.value)
+
+
+def test_zero_mass_is_allowed_on_a_pinned_node() -> None:
+    s = build(mass=[0.0, 1.0, 1.0, 1.0], pinned=[0])
+    anchor = s.x[0].copy()
+    s.step(DT, 50)
+    np.testing.assert_array_equal(s.x[0], anchor)
+    assert np.all(np.isfinite(s.x)) and np.all(np.isfinite(s.v))
+    assert all(math.isfinite(value) for value in s.energy())
+    # the same mass as a boolean mask
+    mask = np.array([True, False, False, False])
+    assert build(mass=[0.0, 1.0, 1.0, 1.0], pinned=mask).steps == 0
+
+
+# ---- step arguments ------------------------------------------------------------------
+
+BAD_STEP = [
+    ("dt zero", (0.0,), ValueError, r"\bdt\b"),
+    ("dt negative", (-1e-3,), ValueError, r"\bdt\b"),
+    ("dt nan", (math.nan,), ValueError, r"\bdt\b"),
+    ("dt inf", (math.inf,), ValueError, r"\bdt\b"),
+    ("dt -inf", (-math.inf,), ValueError, r"\bdt\b"),
+    ("dt string", ("0.001",), TypeError, r"\bdt\b"),
+    ("dt None", (None,), TypeError, r"\bdt\b"),
+    ("n zero", (DT, 0), ValueError, r"\bn\b"),
+    ("n negative", (DT, -5), ValueError, r"\bn\b"),
+    ("n float", (DT, 2.0), TypeError, r"\bn\b"),
+    ("n fractional", (DT, 1.5), TypeError, r"\bn\b"),
+    ("n string", (DT, "3"), TypeError, r"\bn\b"),
+]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "pattern"),
+    [case[1:] for case in BAD_STEP],
+    ids=[case[0] for case in BAD_STEP],
+)
+def test_bad_step_argument_changes_nothing(
+    arguments: tuple, error: type[Exception], pattern: str
+) -> None:
+    s = stepped_system()
+    before = snapshot(s)
+    with pytest.raises(error, match=pattern):
+        s.step(*arguments)
+    assert_unchanged(s, before)
+    s.step(DT, 2)
+    assert s.steps == before["steps"] + 2
+
+
+# ---- setters ---------------------------------------------------------------------------
+
+BAD_SETTER = [
+    ("integrator", "leapfrog", ValueError),
+    ("integrator", "Symplectic_Euler", ValueError),
+    ("drag", -0.5, ValueError),
+    ("drag", math.nan, ValueError),
+    ("drag", math.inf, ValueError),
+    ("energy_loss", -0.1, ValueError),
+    ("energy_loss", 1.0, ValueError),
+    ("energy_loss", math.nan, ValueError),
+    ("gravity", (0.0, math.nan, 0.0), ValueError),
+    ("gravity", (0.0, 0.0, -math.inf), ValueError),
+    ("gravity", (0.0, -9.81), ValueError),
+    ("gravity", np.zeros((3, 1)), ValueError),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "error"), BAD_SETTER)
+def test_bad_setter_value_changes_nothing(name: str, value: object, error: type[Exception]) -> None:
+    s = stepped_system()
+    before = snapshot(s)
+    with pytest.raises(error, match=name):
+        setattr(s, name, value)
+    assert_unchanged(s, before)
+
+
+def test_unknown_integrator_setter_lists_the_valid_names() -> None:
+    s = stepped_system()
+    s.integrator = "rk4"
+    with pytest.raises(ValueError) as caught:
+        s.integrator = "midpoint"
+    for valid in INTEGRATOR_NAMES:
+        assert valid in str(caught.value)
+    assert s.integrator == "rk4"
+
+
+def test_limits_of_the_option_ranges_are_accepted() -> None:
+    s = stepped_system()
+    s.drag = 0.0
+    s.energy_loss = 0.0
+    s.energy_loss = 0.999
+    assert s.energy_loss == 0.999 and s.drag == 0.0
+
+
+# ---- values corrupted through the views --------------------------------------------------
+
+
+def _set(view: str, index: tuple, value: float) -> Callable[[msprings.System], None]:
+    """A function writing ``value`` at ``index`` of ``getattr(s, view)``."""
+
+    def write(s: msprings.System) -> None:
+        getattr(s, view)[index] = value
+
+    return write
+
+
+CORRUPTIONS = [
+    ("k negative", _set("k", (0,), -1.0), _set("k", (0,), 30.0), r"\bk\b"),
+    ("k nan", _set("k", (4,), math.nan), _set("k", (4,), 30.0), r"\bk\b"),
+    ("c negative", _set("c", (2,), -0.5), _set("c", (2,), 0.1), r"\bc\b"),
+    ("rest nan", _set("rest", (0,), math.nan), _set("rest", (0,), 0.9), "rest"),
+    ("rest negative", _set("rest", (3,), -1.0), _set("rest", (3,), 0.9), "rest"),
+    ("mass zero on a free node", _set("mass", (1,), 0.0), _set("mass", (1,), 0.5), "mass"),
+    ("mass negative on a free node", _set("mass", (2,), -3.0), _set("mass", (2,), 0.7), "mass"),
+    ("mass inf", _set("mass", (3,), math.inf), _set("mass", (3,), 0.9), "mass"),
+    ("x nan", _set("x", (0, 0), math.nan), _set("x", (0, 0), 0.0), r"\bx\b|position"),
+    ("x inf on a free node", _set("x", (2, 1), -math.inf), _set("x", (2, 1), 1.0),
+     r"\bx\b|position"),
+    ("v inf", _set("v", (1, 2), math.inf), _set("v", (1, 2), 0.0), r"\bv\b|velocit"),
+    ("v nan on a pinned node", _set("v", (0, 1), math.nan), _set("v", (0, 1), 0.0),
+     r"\bv\b|velocit"),
+    ("external nan", _set("external", (3, 0), math.nan), _set("external", (3, 0), 0.0),
+     "external"),
+]
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "repair", "pattern"),
+    [case[1:] for case in CORRUPTIONS],
+    ids=[case[0] for case in CORRUPTIONS],
+)
+def test_value_corrupted_through_a_view_is_refused_at_the_next_step(
+    corrupt: Callable[[msprings.System], None],
+    repair: Callable[[msprings.System], None],
+    pattern: str,
+) -> None:
+    s = stepped_system()
+    corrupt(s)
+    before = snapshot(s)
+    for n in (1, 10):
+        with pytest.raises(ValueError, match=pattern):
+            s.step(DT, n)
+        assert_unchanged(s, before)
+    repair(s)
+    s.step(DT, 3)
+    assert s.steps == before["steps"] + 3
+    assert np.all(np.isfinite(s.x)) and np.all(np.isfinite(s.v))
+    assert math.isclose(s.t, float.fromhex(before["t"]) + 3 * DT, rel_tol=1e-12)
+
+
+def test_unpinning_a_massless_node_is_refused_at_the_next_step() -> None:
+    s = build(mass=[0.0, 1.0, 1.0, 1.0], pinned=[0])
+    s.step(DT, 5)
+    s.pinned[0] = False
+    before = snapshot(s)
+    with pytest.raises(ValueError, match="mass"):
+        s.step(DT)
+    assert_unchanged(s, before)
+    s.mass[0] = 2.0
+    s.step(DT)
+    assert s.steps == 6
+
+
+def test_refused_step_leaves_energy_and_diagnostics_as_they_were() -> None:
+    s = stepped_system()
+    energy = s.energy()
+    lengths = s.lengths()
+    s.k[1] = -5.0
+    with pytest.raises(ValueError):
+        s.step(DT, 100)
+    s.k[1] = 30.0
+    assert s.energy() == energy
+    np.testing.assert_array_equal(s.lengths(), lengths)

@@ -1,0 +1,124 @@
+"""A diverging simulation raises ``msprings.DivergenceError`` and rolls back to the last finite
+state.
+
+A stiff spring (omega = sqrt(k/m) = 100 rad/s) is stepped with omega * h far above every
+integrator's stability limit, so the amplitude grows by a large factor each step until a
+position or velocity overflows.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import msprings
+
+INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4")
+STIFFNESS = 1e4  # N/m
+MASS = 1.0  # kg: omega = 100 rad/s, critical step 2 / omega = 0.02 s for symplectic Euler
+HUGE_DT = 0.5  # omega * h = 50
+SAFE_DT = 1e-4  # omega * h = 0.01
+
+
+def stiff_pair(integrator: str) -> msprings.System:
+    """Node 0 pinned at the origin, node 1 free and stretched 0.2 m past the rest length 1 m,
+    moving sideways so the motion is not confined to a line; no gravity."""
+    return msprings.System(
+        [[0.0, 0.0, 0.0], [1.2, 0.0, 0.0]],
+        [[0, 1]],
+        mass=MASS,
+        k=STIFFNESS,
+        rest=1.0,
+        pinned=[0],
+        velocities=[[0.0, 0.0, 0.0], [0.0, 0.5, 0.0]],
+        gravity=(0.0, 0.0, 0.0),
+        integrator=integrator,
+    )
+
+
+def state_bits(s: msprings.System) -> tuple:
+    """The rolled-back part of the state (x, v, t, steps, dissipated), exactly."""
+    return (
+        s.x.tobytes(),
+        s.v.tobytes(),
+        float(s.t).hex(),
+        int(s.steps),
+        float(s.dissipated).hex(),
+    )
+
+
+def test_divergence_error_is_a_floating_point_error() -> None:
+    assert issubclass(msprings.DivergenceError, FloatingPointError)
+    assert issubclass(msprings.DivergenceError, ArithmeticError)
+
+
+@pytest.mark.parametrize("integrator", INTEGRATOR_NAMES)
+def test_divergence_rolls_back_to_the_last_finite_state(integrator: str) -> None:
+    s = stiff_pair(integrator)
+    requested = 10_000
+    with pytest.raises(msprings.DivergenceError) as caught:
+        s.step(HUGE_DT, requested)
+    error = caught.value
+    assert isinstance(error, FloatingPointError)
+    assert isinstance(error.step, int) and isinstance(error.time, float)
+
+    # the steps before the failing one are kept; the failing one is not
+    assert 1 < error.step <= requested
+    assert s.steps == error.step - 1
+    assert s.t == error.time
+    assert math.isclose(error.time, (error.step - 1) * HUGE_DT, rel_tol=1e-12)
+    assert str(error.step) in str(error)
+
+    assert np.all(np.isfinite(s.x)) and np.all(np.isfinite(s.v))
+    assert math.isfinite(s.dissipated)
+    # the rolled-back state really is on the exploding trajectory, not the initial one
+    assert np.abs(s.x[1]).max() > 1e3
+
+    reference = stiff_pair(integrator)
+    reference.step(HUGE_DT, error.step - 1)
+    assert state_bits(s) == state_bits(reference)
+
+    # the same failure again, from the rolled-back state: same step reported, nothing changes
+    before = state_bits(s)
+    with pytest.raises(msprings.DivergenceError) as again:
+        s.step(HUGE_DT)
+    assert again.value.step == error.step
+    assert again.value.time == error.time
+    assert state_bits(s) == before
+
+
+@pytest.mark.parametrize("integrator", INTEGRATOR_NAMES)
+def test_stepping_continues_after_lowering_dt(integrator: str) -> None:
+    """One overflowing step in the middle of a stable run: after the error, the run goes on with
+    a small step exactly as if the big step had never been tried."""
+    s = stiff_pair(integrator)
+    s.c[0] = 0.5  # some dissipation, so the rolled-back ledger is non-trivial
+    s.step(SAFE_DT, 50)
+    # a step so large that the spring force times dt overflows a double at once
+    with pytest.raises(msprings.DivergenceError) as caught:
+        s.step(1e307)
+    assert caught.value.step == 51
+    assert caught.value.time == s.t
+    assert s.steps == 50
+
+    s.step(SAFE_DT, 150)
+    reference = stiff_pair(integrator)
+    reference.c[0] = 0.5
+    reference.step(SAFE_DT, 50)
+    reference.step(SAFE_DT, 150)
+    assert state_bits(s) == state_bits(reference)
+    assert s.dissipated > 0.0
+    assert s.steps == 200
+    assert math.isclose(s.t, 200 * SAFE_DT, rel_tol=1e-12)
+
+
+def test_error_from_a_stable_system_is_not_raised() -> None:
+    """The same spring below its stability limit runs for many periods without error and with
+    bounded energy (symplectic Euler)."""
+    s = stiff_pair("symplectic_euler")
+    start = s.energy().mechanical
+    s.step(SAFE_DT, 20_000)  # 32 periods
+    assert s.steps == 20_000
+    assert s.energy().mechanical == pytest.approx(start, rel=1e-2)
