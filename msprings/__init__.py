@@ -11,8 +11,17 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "the msprings C core (msprings._core) is not built: install with `pip install -e .` "
         "(or `pip install .` and run from outside the source tree)"
     ) from error
-from ._system import Energy, System
+from ._system import Energy, SolverWarning, StabilityWarning, System, damping_for_ratio
 
 __version__ = "0.1.0"
 
-__all__ = ["INTEGRATORS", "DivergenceError", "Energy", "System", "__version__"]
+__all__ = [
+    "INTEGRATORS",
+    "DivergenceError",
+    "Energy",
+    "SolverWarning",
+    "StabilityWarning",
+    "System",
+    "__version__",
+    "damping_for_ratio",
+]

@@ -1,14 +1,46 @@
 """The user-facing System: input normalisation and convenience on top of the C core."""
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+import functools
+import math
+import warnings
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _core
 
-__all__ = ["Energy", "System"]
+if TYPE_CHECKING:
+    from .colliders import Collider
+
+__all__ = ["Energy", "SolverWarning", "StabilityWarning", "System", "damping_for_ratio"]
+
+
+class StabilityWarning(RuntimeWarning):
+    """A time step larger than the explicit integrator's stability limit for the system."""
+
+
+class SolverWarning(RuntimeWarning):
+    """The implicit solver's conjugate-gradient iterations hit their cap in a step."""
+
+
+def damping_for_ratio(zeta: ArrayLike, k: ArrayLike, mass_i: ArrayLike, mass_j: ArrayLike = math.inf) -> np.ndarray:
+    """Damping coefficient c (N s/m) that gives a spring the damping ratio ``zeta``.
+
+    ``c = 2 zeta sqrt(k mu)`` with the reduced mass ``mu = m_i m_j / (m_i + m_j)`` of the two
+    ends (kg); ``mass_j = inf`` (the default) stands for a pinned other end, so ``mu = m_i``.
+    ``zeta = 1`` is critical damping: the fastest return to rest without oscillating.
+    Broadcasts like NumPy.
+    """
+    zeta_a, k_a, m_i, m_j = (np.asarray(value, dtype=np.float64) for value in (zeta, k, mass_i, mass_j))
+    for name, value in (("zeta", zeta_a), ("k", k_a), ("mass_i", m_i), ("mass_j", m_j)):
+        if np.any(np.isnan(value)) or np.any(value < 0):
+            raise ValueError(f"{name} must be >= 0 (no NaN)")
+    if np.any(m_i == 0) or np.any(m_j == 0):
+        raise ValueError("masses must be > 0 (use mass_j=inf for a pinned end)")
+    reduced = np.where(np.isinf(m_j), m_i, m_i * m_j / np.where(np.isinf(m_j), 1.0, m_i + m_j))
+    return 2.0 * zeta_a * np.sqrt(k_a * reduced)
 
 
 class Energy(NamedTuple):
@@ -25,6 +57,21 @@ class Energy(NamedTuple):
     dissipated: float
     mechanical: float
     total: float
+
+
+@functools.lru_cache(maxsize=256)
+def _stability_limit(integrator: str, zeta: float) -> float:
+    """omega h at the stability limit: closed forms where they exist, else the numerical
+    limit of :func:`msprings.stability.stability_limit` (cached: it scans a fine grid)."""
+    if integrator == "symplectic_euler":
+        return 2.0 * (math.sqrt(1.0 + zeta * zeta) - zeta)
+    if integrator == "explicit_euler":
+        return 2.0 * zeta if zeta <= 1.0 else 2.0 * (zeta - math.sqrt(zeta * zeta - 1.0))
+    if zeta == 0.0:
+        return 2.0 if integrator == "velocity_verlet" else 2.0 * math.sqrt(2.0)
+    from . import stability
+
+    return float(stability.stability_limit(integrator, zeta))
 
 
 def _real_array(value: ArrayLike, name: str) -> np.ndarray:
@@ -138,7 +185,7 @@ class System(_core.System):
     1.0
     """
 
-    __slots__ = ()
+    __slots__ = ("_checked_step", "_stability_limits", "_warned")
 
     def __init__(
         self,
@@ -187,6 +234,208 @@ class System(_core.System):
             energy_loss=energy_loss,
             integrator=integrator,
         )
+
+    def step(self, dt: float, n: int = 1) -> None:
+        """Advance ``n`` steps of ``dt`` seconds with the current integrator, inside C with the
+        GIL released.
+
+        An explicit integrator's ``dt`` is compared with :meth:`critical_dt` (computed the
+        first time each integrator steps the system, then kept); above it a
+        :class:`StabilityWarning` is issued (once per system).  With ``implicit_euler``, a step whose CG solve hits ``cg_max_iter``
+        completes with the best iterate and issues a :class:`SolverWarning` (once per system).
+
+        Raises
+        ------
+        ValueError
+            Bad ``dt`` or ``n``, or a bad value written through a view; nothing has changed.
+        DivergenceError
+            A position or velocity became non-finite; the state is rolled back to the last
+            finite step, named by the error's ``step`` and ``time`` attributes.
+        """
+        integrator = self.integrator
+        key = (dt, integrator)
+        if getattr(self, "_checked_step", None) != key:
+            self._check_step(dt, integrator)
+            self._checked_step = key
+        if integrator != "implicit_euler":
+            super().step(dt, n)
+            return
+        failures = self.solver_stats["cg_failures"]
+        super().step(dt, n)
+        if self.solver_stats["cg_failures"] > failures:
+            self._warn_once(
+                "solver",
+                SolverWarning(
+                    f"implicit_euler: a conjugate-gradient solve did not meet cg_tol = {self.cg_tol:g} within "
+                    f"cg_max_iter = {self.cg_max_iter} iterations; the step used the best iterate (see solver_stats). "
+                    "Raise cg_max_iter or cg_tol, or use a smaller dt"
+                ),
+            )
+
+    def _warn_once(self, kind: str, warning: Warning) -> None:
+        warned = getattr(self, "_warned", frozenset())
+        if kind not in warned:
+            self._warned = warned | {kind}
+            warnings.warn(warning, stacklevel=3)
+
+    def _check_step(self, dt: Any, integrator: str) -> None:
+        if integrator == "implicit_euler" or not isinstance(dt, (int, float)) or not dt > 0 or not math.isfinite(dt):
+            return
+        if "stability" in getattr(self, "_warned", frozenset()):
+            return
+        if integrator != "explicit_euler":
+            # Symplectic Euler has the smallest limit of the three, and its limit
+            # 2 / (sqrt(omega^2 + gamma^2 / 4) + gamma / 2) falls as omega and gamma grow, so
+            # upper bounds on both give a step that is surely stable: no Lanczos needed.
+            omega2_bound, gamma_bound = self._eigenvalue_bounds()
+            if dt * (math.sqrt(omega2_bound + 0.25 * gamma_bound**2) + 0.5 * gamma_bound) < 2.0:
+                return
+        limits = getattr(self, "_stability_limits", None)
+        if limits is None:
+            limits = self._stability_limits = {}
+        if integrator not in limits:
+            limits[integrator] = self.critical_dt(integrator)
+        limit = limits[integrator]
+        if dt > limit:
+            if limit == 0.0:
+                detail = f"{integrator} is unstable at any dt for this system (it has no damping)"
+            else:
+                detail = f"dt = {dt:g} s exceeds the stability limit {limit:.4g} s of {integrator}"
+            self._warn_once(
+                "stability",
+                StabilityWarning(
+                    f"{detail}: the simulation will blow up. Use dt < critical_dt(), more damping, or "
+                    "integrator='implicit_euler'"
+                ),
+            )
+
+    def critical_dt(self, integrator: str | None = None) -> float:
+        """The largest stable time step (s) for the system in its current state.
+
+        The highest angular frequency ``omega = sqrt(lambda_max(M^-1 K))`` and damping rate
+        ``gamma = lambda_max(M^-1 C)`` come from Lanczos iterations in C on the springs'
+        tangent stiffness and damping (pinned nodes removed).  The step is
+        ``a*(zeta) / omega`` with ``zeta = gamma / (2 omega)`` and ``a*`` the integrator's
+        limit on the damped oscillator (:func:`msprings.stability.stability_limit`): 2 for
+        undamped symplectic Euler and velocity Verlet, ``2 sqrt 2`` for RK4, ``2 zeta`` for
+        explicit Euler (0 without damping: unstable at any step), infinite for implicit
+        Euler.  Pairing the highest frequency with the highest damping rate is exact for
+        uniform networks with the same ``c/k`` on every spring and otherwise an estimate.
+
+        Parameters
+        ----------
+        integrator : str, optional
+            One of :data:`msprings.INTEGRATORS`; default the system's current integrator.
+        """
+        name = self.integrator if integrator is None else integrator
+        if name not in _core.INTEGRATORS:
+            raise ValueError(f"integrator {name!r} is unknown; choose one of {', '.join(_core.INTEGRATORS)}")
+        if name == "implicit_euler":
+            return math.inf
+        omega2, gamma = self._max_eigenvalues()
+        omega = math.sqrt(max(omega2, 0.0))
+        if omega == 0.0 and gamma == 0.0:
+            return math.inf
+        if omega < gamma / 200.0:
+            # Damping dominates (or there is no stiffness at all, only drag): the limit of a
+            # mode with zeta = 100 is within 1e-4 of the pure-decay limit and just below it.
+            omega = gamma / 200.0
+        return _stability_limit(name, gamma / (2.0 * omega)) / omega
+
+    def damping_ratio(self) -> np.ndarray:
+        """Damping ratio ``zeta = c / (2 sqrt(k mu))`` of every spring, shape (m,).
+
+        ``mu`` is the reduced mass of the two ends, or the free end's mass when the other is
+        pinned; NaN for a spring between two pinned nodes or with k = c = 0, inf for k = 0 < c.
+        """
+        pairs = self.springs
+        mass = np.where(self.pinned, np.inf, self.mass)
+        m_i, m_j = mass[pairs[:, 0]], mass[pairs[:, 1]]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            reduced = np.where(np.isinf(m_j), m_i, np.where(np.isinf(m_i), m_j, m_i * m_j / (m_i + m_j)))
+            reduced = np.where(np.isinf(m_i) & np.isinf(m_j), np.nan, reduced)
+            return self.c / (2.0 * np.sqrt(self.k * reduced))
+
+    def damping_for_ratio(self, zeta: ArrayLike) -> np.ndarray:
+        """Damping coefficients c (N s/m), shape (m,), that give each spring the damping ratio
+        ``zeta`` (scalar or per spring) with the system's masses, stiffnesses and pins; e.g.
+        ``s.c[:] = s.damping_for_ratio(1.0)`` damps every spring critically.  Springs between
+        two pinned nodes get c = 0."""
+        pairs = self.springs
+        mass = np.where(self.pinned, np.inf, self.mass)
+        m_i, m_j = mass[pairs[:, 0]], mass[pairs[:, 1]]
+        both_pinned = np.isinf(m_i) & np.isinf(m_j)
+        first = np.where(np.isinf(m_i), m_j, m_i)
+        second = np.where(np.isinf(m_i), np.inf, m_j)
+        zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), pairs.shape[:1])
+        c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, first), second)
+        return np.where(both_pinned, 0.0, c)
+
+    # ---- colliders -----------------------------------------------------------------
+
+    def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
+             restitution: float, friction: float, thickness: float) -> Collider:
+        from .colliders import Collider
+
+        collider_id = self._add_collider(
+            kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
+            _real_array(velocity, "velocity"), restitution, friction, thickness,
+        )
+        return Collider(self, collider_id)
+
+    def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
+                  restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                  velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
+        """Adds a plane through ``point`` (m) with ``normal`` (normalised; must be non-zero);
+        everything on the side opposite the normal is solid (the ground by default).
+
+        ``restitution`` e in [0, 1], Coulomb ``friction`` mu >= 0, ``thickness`` (m) kept
+        from the surface, ``velocity`` (m/s) of the moving plane.  Returns a
+        :class:`~msprings.colliders.Collider` handle.  See :mod:`msprings.colliders`."""
+        return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness)
+
+    def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
+                   thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
+        """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
+        :meth:`add_plane`."""
+        return self._add("sphere", center, (0.0, 1.0, 0.0), (radius, 0.0, 0.0), velocity, restitution, friction,
+                         thickness)
+
+    def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
+                thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
+        """Adds a solid axis-aligned box between the corners ``lower`` and ``upper`` (m), which
+        must satisfy lower < upper on every axis.  Other arguments as :meth:`add_plane`."""
+        low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
+        if low.shape != (3,) or high.shape != (3,):
+            raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
+        return self._add("box", (low + high) / 2.0, (0.0, 1.0, 0.0), (high - low) / 2.0, velocity, restitution,
+                         friction, thickness)
+
+    def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
+                     restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                     velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
+        """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
+        ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
+        Other arguments as :meth:`add_plane`."""
+        return self._add("cylinder", center, axis, (radius, 0.5 * float(height), 0.0), velocity, restitution,
+                         friction, thickness)
+
+    @property
+    def colliders(self) -> tuple[Collider, ...]:
+        """Handles to the system's colliders, in the order they act."""
+        from .colliders import Collider
+
+        return tuple(Collider(self, collider_id) for collider_id in self._collider_ids())
+
+    def remove_collider(self, collider: Collider | int) -> None:
+        """Removes a collider (a handle or its id); KeyError if it is not in this system."""
+        from .colliders import Collider
+
+        if isinstance(collider, Collider):
+            if collider._system is not self:
+                raise KeyError("that collider belongs to another system")
+            collider = collider.id
+        self._remove_collider(collider)
 
     def energy(self) -> Energy:
         """The energy ledger (J): kinetic and gravitational energy of the free nodes, elastic

@@ -3,7 +3,8 @@
 Everything here follows DESIGN.md line by line, with explicit loops over springs and
 nodes, and works on plain arrays only (it never imports msprings).  The test suite
 steps a network with the C core and with this module and requires them to agree to
-round-off.
+round-off (to the solver tolerance for implicit Euler, which the reference solves with
+dense matrices and ``np.linalg.solve`` where the core uses matrix-free conjugate gradients).
 
 Conventions (SI units): positions ``x`` and velocities ``v`` are ``(n, 3)`` arrays;
 spring ``s`` joins nodes ``i = springs[s, 0]`` and ``j = springs[s, 1]``; with
@@ -20,7 +21,12 @@ import numpy as np
 #: Spring lengths at or below this (m) count as zero: such a spring exerts no force.
 ZERO_LENGTH = 1e-14
 
-INTEGRATORS = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4")
+INTEGRATORS = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler")
+
+#: Newton settings of the reference implicit Euler step: iterate until the residual is at
+#: round-off level (or the cap is reached).
+NEWTON_MAX_ITER = 100
+NEWTON_TOL = 1e-12
 
 
 @dataclass
@@ -152,6 +158,100 @@ def _rk4(net: Network, x: np.ndarray, v: np.ndarray, h: float) -> tuple:
     return x_new, v_new, h / 6.0 * (p1 + 2.0 * p2 + 2.0 * p3 + p4)
 
 
+def spring_blocks(net: Network, x: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 3x3 stiffness and damping blocks of spring s at positions x.
+
+    With n the spring's direction, K_s = k n n^T + k_t (I - n n^T) is -d(force on j)/d(x_j):
+    axial stiffness k and transverse stiffness k_t = k (1 - L / l), clamped at 0 when the
+    spring is compressed (l < L) so the matrix stays positive semi-definite.  The damper
+    gives C_s = c n n^T (its dependence on the direction is left out, as in the core).  A
+    spring of length ~0 has no direction and contributes nothing.
+    """
+    i, j = int(net.springs[s, 0]), int(net.springs[s, 1])
+    length, unit = spring_geometry(x, i, j)
+    if length <= ZERO_LENGTH:
+        return np.zeros((3, 3)), np.zeros((3, 3))
+    axial = np.outer(unit, unit)
+    transverse_stiffness = max(net.k[s] * (1.0 - net.rest[s] / length), 0.0)
+    stiffness = net.k[s] * axial + transverse_stiffness * (np.eye(3) - axial)
+    damping = net.c[s] * axial
+    return stiffness, damping
+
+
+def jacobians(net: Network, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Dense K = -df/dx and C = -df/dv, each (3n, 3n), assembled from the springs' blocks.
+
+    Spring (i, j) adds its block B to the (i, i) and (j, j) blocks and subtracts it from
+    (i, j) and (j, i); drag adds drag * I to every node's diagonal block of C.  Rows and
+    columns of pinned nodes are included (the caller removes them).
+    """
+    size = 3 * net.n_nodes
+    stiffness = np.zeros((size, size))
+    damping = net.drag * np.eye(size)
+    for s in range(net.n_springs):
+        i, j = int(net.springs[s, 0]), int(net.springs[s, 1])
+        stiffness_block, damping_block = spring_blocks(net, x, s)
+        for matrix, block in ((stiffness, stiffness_block), (damping, damping_block)):
+            matrix[3 * i : 3 * i + 3, 3 * i : 3 * i + 3] += block
+            matrix[3 * j : 3 * j + 3, 3 * j : 3 * j + 3] += block
+            matrix[3 * i : 3 * i + 3, 3 * j : 3 * j + 3] -= block
+            matrix[3 * j : 3 * j + 3, 3 * i : 3 * i + 3] -= block
+    return stiffness, damping
+
+
+def implicit_euler_step(
+    net: Network,
+    x: np.ndarray,
+    v: np.ndarray,
+    h: float,
+    newton_max_iter: int = NEWTON_MAX_ITER,
+    newton_tol: float = NEWTON_TOL,
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    """Backward Euler M (v' - v) = h f(x + h v', v'), x' = x + h v', by Newton's method.
+
+    Unknown: dv = v' - v on the free nodes (a pinned node keeps v' = v).  Each iteration
+    solves A delta = rhs with the dense A = M + h C + h^2 K (free rows and columns only):
+
+    * the first linearises the force about the start, f(x + h v', v') ~ f0 - K0 h v' - C0 dv,
+      which gives rhs = h (f0 - h K0 v) (Baraff & Witkin's linearised step; K0 v includes the
+      pinned nodes' velocities, which move them);
+    * later ones linearise about the iterate (x_k, v_k) = (x + h v_k, v_k) with A built
+      there: rhs = h f(x_k, v_k) - M dv_k, the negated residual.
+
+    Stops when |M dv - h f(x', v')| <= newton_tol * max(|M dv|, |h f|) over the free nodes,
+    or after newton_max_iter solves.  Returns x', v', the energy dissipated (the rectangle
+    rule at the end of the step, h P(x', v')) and the number of solves.
+    """
+    free_rows = np.repeat(~np.asarray(net.pinned, dtype=bool), 3)
+    mass_rows = np.repeat(np.asarray(net.mass, dtype=float), 3)
+
+    def free_block(matrix: np.ndarray) -> np.ndarray:
+        return matrix[np.ix_(free_rows, free_rows)]
+
+    force_start, _ = forces(net, x, v)
+    stiffness, damping = jacobians(net, x)
+    system = np.diag(mass_rows) + h * damping + h * h * stiffness
+    rhs = h * (force_start.ravel() - h * (stiffness @ v.ravel()))
+    dv = np.zeros(3 * net.n_nodes)
+    iterations = 0
+    while True:
+        dv[free_rows] += np.linalg.solve(free_block(system), rhs[free_rows])
+        iterations += 1
+        v_new = v + dv.reshape(v.shape)
+        x_new = x + h * v_new
+        force, power = forces(net, x_new, v_new)
+        momentum_change = mass_rows[free_rows] * dv[free_rows]
+        impulse = h * force.ravel()[free_rows]
+        residual = float(np.linalg.norm(momentum_change - impulse))
+        scale = max(float(np.linalg.norm(momentum_change)), float(np.linalg.norm(impulse)))
+        if residual <= newton_tol * scale or iterations >= newton_max_iter:
+            return x_new, v_new, h * power, iterations
+        stiffness, damping = jacobians(net, x_new)
+        system = np.diag(mass_rows) + h * damping + h * h * stiffness
+        rhs = np.zeros(3 * net.n_nodes)
+        rhs[free_rows] = impulse - momentum_change
+
+
 _STEPPERS = {
     "explicit_euler": _explicit_euler,
     "symplectic_euler": _symplectic_euler,
@@ -160,17 +260,29 @@ _STEPPERS = {
 }
 
 
-def step(net: Network, x: np.ndarray, v: np.ndarray, h: float, integrator: str) -> StepResult:
+def step(
+    net: Network,
+    x: np.ndarray,
+    v: np.ndarray,
+    h: float,
+    integrator: str,
+    *,
+    newton_max_iter: int = NEWTON_MAX_ITER,
+) -> StepResult:
     """One step of size h with the named integrator, then energy_loss on free nodes.
 
     Pinned nodes move with their own velocity (x += h v, v unchanged) whatever the forces.
     energy_loss multiplies free velocities by (1 - energy_loss) after the step; the kinetic
-    energy that removes is added to the dissipated energy of the step.
+    energy that removes is added to the dissipated energy of the step.  ``newton_max_iter``
+    caps implicit Euler's Newton iterations (1: the linearised step); other methods ignore it.
     """
     x = np.asarray(x, dtype=float)
     v = np.asarray(v, dtype=float)
     force_start, _ = forces(net, x, v)
-    x_new, v_new, dissipated = _STEPPERS[integrator](net, x, v, h)
+    if integrator == "implicit_euler":
+        x_new, v_new, dissipated, _ = implicit_euler_step(net, x, v, h, newton_max_iter)
+    else:
+        x_new, v_new, dissipated = _STEPPERS[integrator](net, x, v, h)
     for node in range(net.n_nodes):
         if net.pinned[node]:
             x_new[node] = x[node] + h * v[node]

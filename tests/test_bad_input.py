@@ -15,7 +15,8 @@ import pytest
 import msprings
 
 DT = 1e-3
-INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4")
+INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler")
+SOLVER_OPTIONS = ("newton_max_iter", "newton_tol", "cg_max_iter", "cg_tol", "strain_limit")
 
 # A unit square in the xy plane with one diagonal; node 0 is pinned in the valid setup.
 POSITIONS = np.array([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]])
@@ -69,6 +70,8 @@ def snapshot(s: msprings.System) -> dict[str, Any]:
     state["gravity"] = np.asarray(s.gravity).tobytes()
     state["drag"] = float(s.drag).hex()
     state["energy_loss"] = float(s.energy_loss).hex()
+    for name in SOLVER_OPTIONS:
+        state[name] = repr(getattr(s, name))
     return state
 
 
@@ -251,6 +254,24 @@ BAD_SETTER = [
     ("gravity", (0.0, 0.0, -math.inf), ValueError),
     ("gravity", (0.0, -9.81), ValueError),
     ("gravity", np.zeros((3, 1)), ValueError),
+    ("newton_max_iter", 0, ValueError),
+    ("newton_max_iter", -2, ValueError),
+    ("newton_max_iter", 2**40, ValueError),
+    ("newton_max_iter", 3.0, TypeError),
+    ("newton_max_iter", "3", TypeError),
+    ("cg_max_iter", 0, ValueError),
+    ("cg_max_iter", 2.5, TypeError),
+    ("newton_tol", 0.0, ValueError),
+    ("newton_tol", -1e-8, ValueError),
+    ("newton_tol", math.nan, ValueError),
+    ("newton_tol", "1e-8", TypeError),
+    ("cg_tol", 0.0, ValueError),
+    ("cg_tol", -1.0, ValueError),
+    ("cg_tol", math.nan, ValueError),
+    ("cg_tol", 1j, TypeError),
+    ("strain_limit", -0.1, ValueError),
+    ("strain_limit", math.nan, ValueError),
+    ("strain_limit", "0.1", TypeError),
 ]
 
 
@@ -279,6 +300,31 @@ def test_limits_of_the_option_ranges_are_accepted() -> None:
     s.energy_loss = 0.0
     s.energy_loss = 0.999
     assert s.energy_loss == 0.999 and s.drag == 0.0
+    s.newton_max_iter = 1
+    s.cg_max_iter = 1
+    s.newton_tol = 1e-300
+    s.cg_tol = 1e-300
+    s.strain_limit = 0.0
+    assert (s.newton_max_iter, s.cg_max_iter, s.newton_tol, s.cg_tol) == (1, 1, 1e-300, 1e-300)
+    assert s.strain_limit == 0.0
+    s.strain_limit = None
+    assert s.strain_limit is None
+
+
+@pytest.mark.parametrize("integrator", INTEGRATOR_NAMES)
+def test_bad_step_is_refused_by_every_integrator(integrator: str) -> None:
+    s = stepped_system()
+    s.integrator = integrator
+    before = snapshot(s)
+    for arguments in ((0.0,), (math.nan,), (DT, 0)):
+        with pytest.raises(ValueError):
+            s.step(*arguments)
+        assert_unchanged(s, before)
+    s.k[0] = -1.0
+    with pytest.raises(ValueError, match=r"\bk\b"):
+        s.step(DT)
+    s.k[0] = 30.0
+    assert_unchanged(s, before)
 
 
 # ---- values corrupted through the views --------------------------------------------------

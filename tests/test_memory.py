@@ -8,6 +8,7 @@ import copy
 import ctypes
 import ctypes.util
 import gc
+import math
 import os
 import sys
 import weakref
@@ -96,9 +97,12 @@ def use_and_drop_once() -> None:
     s.update_forces()
     s.gravity = s.gravity * 0.5
     repr(s)
-    for name in ("velocity_verlet", "rk4", "explicit_euler"):
+    s.strain_limit = 0.2
+    for name in ("velocity_verlet", "rk4", "implicit_euler", "explicit_euler"):
         s.integrator = name
         s.step(DT, 2)
+    dict(s.solver_stats)
+    s.damping_ratio()
     duplicate = s.copy()
     duplicate.step(DT, 2)
     deep = copy.deepcopy(duplicate)
@@ -139,8 +143,19 @@ def fail_and_drop_once() -> None:
         s.step(DT)
     except ValueError:
         pass
+    for name, value in (("newton_max_iter", 0), ("cg_tol", math.nan), ("strain_limit", -1.0)):
+        try:
+            setattr(s, name, value)
+        except ValueError:
+            pass
     s.k[0] = 50.0
     s.k[-1] = 1e8  # a spring between two free nodes
+    s.integrator = "implicit_euler"
+    s.v[-1] = (100.0, 0.0, 0.0)
+    try:
+        s.step(1e307)  # overflows even backward Euler
+    except msprings.DivergenceError:
+        pass
     s.integrator = "rk4"
     try:
         s.step(1.0, 1000)
@@ -161,20 +176,34 @@ def assert_flat_memory(round_: Callable[[], None]) -> None:
             assert growth < ALLOWED_GROWTH, f"grew by {growth / MIB:.1f} MiB after {done} rounds"
 
 
+# Both loops step explicit methods above their stability limits on purpose (explicit Euler at
+# DT; RK4 at 1 s on a stiff spring); test_the_diverging_step_really_diverges asserts the warning.
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
 def test_success_paths_do_not_leak() -> None:
     assert_flat_memory(use_and_drop_once)
 
 
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
 def test_error_paths_do_not_leak() -> None:
     assert_flat_memory(fail_and_drop_once)
 
 
 def test_the_diverging_step_really_diverges() -> None:
-    """Guards the error-path loop above: its last step must end in a DivergenceError."""
+    """Guards the loops above: their deliberately unstable steps warn, and the error-path
+    loop's oversized steps end in a DivergenceError for implicit Euler and RK4."""
+    s = build()
+    s.integrator = "explicit_euler"
+    with pytest.warns(msprings.StabilityWarning, match="explicit_euler"):
+        s.step(DT, 2)
     s = build()
     s.k[-1] = 1e8
-    s.integrator = "rk4"
+    s.integrator = "implicit_euler"
+    s.v[-1] = (100.0, 0.0, 0.0)
     with pytest.raises(msprings.DivergenceError):
+        s.step(1e307)
+    assert s.steps == 0
+    s.integrator = "rk4"
+    with pytest.warns(msprings.StabilityWarning, match="rk4"), pytest.raises(msprings.DivergenceError):
         s.step(1.0, 1000)
 
 

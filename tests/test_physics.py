@@ -9,15 +9,17 @@ static stretch of a hanging chain.
 
 from __future__ import annotations
 
+import contextlib
 import math
+from typing import ContextManager
 
 import numpy as np
 import pytest
 
 import msprings
 
-INTEGRATORS = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4")
-ORDER = {"explicit_euler": 1, "symplectic_euler": 1, "velocity_verlet": 2, "rk4": 4}
+INTEGRATORS = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler")
+ORDER = {"explicit_euler": 1, "symplectic_euler": 1, "velocity_verlet": 2, "rk4": 4, "implicit_euler": 1}
 
 # Oscillator used throughout: omega = sqrt(k / m) = 2 pi rad/s (period 1 s).
 MASS = 0.5
@@ -94,6 +96,34 @@ def oscillator_energy(system: msprings.System) -> float:
     return energy.kinetic + energy.spring
 
 
+def unstable_on_the_oscillator(integrator: str, omega_h: float, zeta: float = 0.0) -> bool:
+    """Whether ``omega h`` is beyond the method's closed-form stability limit on the
+    oscillator with damping ratio ``zeta``: 2 zeta for explicit Euler (zeta <= 1),
+    2 (sqrt(1 + zeta^2) - zeta) for symplectic Euler, 2 for undamped velocity Verlet and
+    2 sqrt 2 for undamped RK4 (and above 1.3 for both while zeta <= 1); implicit Euler has
+    none."""
+    if integrator == "implicit_euler":
+        return False
+    if integrator == "explicit_euler":
+        assert zeta <= 1.0
+        return omega_h > 2.0 * zeta
+    if integrator == "symplectic_euler":
+        return omega_h > 2.0 * (math.sqrt(1.0 + zeta * zeta) - zeta)
+    if zeta > 0.0:
+        # Damping lowers these limits, but for zeta <= 1 not below 1.3.
+        assert zeta <= 1.0 and omega_h <= 1.3
+        return False
+    return omega_h > (2.0 if integrator == "velocity_verlet" else 2.0 * math.sqrt(2.0))
+
+
+def stepping(integrator: str, omega_h: float, zeta: float = 0.0) -> ContextManager[object]:
+    """Expects the StabilityWarning of a step beyond the limit (see
+    :func:`unstable_on_the_oscillator`), and no warning below it."""
+    if unstable_on_the_oscillator(integrator, omega_h, zeta):
+        return pytest.warns(msprings.StabilityWarning, match=integrator)
+    return contextlib.nullcontext()
+
+
 def random_network(
     seed: int, n: int, *, pinned: tuple[int, ...] = (), spring_factor: int = 2
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -117,9 +147,21 @@ def random_network(
 
 # Global error bound over two periods:  max phase error <= COEFFICIENT * (r h)^p * |(omega u0, v0)|
 # with r the fastest rate of the solution (omega, or the larger real root when overdamped).
-# Measured coefficients are about 1.4 / 0.6 / 0.2 / 0.025 at most; these leave a margin of ~4.
-ERROR_COEFFICIENT = {"explicit_euler": 6.0, "symplectic_euler": 3.0, "velocity_verlet": 1.0, "rk4": 0.12}
-OSCILLATOR_DT = {"explicit_euler": 2e-4, "symplectic_euler": 2e-4, "velocity_verlet": 2e-3, "rk4": 1e-2}
+# Measured coefficients are about 1.4 / 0.6 / 0.2 / 0.025 / 1.4 at most; these leave a margin of ~4.
+ERROR_COEFFICIENT = {
+    "explicit_euler": 6.0,
+    "symplectic_euler": 3.0,
+    "velocity_verlet": 1.0,
+    "rk4": 0.12,
+    "implicit_euler": 6.0,
+}
+OSCILLATOR_DT = {
+    "explicit_euler": 2e-4,
+    "symplectic_euler": 2e-4,
+    "velocity_verlet": 2e-3,
+    "rk4": 1e-2,
+    "implicit_euler": 2e-4,
+}
 
 
 def fastest_rate(zeta: float) -> float:
@@ -164,7 +206,9 @@ def estimated_order(integrator: str, zeta: float, damper: str, steps: tuple[int,
             system = oscillator(integrator, u0, v0, c=coefficient)
         else:
             system = oscillator(integrator, u0, v0, drag=coefficient)
-        system.step(0.7 / n, n)
+        # Undamped explicit Euler is unstable at every step: it warns, and still converges.
+        with stepping(integrator, OMEGA * 0.7 / n, zeta):
+            system.step(0.7 / n, n)
         errors.append(phase_error(system, u0, v0, zeta))
     return math.log2(errors[0] / errors[1]), math.log2(errors[1] / errors[2])
 
@@ -174,6 +218,7 @@ CONVERGENCE_STEPS = {
     "symplectic_euler": (4000, 8000, 16000),
     "velocity_verlet": (200, 400, 800),
     "rk4": (50, 100, 200),
+    "implicit_euler": (4000, 8000, 16000),
 }
 ORDER_BAND = {1: (0.9, 1.1), 2: (1.9, 2.1), 4: (3.8, 4.2)}
 
@@ -183,7 +228,7 @@ ORDER_BAND = {1: (0.9, 1.1), 2: (1.9, 2.1), 4: (3.8, 4.2)}
 )
 @pytest.mark.parametrize("integrator", INTEGRATORS)
 def test_convergence_order(integrator: str, zeta: float, damper: str) -> None:
-    """Halving dt divides the error at a fixed time by 2^p (p = 1, 1, 2, 4).
+    """Halving dt divides the error at a fixed time by 2^p (p = 1, 1, 2, 4, 1).
 
     Damping by the spring's damper or by drag is velocity dependent: Verlet keeps second
     order only because it uses a predicted end velocity for those forces.
@@ -203,12 +248,34 @@ def test_explicit_euler_energy_grows_by_one_plus_omega_h_squared() -> None:
         dt = omega_h / OMEGA
         system = oscillator("explicit_euler", 0.01, 0.02)
         previous = oscillator_energy(system)
+        # Unstable at any step without damping: the first step warns.
+        with pytest.warns(msprings.StabilityWarning, match="explicit_euler"):
+            system.step(dt)
+        energy = oscillator_energy(system)
+        assert energy / previous == pytest.approx(1.0 + omega_h**2, rel=1e-11)
+        previous = energy
         # Keep the amplitude (growing by sqrt(1 + (wh)^2) a step) well inside the linear range.
-        for _ in range(int(2.0 * math.log(20.0) / math.log(1.0 + omega_h**2))):
+        for _ in range(int(2.0 * math.log(20.0) / math.log(1.0 + omega_h**2)) - 1):
             system.step(dt)
             energy = oscillator_energy(system)
             assert energy / previous == pytest.approx(1.0 + omega_h**2, rel=1e-11)
             previous = energy
+
+
+def test_implicit_euler_energy_decays_by_one_over_one_plus_omega_h_squared() -> None:
+    """Backward Euler divides the energy by exactly 1 + (omega h)^2 every step, at any step:
+    the spring is linear along its axis, so the Newton solve is exact."""
+    for omega_h in (0.05, 1.0, 30.0):
+        dt = omega_h / OMEGA
+        system = oscillator("implicit_euler", 0.1, 0.2)
+        previous = oscillator_energy(system)
+        # Keep the amplitude (shrinking by sqrt(1 + (wh)^2) a step) far above rounding of x = L + u.
+        for _ in range(max(1, int(2.0 * math.log(100.0) / math.log(1.0 + omega_h**2)))):
+            system.step(dt)
+            energy = oscillator_energy(system)
+            assert energy / previous == pytest.approx(1.0 / (1.0 + omega_h**2), rel=1e-10)
+            previous = energy
+        assert system.dissipated == 0.0
 
 
 def test_rk4_energy_decays_by_its_amplification_factor() -> None:
@@ -230,7 +297,8 @@ def test_rk4_is_stable_up_to_two_root_two() -> None:
     for omega_h, grows in ((2.7, False), (2.9, True)):
         system = oscillator("rk4", 0.01, 0.0)
         initial = oscillator_energy(system)
-        system.step(omega_h / OMEGA, 200)
+        with stepping("rk4", omega_h):
+            system.step(omega_h / OMEGA, 200)
         assert (oscillator_energy(system) > initial) == grows
 
 
@@ -287,7 +355,7 @@ def test_symplectic_methods_blow_up_above_omega_h_two(integrator: str) -> None:
     unstable = oscillator(integrator, 0.01, 0.0)
     dt = 2.1 / OMEGA
     energies = [initial]
-    with pytest.raises(msprings.DivergenceError) as caught:
+    with stepping(integrator, 2.1), pytest.raises(msprings.DivergenceError) as caught:
         for _ in range(5000):
             unstable.step(dt)
             energies.append(oscillator_energy(unstable))
@@ -306,12 +374,18 @@ def test_symplectic_methods_blow_up_above_omega_h_two(integrator: str) -> None:
 @pytest.mark.parametrize("integrator", INTEGRATORS)
 def test_momentum_of_free_network_is_conserved(integrator: str) -> None:
     """No gravity, drag or external force: internal springs and dampers conserve momentum,
-    and the centre of mass moves in a straight line at constant speed."""
+    and the centre of mass moves in a straight line at constant speed.
+
+    Implicit Euler conserves momentum when its equations are solved; an iterative solve
+    stopped at a relative residual r changes it by up to about r |M dv| per step, so its
+    linear solves are made exact to round-off here.
+    """
     positions, springs, masses, velocities = random_network(5, 8)
     system = msprings.System(
         positions, springs, mass=masses, k=30.0, c=0.4, velocities=velocities,
         rest=1.0, gravity=(0.0, 0.0, 0.0), integrator=integrator,
     )
+    system.cg_tol = 1e-12
     p0 = system.momentum()
     np.testing.assert_allclose(p0, masses @ velocities, rtol=1e-14)
     centre0 = masses @ positions / masses.sum()
@@ -402,13 +476,16 @@ def ledger_drift(integrator: str, dt: float, duration: float = 1.0) -> tuple[flo
         ("velocity_verlet", 1e-3, 2e-4, (3.6, 4.4)),
         ("symplectic_euler", 1e-4, 5e-3, (1.8, 2.2)),
         ("explicit_euler", 1e-4, 5e-2, (1.8, 2.2)),
+        ("implicit_euler", 1e-4, 5e-2, (1.8, 2.2)),
     ],
 )
 def test_energy_ledger_closes_to_the_integrators_order(
     integrator: str, dt: float, tolerance: float, ratio_band: tuple[float, float]
 ) -> None:
     """total = mechanical + dissipated stays constant up to O(h^p); halving h divides the
-    drift by about 2^p (16 for RK4, whose dissipation uses its own stage weights)."""
+    drift by about 2^p (16 for RK4, whose dissipation uses its own stage weights).  Implicit
+    Euler books its dampers and drag at the end of each step; the energy its own numerical
+    damping removes is not booked, and is O(h) too."""
     drift, scale, dissipated = ledger_drift(integrator, dt)
     assert dissipated > 0.1 * scale
     assert drift < tolerance * scale

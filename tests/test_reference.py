@@ -4,7 +4,9 @@ Random small networks (random geometry, springs, masses, stiffness, damping, res
 pinned nodes with a prescribed velocity, drag, energy loss, external forces and a gravity
 vector in a random direction) are stepped by msprings and by the reference with every
 integrator; states, forces, the dissipated energy and every diagnostic must agree to
-round-off.
+round-off.  For implicit Euler msprings' iterative solvers are given tight tolerances, so
+that its Newton iterations with matrix-free conjugate gradients and the reference's Newton
+iterations with dense solves reach the same backward Euler state.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import reference  # noqa: E402
 
 SEEDS = (1, 2, 3)
 RTOL = 1e-10
+SOLVER_TOL = 1e-12  # msprings' newton_tol and cg_tol in these comparisons
 
 
 def assert_close(actual: np.ndarray, expected: np.ndarray, rtol: float = RTOL, what: str = "") -> None:
@@ -73,7 +76,8 @@ def random_network(seed: int) -> tuple[reference.Network, np.ndarray, np.ndarray
 
 
 def build_system(net: reference.Network, x0: np.ndarray, v0: np.ndarray, integrator: str) -> msprings.System:
-    """The msprings system with exactly the reference network's parameters."""
+    """The msprings system with exactly the reference network's parameters, and implicit
+    Euler's Newton and CG tolerances at SOLVER_TOL (the explicit methods ignore them)."""
     system = msprings.System(
         x0,
         net.springs,
@@ -90,6 +94,8 @@ def build_system(net: reference.Network, x0: np.ndarray, v0: np.ndarray, integra
     )
     if net.external is not None:
         system.external[:] = net.external
+    system.newton_tol = SOLVER_TOL
+    system.cg_tol = SOLVER_TOL
     return system
 
 
@@ -280,3 +286,85 @@ def test_strain_of_zero_rest_length_springs() -> None:
     assert strain[0] == 0.0
     assert strain[1] == np.inf
     assert strain[2] == pytest.approx((2.0 - 1.6) / 1.6, rel=1e-14)
+
+
+# ---------------------------------------------------------------------------------------
+# Implicit Euler: the linearised step, stiff large steps, and the default tolerances
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_linearised_implicit_step_agrees_with_reference(seed: int) -> None:
+    """newton_max_iter = 1 is the single linearised solve (M + h C + h^2 K) dv = h (f0 - h K v)."""
+    net, x, v = random_network(seed)
+    system = build_system(net, x, v, "implicit_euler")
+    system.newton_max_iter = 1
+    dt = 5e-3
+    dissipated = 0.0
+    for count in range(1, 31):
+        result = reference.step(net, x, v, dt, "implicit_euler", newton_max_iter=1)
+        system.step(dt)
+        assert system.solver_stats["newton_iterations"] == 1
+        assert_close(system.x, result.x, what=f"positions after step {count}")
+        assert_close(system.v, result.v, what=f"velocities after step {count}")
+        dissipated += result.dissipated
+        assert system.dissipated == pytest.approx(dissipated, rel=RTOL)
+        x, v = result.x, result.v
+    # The linearised step is not the converged one: the difference shows.
+    converged = reference.step(net, x, v, dt, "implicit_euler")
+    linearised = reference.step(net, x, v, dt, "implicit_euler", newton_max_iter=1)
+    assert np.max(np.abs(converged.v - linearised.v)) > 1e3 * RTOL * np.max(np.abs(converged.v))
+
+
+def stiff_network(seed: int) -> tuple[reference.Network, np.ndarray, np.ndarray]:
+    """:func:`random_network` made stiff (k up to 2e4 N/m, omega h up to ~10 at the test's
+    step) and with many springs compressed or stretched by up to 40 %, so Newton needs
+    many iterations: the transverse stiffness of the compressed springs, clamped at 0 in
+    the Jacobian, is really negative, so Newton converges only linearly (up to ~70
+    iterations here, in msprings and the reference alike)."""
+    net, x0, v0 = random_network(seed)
+    rng = np.random.default_rng(seed + 1000)
+    net.k = rng.uniform(2e3, 2e4, net.n_springs)
+    net.rest = net.rest * rng.uniform(0.6, 1.4, net.n_springs)
+    return net, x0, v0
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_stiff_large_implicit_steps_agree_with_reference(seed: int) -> None:
+    """Far beyond every explicit limit, converged Newton in msprings (CG inside) and in the
+    reference (dense solves) reaches the same backward Euler state step after step."""
+    net, x, v = stiff_network(seed)
+    system = build_system(net, x, v, "implicit_euler")
+    system.newton_max_iter = reference.NEWTON_MAX_ITER
+    dt = 0.02
+    iterations = []
+    for count in range(1, 16):
+        result = reference.step(net, x, v, dt, "implicit_euler")
+        system.step(dt)
+        stats = system.solver_stats
+        assert stats["newton_converged"] and stats["cg_failures"] == 0
+        iterations.append(stats["newton_iterations"])
+        assert_close(system.x, result.x, rtol=1e-9, what=f"positions after step {count}")
+        assert_close(system.v, result.v, rtol=1e-9, what=f"velocities after step {count}")
+        x, v = result.x, result.v
+    assert max(iterations) >= 10  # genuinely nonlinear steps
+    assert np.all(np.isfinite(x))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_default_solver_tolerances_agree_with_reference(seed: int) -> None:
+    """With the default newton_tol = 1e-8 and cg_tol = 1e-4 (CG stopped early, Newton making
+    up for it) the state agrees with the converged backward Euler state to about newton_tol
+    per step (a few 1e-8 over these 15 steps), far below the method's own O(h) error."""
+    net, x, v = stiff_network(seed)
+    system = build_system(net, x, v, "implicit_euler")
+    system.newton_max_iter = reference.NEWTON_MAX_ITER
+    system.newton_tol = 1e-8
+    system.cg_tol = 1e-4
+    dt = 0.02
+    for count in range(1, 16):
+        result = reference.step(net, x, v, dt, "implicit_euler")
+        system.step(dt)
+        assert system.solver_stats["newton_converged"]
+        assert_close(system.x, result.x, rtol=3e-7, what=f"positions after step {count}")
+        assert_close(system.v, result.v, rtol=1e-6, what=f"velocities after step {count}")
+        x, v = result.x, result.v

@@ -119,20 +119,26 @@ def test_different_systems_step_concurrently_like_sequentially() -> None:
     first = hanging_chain(300, "rk4")
     second = hanging_chain(500, "velocity_verlet")
     second.external[-1] = (0.0, 0.0, 0.3)
+    third = hanging_chain(200, "implicit_euler")
+    third.external[-1] = (0.1, 0.0, 0.0)
     n = steps_lasting(first, 0.05)
+    n_implicit = steps_lasting(third, 0.05)
     calls = 4
-    first_reference, second_reference = first.copy(), second.copy()
+    first_reference, second_reference, third_reference = first.copy(), second.copy(), third.copy()
 
-    outcomes = run_together((first, n, calls), (second, n, calls))
-    assert outcomes == [None, None]
+    outcomes = run_together((first, n, calls), (second, n, calls), (third, n_implicit, calls))
+    assert outcomes == [None, None, None]
 
     for _ in range(calls):
         first_reference.step(DT, n)
-    for _ in range(calls):
         second_reference.step(DT, n)
+        third_reference.step(DT, n_implicit)
     assert first.steps == second.steps == calls * n
+    assert third.steps == calls * n_implicit
     assert state_bits(first) == state_bits(first_reference)
     assert state_bits(second) == state_bits(second_reference)
+    assert state_bits(third) == state_bits(third_reference)
+    assert third.solver_stats == third_reference.solver_stats
 
 
 def test_same_system_from_two_threads_is_refused_or_serialised() -> None:

@@ -127,10 +127,13 @@ static int parse_integrator(PyObject* value, ms_integrator* out) {
     if (name == NULL) return -1;
     int integrator = ms_integrator_from_name(name);
     if (integrator < 0) {
-        PyErr_Format(PyExc_ValueError,
-                     "integrator %R is unknown; choose one of 'explicit_euler', 'symplectic_euler', "
-                     "'velocity_verlet', 'rk4'",
-                     value);
+        char names[160] = "";
+        for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
+            strcat(names, i > 0 ? ", '" : "'");
+            strcat(names, ms_integrator_name(i));
+            strcat(names, "'");
+        }
+        PyErr_Format(PyExc_ValueError, "integrator %R is unknown; choose one of %s", value, names);
         return -1;
     }
     *out = (ms_integrator)integrator;
@@ -439,6 +442,141 @@ static PyObject* System_copy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     return (PyObject*)copy;
 }
 
+static PyObject* System_max_eigenvalues(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    double omega2 = 0.0, gamma = 0.0;
+    ms_error err;
+    int status;
+    Py_BEGIN_ALLOW_THREADS
+    status = ms_max_eigenvalues(self->model, self->state, &omega2, &gamma, &err);
+    Py_END_ALLOW_THREADS
+    if (status != MS_OK) return raise_ms_error(&err);
+    return Py_BuildValue("(dd)", omega2, gamma);
+}
+
+/* ---- colliders ------------------------------------------------------------------ */
+
+static int parse_vector3(PyObject* value, const char* name, double out[3]) {
+    PyArrayObject* array = input_array(value, name, NPY_DOUBLE, 1, 3, 0);
+    if (array == NULL) return -1;
+    memcpy(out, PyArray_DATA(array), sizeof(double) * 3);
+    Py_DECREF(array);
+    return 0;
+}
+
+/* Parses (kind, center, axis, size, velocity, restitution, friction, thickness). */
+static int parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c) {
+    if (PyTuple_GET_SIZE(args) != offset + 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "expected (kind, center, axis, size, velocity, restitution, friction, thickness)");
+        return -1;
+    }
+    PyObject* kind = PyTuple_GET_ITEM(args, offset);
+    const char* name = PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : NULL;
+    if (name == NULL) {
+        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "collider kind must be a str");
+        return -1;
+    }
+    int type = -1;
+    for (int t = 0; t < MS_COLLIDER_TYPE_COUNT; ++t)
+        if (strcmp(name, ms_collider_type_name(t)) == 0) type = t;
+    if (type < 0) {
+        PyErr_Format(PyExc_ValueError, "collider kind %R is unknown; choose plane, sphere, box or cylinder", kind);
+        return -1;
+    }
+    c->type = (ms_collider_type)type;
+    if (parse_vector3(PyTuple_GET_ITEM(args, offset + 1), "center", c->center) < 0 ||
+        parse_vector3(PyTuple_GET_ITEM(args, offset + 2), "axis", c->axis) < 0 ||
+        parse_vector3(PyTuple_GET_ITEM(args, offset + 3), "size", c->size) < 0 ||
+        parse_vector3(PyTuple_GET_ITEM(args, offset + 4), "velocity", c->velocity) < 0 ||
+        parse_real(PyTuple_GET_ITEM(args, offset + 5), "restitution", &c->restitution) < 0 ||
+        parse_real(PyTuple_GET_ITEM(args, offset + 6), "friction", &c->friction) < 0 ||
+        parse_real(PyTuple_GET_ITEM(args, offset + 7), "thickness", &c->thickness) < 0)
+        return -1;
+    return 0;
+}
+
+static PyObject* System_add_collider(SystemObject* self, PyObject* args) {
+    if (require_idle(self) < 0) return NULL;
+    ms_collider c;
+    memset(&c, 0, sizeof c);
+    if (parse_collider(args, 0, &c) < 0) return NULL;
+    ms_error err;
+    int64_t id = ms_model_add_collider(self->model, &c, &err);
+    if (id < 0) return raise_ms_error(&err);
+    return PyLong_FromLongLong(id);
+}
+
+static int64_t parse_id(PyObject* value) {
+    long long id = PyLong_AsLongLong(value);
+    if (id == -1 && PyErr_Occurred()) return -1;
+    return id;
+}
+
+static PyObject* System_set_collider(SystemObject* self, PyObject* args) {
+    if (require_idle(self) < 0) return NULL;
+    if (PyTuple_GET_SIZE(args) < 1) {
+        PyErr_SetString(PyExc_TypeError, "expected (id, kind, center, axis, size, velocity, restitution, friction, thickness)");
+        return NULL;
+    }
+    ms_collider c;
+    memset(&c, 0, sizeof c);
+    c.id = parse_id(PyTuple_GET_ITEM(args, 0));
+    if (PyErr_Occurred() || parse_collider(args, 1, &c) < 0) return NULL;
+    ms_error err;
+    if (ms_model_set_collider(self->model, &c, &err) != MS_OK) return raise_ms_error(&err);
+    Py_RETURN_NONE;
+}
+
+static PyObject* vector_tuple(const double v[3]) { return Py_BuildValue("(ddd)", v[0], v[1], v[2]); }
+
+static PyObject* System_get_collider(SystemObject* self, PyObject* id_obj) {
+    if (require_ready(self) < 0) return NULL;
+    int64_t id = parse_id(id_obj);
+    if (PyErr_Occurred()) return NULL;
+    const ms_collider* c = ms_model_find_collider(self->model, id);
+    if (c == NULL) {
+        PyErr_Format(PyExc_KeyError, "no collider with id %lld in this system (it was removed?)", (long long)id);
+        return NULL;
+    }
+    return Py_BuildValue("(sNNNNddd)", ms_collider_type_name(c->type), vector_tuple(c->center), vector_tuple(c->axis),
+                         vector_tuple(c->size), vector_tuple(c->velocity), c->restitution, c->friction, c->thickness);
+}
+
+static PyObject* System_remove_collider(SystemObject* self, PyObject* id_obj) {
+    if (require_idle(self) < 0) return NULL;
+    int64_t id = parse_id(id_obj);
+    if (PyErr_Occurred()) return NULL;
+    ms_error err;
+    if (ms_model_remove_collider(self->model, id, &err) != MS_OK) {
+        PyErr_SetString(PyExc_KeyError, err.message);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_collider_ids(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    PyObject* ids = PyTuple_New((Py_ssize_t)self->model->ncollider);
+    if (ids == NULL) return NULL;
+    for (int64_t k = 0; k < self->model->ncollider; ++k) {
+        PyObject* id = PyLong_FromLongLong(self->model->colliders[k].id);
+        if (id == NULL) {
+            Py_DECREF(ids);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(ids, (Py_ssize_t)k, id);
+    }
+    return ids;
+}
+
+static PyObject* System_eigenvalue_bounds(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    double omega2 = 0.0, gamma = 0.0;
+    ms_eigenvalue_bounds(self->model, self->state, &omega2, &gamma);
+    return Py_BuildValue("(dd)", omega2, gamma);
+}
+
 static PyMethodDef System_methods[] = {
     {"step", (PyCFunction)(void (*)(void))System_step, METH_FASTCALL | METH_KEYWORDS,
      "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
@@ -459,6 +597,18 @@ static PyMethodDef System_methods[] = {
     {"update_forces", (PyCFunction)System_update_forces, METH_NOARGS,
      "update_forces()\n--\n\nEvaluate the total force on every node at the current state into f and return "
      "the f view (N)."},
+    {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
+     "(omega2_bound, gamma_bound): Gershgorin upper bounds on the values _max_eigenvalues estimates."},
+    {"_max_eigenvalues", (PyCFunction)System_max_eigenvalues, METH_NOARGS,
+     "(omega2_max, gamma_max): largest eigenvalues of M^-1 K (1/s^2) and M^-1 C (1/s), pinned nodes removed."},
+    {"_add_collider", (PyCFunction)System_add_collider, METH_VARARGS,
+     "_add_collider(kind, center, axis, size, velocity, restitution, friction, thickness) -> id"},
+    {"_set_collider", (PyCFunction)System_set_collider, METH_VARARGS,
+     "_set_collider(id, kind, center, axis, size, velocity, restitution, friction, thickness)"},
+    {"_get_collider", (PyCFunction)System_get_collider, METH_O,
+     "_get_collider(id) -> (kind, center, axis, size, velocity, restitution, friction, thickness)"},
+    {"_remove_collider", (PyCFunction)System_remove_collider, METH_O, "_remove_collider(id)"},
+    {"_collider_ids", (PyCFunction)System_collider_ids, METH_NOARGS, "ids of the colliders, in order"},
     {"reset", (PyCFunction)System_reset, METH_NOARGS,
      "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and no dissipated "
      "energy; parameters, options and the external force are kept."},
@@ -588,6 +738,92 @@ static int set_energy_loss(SystemObject* self, PyObject* value, void* closure) {
     return commit_options(self, &opt);
 }
 
+static PyObject* get_self_collision(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->model->opt.self_collision);
+}
+static int set_self_collision(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "self_collision") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (value == Py_None)
+        opt.self_collision = 0.0;
+    else if (parse_real(value, "self_collision", &opt.self_collision) < 0)
+        return -1;
+    return commit_options(self, &opt);
+}
+
+static PyObject* get_strain_limit(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    if (!self->model->opt.strain_limiting) Py_RETURN_NONE;
+    return PyFloat_FromDouble(self->model->opt.strain_limit);
+}
+static int set_strain_limit(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "strain_limit") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (value == Py_None) {
+        opt.strain_limiting = 0;
+    } else {
+        if (parse_real(value, "strain_limit", &opt.strain_limit) < 0) return -1;
+        opt.strain_limiting = 1;
+    }
+    return commit_options(self, &opt);
+}
+
+/* Getters and setters of the implicit solver's settings, addressed by offset. */
+static PyObject* get_implicit_int(SystemObject* self, void* closure) {
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLong(*(int*)((char*)&self->model->opt.implicit + (size_t)closure));
+}
+static PyObject* get_implicit_real(SystemObject* self, void* closure) {
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(*(double*)((char*)&self->model->opt.implicit + (size_t)closure));
+}
+static const char* implicit_name(size_t offset) {
+    if (offset == offsetof(ms_implicit_options, newton_max_iter)) return "newton_max_iter";
+    if (offset == offsetof(ms_implicit_options, cg_max_iter)) return "cg_max_iter";
+    if (offset == offsetof(ms_implicit_options, newton_tol)) return "newton_tol";
+    return "cg_tol";
+}
+static int set_implicit_int(SystemObject* self, PyObject* value, void* closure) {
+    const char* name = implicit_name((size_t)closure);
+    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
+    if (PyBool_Check(value) || !PyIndex_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    long long number = PyLong_AsLongLong(value);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (number > INT32_MAX || number < INT32_MIN) {
+        PyErr_Format(PyExc_ValueError, "%s = %lld is out of range", name, number);
+        return -1;
+    }
+    ms_options opt = self->model->opt;
+    *(int*)((char*)&opt.implicit + (size_t)closure) = (int)number;
+    return commit_options(self, &opt);
+}
+static int set_implicit_real(SystemObject* self, PyObject* value, void* closure) {
+    const char* name = implicit_name((size_t)closure);
+    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_real(value, name, (double*)((char*)&opt.implicit + (size_t)closure)) < 0) return -1;
+    return commit_options(self, &opt);
+}
+
+static PyObject* get_solver_stats(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    const ms_solver_stats* st = &self->state->solver;
+    return Py_BuildValue("{s:i,s:L,s:d,s:d,s:O,s:O,s:L}", "newton_iterations", st->newton_iterations,
+                         "cg_iterations", (long long)st->cg_iterations, "newton_residual", st->newton_residual,
+                         "cg_residual", st->cg_residual, "newton_converged",
+                         st->newton_converged ? Py_True : Py_False, "cg_converged",
+                         st->cg_converged ? Py_True : Py_False, "cg_failures", (long long)st->cg_failures);
+}
+
 static PyGetSetDef System_getset[] = {
     {"x", (getter)get_x, NULL, "Positions (m), (n, 3) float64 view of C memory; writable.", NULL},
     {"v", (getter)get_v, NULL, "Velocities (m/s), (n, 3) float64 view; writable. A pinned node moves with its own v.",
@@ -616,6 +852,34 @@ static PyGetSetDef System_getset[] = {
      NULL},
     {"energy_loss", (getter)get_energy_loss, (setter)set_energy_loss,
      "Fraction of every free velocity removed after each step, in [0, 1). Not physical: its effect depends on dt.",
+     NULL},
+    {"strain_limit", (getter)get_strain_limit, (setter)set_strain_limit,
+     "Strain limiting (Provot 1995): None (off, the default) or tau >= 0; after each step every spring longer "
+     "than (1 + tau) L is shortened to that length.",
+     NULL},
+    {"self_collision", (getter)get_self_collision, (setter)set_self_collision,
+     "Self-collision distance (m): after each step, nodes closer than this that no spring joins are pushed "
+     "apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it off "
+     "(the default).",
+     NULL},
+    {"newton_max_iter", (getter)get_implicit_int, (setter)set_implicit_int,
+     "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
+     "Default 50.",
+     (void*)offsetof(ms_implicit_options, newton_max_iter)},
+    {"newton_tol", (getter)get_implicit_real, (setter)set_implicit_real,
+     "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (> 0). Default 1e-8.",
+     (void*)offsetof(ms_implicit_options, newton_tol)},
+    {"cg_max_iter", (getter)get_implicit_int, (setter)set_implicit_int,
+     "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000.",
+     (void*)offsetof(ms_implicit_options, cg_max_iter)},
+    {"cg_tol", (getter)get_implicit_real, (setter)set_implicit_real,
+     "implicit_euler: relative CG residual tolerance of each Newton iteration's linear solve (> 0). Newton's "
+     "own tolerance sets the final accuracy; with newton_max_iter = 1 this is the only one. Default 1e-4.",
+     (void*)offsetof(ms_implicit_options, cg_tol)},
+    {"solver_stats", (getter)get_solver_stats, NULL,
+     "implicit_euler: what the solver did in the last step (a new dict): newton_iterations, cg_iterations, "
+     "newton_residual, cg_residual, newton_converged, cg_converged, and cg_failures (steps since reset whose CG "
+     "solve hit cg_max_iter).",
      NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 

@@ -14,49 +14,54 @@
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
 
-int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* restrict x,
-                           const double* restrict v, double* restrict x_out, double* restrict v_out,
-                           double h, double* dissipated) {
+/* The two Euler methods update each node from its own old values only, so x_out and v_out
+   may be x and v themselves (the step driver updates in place when it can). */
+
+int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
+                           double* v_out, double h, double* dissipated) {
     /* x' = x + h v;  v' = v + h a(x, v) */
-    const double power = ms_forces(m, x, v, s->external, s->f);
+    const double power = ms_forces(m, x, v, ms_active_external(s), s->f);
     const double* restrict f = s->f;
     const double* restrict inv_mass = s->inv_mass;
-    double probe = 0.0;
+    /* independent probes per component keep the finiteness check off the critical path */
+    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double w = h * inv_mass[i];
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
-            x_out[q] = x[q] + h * v[q];
-            v_out[q] = v[q] + w * f[q];
-            PROBE(probe, x_out[q]);
-            PROBE(probe, v_out[q]);
+            const double position = x[q] + h * v[q];
+            const double velocity = v[q] + w * f[q];
+            x_out[q] = position;
+            v_out[q] = velocity;
+            PROBE(probe[a], position);
+            PROBE(probe[3 + a], velocity);
         }
     }
     *dissipated = h * power;
-    return probe == 0.0;
+    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
 }
 
-int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* restrict x,
-                             const double* restrict v, double* restrict x_out, double* restrict v_out,
-                             double h, double* dissipated) {
+int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
+                             double* v_out, double h, double* dissipated) {
     /* v' = v + h a(x, v);  x' = x + h v' */
-    const double power = ms_forces(m, x, v, s->external, s->f);
+    const double power = ms_forces(m, x, v, ms_active_external(s), s->f);
     const double* restrict f = s->f;
     const double* restrict inv_mass = s->inv_mass;
-    double probe = 0.0;
+    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double w = h * inv_mass[i];
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             const double velocity = v[q] + w * f[q];
+            const double position = x[q] + h * velocity;
             v_out[q] = velocity;
-            x_out[q] = x[q] + h * velocity;
-            PROBE(probe, x_out[q]);
-            PROBE(probe, velocity);
+            x_out[q] = position;
+            PROBE(probe[a], position);
+            PROBE(probe[3 + a], velocity);
         }
     }
     *dissipated = h * power;
-    return probe == 0.0;
+    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
 }
 
 /* Returns non-zero if some force depends on velocity (a damper or drag). */
@@ -80,7 +85,7 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
     double* restrict v_predicted = s->work;
     double* restrict f_end = s->work + n3;
 
-    const double power_start = ms_forces(m, x, v, s->external, s->f);
+    const double power_start = ms_forces(m, x, v, ms_active_external(s), s->f);
     const double* restrict f = s->f;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double w = half * inv_mass[i];
@@ -90,13 +95,13 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
             x_out[q] = x[q] + h * v_out[q];
         }
     }
-    double power_end = ms_forces(m, x_out, v_out, s->external, f_end);
+    double power_end = ms_forces(m, x_out, v_out, ms_active_external(s), f_end);
     if (has_velocity_forces(m)) {
         for (int64_t i = 0; i < m->nnode; ++i) {
             const double w = half * inv_mass[i];
             for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + w * f_end[3 * i + a];
         }
-        power_end = ms_forces(m, x_out, v_predicted, s->external, f_end);
+        power_end = ms_forces(m, x_out, v_predicted, ms_active_external(s), f_end);
     }
     double probe = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
@@ -124,7 +129,7 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
     double* restrict v_stage = s->work + n3;
     double* restrict f_stage = s->work + 2 * n3;
 
-    double power = ms_forces(m, x, v, s->external, s->f);
+    double power = ms_forces(m, x, v, ms_active_external(s), s->f);
     double energy = power;
     const double* restrict f = s->f;
     for (int64_t i = 0; i < nnode; ++i) {
@@ -141,7 +146,7 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
     static const double stage_weight[3] = {2.0, 2.0, 1.0}; /* slopes 2, 3, 4 */
     static const double next_offset[3] = {0.5, 1.0, 0.0};  /* where slope k+1 is taken */
     for (int stage = 0; stage < 3; ++stage) {
-        power = ms_forces(m, x_stage, v_stage, s->external, f_stage);
+        power = ms_forces(m, x_stage, v_stage, ms_active_external(s), f_stage);
         energy += stage_weight[stage] * power;
         const double weight = stage_weight[stage] * h / 6.0;
         const double offset = next_offset[stage] * h;
@@ -168,7 +173,8 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
 }
 
 static const ms_step_function step_functions[MS_INTEGRATOR_COUNT] = {
-    ms_step_explicit_euler, ms_step_symplectic_euler, ms_step_velocity_verlet, ms_step_rk4};
+    ms_step_explicit_euler, ms_step_symplectic_euler, ms_step_velocity_verlet, ms_step_rk4,
+    ms_step_implicit_euler};
 
 /* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
    is not a physical force and its effect depends on the step size.  Returns the kinetic
@@ -188,7 +194,27 @@ static double apply_energy_loss(const ms_model* m, const ms_state* s, double* re
     return removed;
 }
 
-int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+/* One full step: the integrator, energy loss, then the constraints (strain limiting,
+   self-collision, contacts: contacts last, so no node ends a step inside a collider).
+   Returns 1 if the new state is finite, 0 if not, -1 if memory ran out. */
+static int advance(const ms_model* m, ms_state* s, ms_step_function step, const double* x, const double* v,
+                   double* x_next, double* v_next, double h, double* dissipated) {
+    int finite = step(m, s, x, v, x_next, v_next, h, dissipated);
+    if (finite && m->opt.energy_loss > 0.0) *dissipated += apply_energy_loss(m, s, v_next, m->opt.energy_loss);
+    if (finite && (m->opt.strain_limiting || m->ncollider > 0 || m->opt.self_collision > 0.0)) {
+        if (m->opt.strain_limiting) ms_limit_strain(m, s->inv_mass, x_next, v_next, h);
+        if (m->opt.self_collision > 0.0) {
+            const double removed = ms_self_collide(m, s, x_next, v_next);
+            if (removed < 0.0) return -1;
+            *dissipated += removed;
+        }
+        if (m->ncollider > 0) *dissipated += ms_collide(m, s->inv_mass, x, x_next, v_next, h);
+        finite = ms_all_finite(x_next, 3 * (size_t)m->nnode) && ms_all_finite(v_next, 3 * (size_t)m->nnode);
+    }
+    return finite && isfinite(*dissipated);
+}
+
+int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     if (!isfinite(h) || h <= 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
@@ -197,46 +223,102 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     const ms_integrator integrator = m->opt.integrator;
     if (integrator == MS_VELOCITY_VERLET || integrator == MS_RK4)
         if (ms_state_ensure_work(m, s, err)) return MS_ERR_MEMORY;
+    if (integrator == MS_IMPLICIT_EULER)
+        if (ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
 
     for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->external_active = 0;
+    for (int64_t q = 0; q < 3 * m->nnode && !s->external_active; ++q) s->external_active = s->external[q] != 0.0;
 
     const ms_step_function step = step_functions[integrator];
-    const double loss = m->opt.energy_loss;
-    double* x = s->x;
-    double* v = s->v;
-    double* x_next = s->x_next;
-    double* v_next = s->v_next;
+    const double x0_t = s->t, x0_dissipated = s->dissipated;
+    const int64_t x0_steps = s->steps;
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
     int status = MS_OK;
-    for (int64_t done = 0; done < n; ++done) {
-        double dissipated = 0.0;
-        int finite = step(m, s, x, v, x_next, v_next, h, &dissipated);
-        if (finite && loss > 0.0) dissipated += apply_energy_loss(m, s, v_next, loss);
-        if (!finite || !isfinite(dissipated)) {
-            status = ms_error_set(err, MS_ERR_DIVERGED,
-                                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
-                                  "became non-finite; the state was rolled back to the step before. "
-                                  "Use a smaller dt, more damping, or a more stable integrator",
-                                  (long long)(s->steps + 1), s->t);
-            if (err != NULL) {
-                err->step = s->steps + 1;
-                err->time = s->t;
+    int64_t failed = -1; /* index within this call of a step that diverged */
+
+    if ((integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER) && m->ncollider == 0) {
+        /* In place, with one snapshot per call: touching half the memory per step is what
+           makes the Euler methods fast.  On divergence the snapshot is restored and the
+           finite steps replayed, which is bitwise the same since stepping is deterministic. */
+        memcpy(s->x_next, s->x, bytes);
+        memcpy(s->v_next, s->v, bytes);
+        for (int64_t done = 0; done < n; ++done) {
+            double dissipated = 0.0;
+            int advanced = advance(m, s, step, s->x, s->v, s->x, s->v, h, &dissipated);
+            if (advanced < 0) {
+                status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+                failed = done;
+                break;
             }
-            break;
+            if (!advanced) {
+                failed = done;
+                break;
+            }
+            s->t += h;
+            s->steps += 1;
+            s->dissipated += dissipated;
         }
-        double* swap = x;
-        x = x_next;
-        x_next = swap;
-        swap = v;
-        v = v_next;
-        v_next = swap;
-        s->t += h;
-        s->steps += 1;
-        s->dissipated += dissipated;
+        if (failed >= 0) {
+            memcpy(s->x, s->x_next, bytes);
+            memcpy(s->v, s->v_next, bytes);
+            s->t = x0_t;
+            s->steps = x0_steps;
+            s->dissipated = x0_dissipated;
+            for (int64_t done = 0; done < failed; ++done) {
+                double dissipated = 0.0;
+                advance(m, s, step, s->x, s->v, s->x, s->v, h, &dissipated);
+                s->t += h;
+                s->steps += 1;
+                s->dissipated += dissipated;
+            }
+        }
+    } else {
+        /* Double-buffered: a step reads one half and writes the other, so the last
+           finite state is always intact (these integrators read x and v after writing). */
+        double* x = s->x;
+        double* v = s->v;
+        double* x_next = s->x_next;
+        double* v_next = s->v_next;
+        for (int64_t done = 0; done < n; ++done) {
+            double dissipated = 0.0;
+            int advanced = advance(m, s, step, x, v, x_next, v_next, h, &dissipated);
+            if (advanced < 0) {
+                status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+                failed = done;
+                break;
+            }
+            if (!advanced) {
+                failed = done;
+                break;
+            }
+            double* swap = x;
+            x = x_next;
+            x_next = swap;
+            swap = v;
+            v = v_next;
+            v_next = swap;
+            s->t += h;
+            s->steps += 1;
+            s->dissipated += dissipated;
+            if (m->ncollider > 0) ms_move_colliders(m, h);
+        }
+        if (x != s->x) {
+            /* The newest finite state is in the other half of the buffer: bring it home. */
+            memcpy(s->x, x, bytes);
+            memcpy(s->v, v, bytes);
+        }
     }
-    if (x != s->x) {
-        /* The newest finite state is in the other half of the buffer: bring it home. */
-        memcpy(s->x, x, sizeof(double) * 3 * (size_t)m->nnode);
-        memcpy(s->v, v, sizeof(double) * 3 * (size_t)m->nnode);
+    if (failed >= 0 && status == MS_OK) {
+        status = ms_error_set(err, MS_ERR_DIVERGED,
+                              "the simulation diverged at step %lld (t = %g s): a position or velocity "
+                              "became non-finite; the state was rolled back to the step before. "
+                              "Use a smaller dt, more damping, or a more stable integrator",
+                              (long long)(s->steps + 1), s->t);
+        if (err != NULL) {
+            err->step = s->steps + 1;
+            err->time = s->t;
+        }
     }
     if (status == MS_OK) ms_error_clear(err);
     return status;

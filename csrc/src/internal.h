@@ -23,8 +23,48 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
+/* The external force array, or NULL when it is zero everywhere (s->external_active). */
+const double* ms_active_external(const ms_state* s);
+
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
+
+/* Implicit solver storage: per node dv, rhs, r, z, p, Ap, diagonal, forces, delta
+   (3 each); per spring the unit vector and the two tangent stiffness coefficients. */
+#define MS_IMPLICIT_NODE_DOUBLES 27
+#define MS_IMPLICIT_SPRING_DOUBLES 5
+int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err);
+
+/* Tangent stiffness of every spring at positions x, as blocks[5 s ..]: the unit vector
+   n (3), the transverse stiffness k_t = k max(0, 1 - L/l) and the axial excess k - k_t,
+   so that K_s = k_t I + (k - k_t) n n^T.  Zero-length springs get a zero block. */
+void ms_spring_blocks(const ms_model* m, const double* x, double* blocks);
+
+/* y = a M p + b C p + c K p, where C = -df/dv (dampers c n n^T per spring, drag I per
+   node) and K = -df/dx (the blocks K_s), each spring block acting on p_i - p_j and
+   scattered with opposite signs to i and j.  With (a, b, c) = (1, h, h^2) it is the
+   backward Euler matrix M - h df/dv - h^2 df/dx.  Rows of pinned nodes (inv_mass 0) are
+   set to zero; p is used as given. */
+void ms_system_product(const ms_model* m, const double* inv_mass, const double* blocks, double mass_scale,
+                       double damping_scale, double stiffness_scale, const double* p, double* y);
+
+/* Strain limiting (Provot 1995) on (x, v) after a step of size h. */
+void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, double* v, double h);
+
+/* Contact with every collider (at its end-of-step position) for the free nodes of (x, v),
+   which moved from x_old during a step of size h: projection out of the collider, then
+   restitution and friction.  Returns the energy removed (J): kinetic energy lost minus the
+   gravitational energy added by the projection. */
+double ms_collide(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v, double h);
+
+/* Self-collision: pushes apart the nodes of (x, v) that are closer than
+   m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed
+   (J), or a negative value if its storage could not be allocated. */
+double ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v);
+void ms_self_work_free(void* work);
+
+/* Moves every collider by velocity * h. */
+void ms_move_colliders(ms_model* m, double h);
 
 /* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
    alias them.  s->f receives the force at the start of the step and s->inv_mass must hold
@@ -40,5 +80,7 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* x, con
                             double* x_out, double* v_out, double h, double* dissipated);
 int ms_step_rk4(const ms_model* m, ms_state* s, const double* x, const double* v,
                 double* x_out, double* v_out, double h, double* dissipated);
+int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
+                           double* x_out, double* v_out, double h, double* dissipated);
 
 #endif

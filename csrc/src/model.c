@@ -13,6 +13,13 @@ ms_options ms_default_options(void) {
     opt.drag = 0.0;
     opt.energy_loss = 0.0;
     opt.integrator = MS_SYMPLECTIC_EULER;
+    opt.strain_limiting = 0;
+    opt.strain_limit = 0.1;
+    opt.self_collision = 0.0;
+    opt.implicit.newton_max_iter = 50;
+    opt.implicit.newton_tol = 1e-8;
+    opt.implicit.cg_max_iter = 1000;
+    opt.implicit.cg_tol = 1e-4;
     return opt;
 }
 
@@ -76,11 +83,24 @@ ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
     if (copy == NULL) return NULL;
     memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring));
     copy->opt = m->opt;
+    if (m->ncollider > 0) {
+        copy->colliders = malloc(sizeof(ms_collider) * (size_t)m->ncollider);
+        if (copy->colliders == NULL) {
+            ms_model_destroy(copy);
+            ms_error_set(err, MS_ERR_MEMORY, "out of memory copying %lld colliders", (long long)m->ncollider);
+            return NULL;
+        }
+        memcpy(copy->colliders, m->colliders, sizeof(ms_collider) * (size_t)m->ncollider);
+        copy->collider_capacity = m->ncollider;
+    }
+    copy->ncollider = m->ncollider;
+    copy->next_collider_id = m->next_collider_id;
     return copy;
 }
 
 void ms_model_destroy(ms_model* m) {
     if (m == NULL) return;
+    free(m->colliders);
     free(m->buffer);
     free(m);
 }
@@ -97,6 +117,27 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
                             opt->energy_loss);
     if ((int)opt->integrator < 0 || opt->integrator >= MS_INTEGRATOR_COUNT)
         return ms_error_set(err, MS_ERR_VALUE, "integrator = %d is not a known integrator", (int)opt->integrator);
+    if (opt->strain_limiting != 0 && opt->strain_limiting != 1)
+        return ms_error_set(err, MS_ERR_VALUE, "strain_limiting = %d must be 0 or 1", opt->strain_limiting);
+    if (!isfinite(opt->strain_limit) || opt->strain_limit < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "strain_limit = %g must be finite and >= 0 (allowed stretch as a fraction of the "
+                            "rest length)",
+                            opt->strain_limit);
+    if (!isfinite(opt->self_collision) || opt->self_collision < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
+                            opt->self_collision);
+    const ms_implicit_options* im = &opt->implicit;
+    if (im->newton_max_iter < 1)
+        return ms_error_set(err, MS_ERR_VALUE, "newton_max_iter = %d must be >= 1 (1 gives the linearised step)",
+                            im->newton_max_iter);
+    if (im->cg_max_iter < 1)
+        return ms_error_set(err, MS_ERR_VALUE, "cg_max_iter = %d must be >= 1", im->cg_max_iter);
+    if (!isfinite(im->newton_tol) || im->newton_tol <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "newton_tol = %g must be finite and > 0", im->newton_tol);
+    if (!isfinite(im->cg_tol) || im->cg_tol <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "cg_tol = %g must be finite and > 0", im->cg_tol);
     ms_error_clear(err);
     return MS_OK;
 }
@@ -130,6 +171,8 @@ int ms_model_check_values(const ms_model* m, ms_error* err) {
     if (check_spring_values(m->rest, m->nspring, "rest", "m", err)) return MS_ERR_VALUE;
     if (check_spring_values(m->k, m->nspring, "k", "N/m", err)) return MS_ERR_VALUE;
     if (check_spring_values(m->c, m->nspring, "c", "N s/m", err)) return MS_ERR_VALUE;
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        if (ms_collider_check(&m->colliders[k], err)) return MS_ERR_VALUE;
     return ms_options_check(&m->opt, err);
 }
 

@@ -9,6 +9,10 @@ static size_t state_bytes(int64_t nnode) { return sizeof(double) * 19 * (size_t)
 
 static size_t work_bytes(int64_t nnode) { return sizeof(double) * 9 * (size_t)nnode; }
 
+static size_t implicit_work_bytes(int64_t nnode, int64_t nspring) {
+    return sizeof(double) * (MS_IMPLICIT_NODE_DOUBLES * (size_t)nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)nspring);
+}
+
 ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     ms_state* s = calloc(1, sizeof *s);
     double* buffer = calloc(1, state_bytes(m->nnode));
@@ -29,6 +33,8 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->v_next = buffer + 5 * n3;
     s->inv_mass = buffer + 6 * n3;
     s->work = NULL;
+    s->implicit_work = NULL;
+    s->self_work = NULL;
     ms_state_reset(m, s);
     ms_error_clear(err);
     return s;
@@ -41,12 +47,15 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
     copy->t = s->t;
     copy->steps = s->steps;
     copy->dissipated = s->dissipated;
+    copy->solver = s->solver;
     return copy;
 }
 
 void ms_state_destroy(ms_state* s) {
     if (s == NULL) return;
     free(s->work);
+    free(s->implicit_work);
+    ms_self_work_free(s->self_work);
     free(s->buffer);
     free(s);
 }
@@ -59,6 +68,7 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     s->t = 0.0;
     s->steps = 0;
     s->dissipated = 0.0;
+    memset(&s->solver, 0, sizeof s->solver);
 }
 
 int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {
@@ -69,11 +79,22 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {
     return MS_OK;
 }
 
+const double* ms_active_external(const ms_state* s) { return s->external_active ? s->external : NULL; }
+
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {
     if (s->work != NULL) return MS_OK;
     s->work = calloc(1, work_bytes(m->nnode));
     if (s->work == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating integrator storage for %lld nodes",
+                            (long long)m->nnode);
+    return MS_OK;
+}
+
+int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->implicit_work != NULL) return MS_OK;
+    s->implicit_work = calloc(1, implicit_work_bytes(m->nnode, m->nspring));
+    if (s->implicit_work == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating implicit solver storage for %lld nodes",
                             (long long)m->nnode);
     return MS_OK;
 }

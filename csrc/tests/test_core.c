@@ -190,6 +190,12 @@ static int test_default_options(void) {
     ENSURE(opt.drag == 0.0);
     ENSURE(opt.energy_loss == 0.0);
     ENSURE(opt.integrator == MS_SYMPLECTIC_EULER);
+    ENSURE(opt.strain_limiting == 0);
+    ENSURE(opt.strain_limit == 0.1);
+    ENSURE(opt.implicit.newton_max_iter == 50);
+    ENSURE(opt.implicit.newton_tol == 1e-8);
+    ENSURE(opt.implicit.cg_max_iter == 1000);
+    ENSURE(opt.implicit.cg_tol == 1e-4);
     ms_error err = fresh_error();
     ENSURE(ms_options_check(&opt, &err) == MS_OK);
     ENSURE(err.status == MS_OK);
@@ -386,7 +392,7 @@ static int test_model_check(void) {
 
 static int test_integrator_names(void) {
     const char* expected[MS_INTEGRATOR_COUNT] = {"explicit_euler", "symplectic_euler",
-                                                 "velocity_verlet", "rk4"};
+                                                 "velocity_verlet", "rk4", "implicit_euler"};
     for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
         const char* name = ms_integrator_name(i);
         ENSURE(name != NULL);
@@ -652,8 +658,8 @@ static double oscillator_error(ms_integrator integrator, double h, double total_
 
 static int test_oscillator_accuracy(void) {
     /* Global error of a method of order p is about A (w h)^p (w T) times a constant below
-       one for all four methods; halving h divides it by 2^p. */
-    const int order[MS_INTEGRATOR_COUNT] = {1, 1, 2, 4};
+       one for all five methods; halving h divides it by 2^p. */
+    const int order[MS_INTEGRATOR_COUNT] = {1, 1, 2, 4, 1};
     const double omega = 2.0, amplitude = 0.1, total_time = 2.0, h = 0.01;
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
         int ok_coarse = 0, ok_fine = 0;
@@ -829,6 +835,16 @@ static void line_step(const line_oscillator* p, ms_integrator integrator, double
         *dissipated = 0.5 * h * (line_power(p, v0) + line_power(p, predicted));
         break;
     }
+    case MS_IMPLICIT_EULER: {
+        /* v' = v0 + h a(x0 + h v', v') is linear in v' here:
+           v' (1 + h (c + drag) / m + h^2 k / m) = v0 + h (-k (x0 - L) / m + g). */
+        const double denominator = 1.0 + h * (p->c + p->drag) / p->mass + h * h * p->k / p->mass;
+        *v = (v0 + h * (-p->k * (x0 - p->rest) / p->mass + p->gravity_x)) / denominator;
+        *x = x0 + h * *v;
+        *dissipated = h * line_power(p, *v); /* rectangle rule at the end of the step */
+        break;
+    }
+    case MS_RK4:
     default: {
         double v2 = v0 + 0.5 * h * a0, x2 = x0 + 0.5 * h * v0;
         double a2 = line_acceleration(p, x2, v2);
@@ -913,12 +929,13 @@ static int test_damped_verlet_ledger_second_order(void) {
 
 static int test_constant_acceleration(void) {
     /* One free node under gravity only.  The exact path is x0 + v0 t + g t^2 / 2; after n
-       steps symplectic Euler is ahead by g h t / 2 and explicit Euler behind by g h t / 2,
-       Verlet and RK4 are exact.  Velocity is exact for all four. */
+       steps symplectic and implicit Euler are ahead by g h t / 2 (both take x' = x + h v'
+       with v' = v + h g) and explicit Euler behind by g h t / 2, Verlet and RK4 are exact.
+       Velocity is exact for all five. */
     const double h = 0.01, g = -9.81, x0 = 2.0, v0 = 3.0;
     const int64_t n = 100;
     const double t = n * h;
-    const double drift[MS_INTEGRATOR_COUNT] = {-0.5 * g * h * t, 0.5 * g * h * t, 0.0, 0.0};
+    const double drift[MS_INTEGRATOR_COUNT] = {-0.5 * g * h * t, 0.5 * g * h * t, 0.0, 0.0, 0.5 * g * h * t};
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
         ms_error err = fresh_error();
         ms_model* m = ms_model_create(1, 0, &err);
@@ -1059,13 +1076,441 @@ static int test_force_field_is_start_of_step(void) {
     return 0;
 }
 
+/* ---- implicit Euler ------------------------------------------------------------- */
+
+static int test_implicit_energy_factor(void) {
+    /* Backward Euler on x'' = -w^2 x maps (w x, v) by (1 / (1 + a^2)) [[1, a], [-a, 1]]
+       with a = w h: a rotation scaled by 1 / sqrt(1 + a^2), so the energy is multiplied by
+       exactly 1 / (1 + a^2) every step.  The spring is linear along its own axis and the
+       motion stays on that axis, so the first Newton iteration is already exact. */
+    const double k = 9.0, mass = 0.5, amplitude = 0.2;
+    const double omega_h_values[3] = {0.05, 0.5, 2.0};
+    for (int c = 0; c < 3; ++c) {
+        const double omega_h = omega_h_values[c];
+        const double h = omega_h / sqrt(k / mass);
+        const double factor = 1.0 / (1.0 + omega_h * omega_h);
+        ms_model* m = make_oscillator(k, mass, 0.0, amplitude, MS_IMPLICIT_EULER);
+        ENSURE(m != NULL);
+        m->v_initial[3] = 0.3;
+        ms_error err = fresh_error();
+        ms_state* s = ms_state_create(m, &err);
+        ENSURE(s != NULL);
+        double previous = mechanical_energy(m, s);
+        /* Enough steps to lose a factor of ~1000 in energy, no more: the displacement is
+           stored as 1 + u, so u must stay well above rounding. */
+        const int steps = (int)ceil(log(1000.0) / log(1.0 + omega_h * omega_h));
+        for (int step = 1; step <= steps; ++step) {
+            ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+            ENSURE(s->solver.newton_iterations == 1);
+            ENSURE(s->solver.newton_converged == 1);
+            double energy = mechanical_energy(m, s);
+            ENSURE_NEAR(energy / previous, factor, 1e-10);
+            ENSURE(s->x[4] == 0.0 && s->x[5] == 0.0 && s->v[4] == 0.0 && s->v[5] == 0.0);
+            previous = energy;
+        }
+        /* Without dampers the loss is numerical: the ledger books nothing. */
+        ENSURE(s->dissipated == 0.0);
+        ms_state_destroy(s);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
+static int test_implicit_unconditionally_stable(void) {
+    /* At w h = 100, a hundred times any explicit method's limit, the energy still falls by
+       1 / (1 + (w h)^2) per step and the oscillator comes to rest at the rest length. */
+    const double k = 1e6, mass = 1.0, amplitude = 0.1, omega_h = 100.0;
+    const double h = omega_h / sqrt(k / mass);
+    ms_model* m = make_oscillator(k, mass, 0.0, amplitude, MS_IMPLICIT_EULER);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    double initial = mechanical_energy(m, s), previous = initial;
+    /* u shrinks by a factor of ~100 per step: two steps keep it far above rounding. */
+    for (int step = 0; step < 2; ++step) {
+        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        double energy = mechanical_energy(m, s);
+        ENSURE_NEAR(energy / previous, 1.0 / (1.0 + omega_h * omega_h), 1e-10);
+        previous = energy;
+    }
+    for (int block = 0; block < 100; ++block) {
+        ENSURE(ms_step(m, s, h, 10, &err) == MS_OK);
+        ENSURE(all_finite(s->x, 6) && all_finite(s->v, 6));
+        double energy = mechanical_energy(m, s);
+        ENSURE(energy <= previous);
+        ENSURE(fabs(s->x[3] - 1.0) <= amplitude);
+        previous = energy;
+    }
+    ENSURE(s->steps == 1002);
+    ENSURE(previous <= 1e-20 * initial);
+    ENSURE_NEAR(s->x[3], 1.0, 1e-12);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+static int test_implicit_pinned_nodes_exact(void) {
+    /* Pinned rows are removed from the linear systems, so a pinned node moves by exactly
+       x += h v with its own velocity, bit for bit, however hard the springs pull. */
+    ms_model* m = make_cloth(5, 1, 77u);
+    ENSURE(m != NULL);
+    m->opt.integrator = MS_IMPLICIT_EULER;
+    m->pinned[12] = 1; /* an interior node too, with springs on every side */
+    const int pins[3] = {0, 4, 12};
+    const double velocity[3][3] = {{0.3, -0.1, 0.05}, {0.0, 0.0, 0.0}, {-0.2, 0.4, 0.1}};
+    for (int p = 0; p < 3; ++p)
+        for (int a = 0; a < 3; ++a) m->v_initial[3 * pins[p] + a] = velocity[p][a];
+    ms_error err = fresh_error();
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    const double h = 1e-2;
+    for (int step = 0; step < 50; ++step) {
+        double expected[3][3];
+        for (int p = 0; p < 3; ++p)
+            for (int a = 0; a < 3; ++a) expected[p][a] = s->x[3 * pins[p] + a] + h * velocity[p][a];
+        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        for (int p = 0; p < 3; ++p)
+            for (int a = 0; a < 3; ++a) {
+                ENSURE(s->x[3 * pins[p] + a] == expected[p][a]);
+                ENSURE(s->v[3 * pins[p] + a] == velocity[p][a]);
+            }
+    }
+    /* The free nodes did move: the cloth fell and was dragged. */
+    ENSURE(s->x[3 * 24 + 1] < m->x_initial[3 * 24 + 1] - 0.01);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+static int test_implicit_overflow_rolls_back(void) {
+    /* Implicit Euler cannot blow up gradually, but a step so large that h^2 k overflows a
+       double still produces a non-finite state: it is rolled back like any divergence. */
+    ms_model* m = make_oscillator(1e6, 1.0, 0.5, 0.1, MS_IMPLICIT_EULER);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-4, 5, &err) == MS_OK);
+    snapshot before;
+    ENSURE(snapshot_take(m, s, &before));
+    err = fresh_error();
+    ENSURE(ms_step(m, s, 1e307, 3, &err) == MS_ERR_DIVERGED);
+    ENSURE(err.status == MS_ERR_DIVERGED);
+    ENSURE(has_message(&err));
+    ENSURE(err.step == 6);
+    ENSURE(err.time == s->t);
+    ENSURE(s->steps == 5);
+    /* x, v, t, steps and dissipated are as before; f is the force at the failed step's
+       start, which is the state kept. */
+    size_t bytes = 6 * sizeof(double);
+    ENSURE(memcmp(s->x, before.arrays, bytes) == 0);
+    ENSURE(memcmp(s->v, before.arrays + 6, bytes) == 0);
+    ENSURE(s->t == before.t && memcmp(&s->dissipated, &before.dissipated, sizeof s->dissipated) == 0);
+    /* A sane step goes on from there. */
+    ENSURE(ms_step(m, s, 1e-4, 1, &err) == MS_OK);
+    ENSURE(s->steps == 6);
+    free(before.arrays);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+/* ---- largest eigenvalues (stability limits) ------------------------------------- */
+
+static int test_max_eigenvalues_pair(void) {
+    /* One free node on a spring from a pinned node: M^-1 K has k / m along the spring and
+       k (1 - L / l) / m across it, so its largest eigenvalue is k / m; M^-1 C is c / m
+       along the spring, plus drag / m in every direction. */
+    const double k = 40.0, mass = 0.25, c = 0.6;
+    const double stretches[2] = {0.0, 0.3};
+    for (int r = 0; r < 2; ++r) {
+        ms_model* m = make_oscillator(k, mass, c, stretches[r], MS_SYMPLECTIC_EULER);
+        ENSURE(m != NULL);
+        ms_error err = fresh_error();
+        ms_state* s = ms_state_create(m, &err);
+        ENSURE(s != NULL);
+        double omega2 = -1.0, gamma = -1.0;
+        ENSURE(ms_max_eigenvalues(m, s, &omega2, &gamma, &err) == MS_OK);
+        ENSURE(err.status == MS_OK);
+        ENSURE_NEAR(omega2, k / mass, 1e-8 * k / mass);
+        ENSURE_NEAR(gamma, c / mass, 1e-8 * c / mass);
+        m->opt.drag = 0.05;
+        ENSURE(ms_max_eigenvalues(m, s, &omega2, &gamma, &err) == MS_OK);
+        ENSURE_NEAR(omega2, k / mass, 1e-8 * k / mass);
+        ENSURE_NEAR(gamma, (c + 0.05) / mass, 1e-8 * (c + 0.05) / mass);
+        /* Pinning the free node leaves nothing to vibrate. */
+        m->pinned[1] = 1;
+        ENSURE(ms_max_eigenvalues(m, s, &omega2, &gamma, &err) == MS_OK);
+        ENSURE(omega2 == 0.0 && gamma == 0.0);
+        ms_state_destroy(s);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
+static int test_max_eigenvalues_chain(void) {
+    /* A uniform chain of N free nodes hanging off a pinned one, springs at rest length
+       along x.  Along the chain K / k is tridiagonal (2 on the diagonal but 1 at the free
+       end, -1 beside it): the fixed-free chain, whose modes sin(j' (2 q - 1) pi / (2 (2N + 1)))
+       give the eigenvalues 4 (k / m) sin^2((2 q - 1) pi / (2 (2 N + 1))), q = 1..N; the
+       largest is q = N.  Across the chain the springs at rest length are slack (zero
+       transverse stiffness).  The dampers form the same matrix with c in place of k. */
+    const double k = 3.0, c = 0.4, mass = 0.7, pi = 3.14159265358979323846;
+    const int sizes[4] = {1, 2, 7, 40};
+    for (int r = 0; r < 4; ++r) {
+        const int free_nodes = sizes[r];
+        ms_error err = fresh_error();
+        ms_model* m = ms_model_create(free_nodes + 1, free_nodes, &err);
+        ENSURE(m != NULL);
+        for (int i = 0; i <= free_nodes; ++i) {
+            m->mass[i] = mass;
+            m->x_initial[3 * i] = 0.1 * i;
+        }
+        m->pinned[0] = 1;
+        for (int q = 0; q < free_nodes; ++q) {
+            m->springs[2 * q] = q;
+            m->springs[2 * q + 1] = q + 1;
+            m->rest[q] = 0.1;
+            m->k[q] = k;
+            m->c[q] = c;
+        }
+        ENSURE(ms_model_check(m, &err) == MS_OK);
+        ms_state* s = ms_state_create(m, &err);
+        ENSURE(s != NULL);
+        const double sine = sin((2.0 * free_nodes - 1.0) * pi / (2.0 * (2.0 * free_nodes + 1.0)));
+        const double expected_omega2 = 4.0 * k / mass * sine * sine;
+        const double expected_gamma = 4.0 * c / mass * sine * sine;
+        double omega2 = -1.0, gamma = -1.0;
+        ENSURE(ms_max_eigenvalues(m, s, &omega2, &gamma, &err) == MS_OK);
+        ENSURE_NEAR(omega2, expected_omega2, 1e-8 * expected_omega2);
+        ENSURE_NEAR(gamma, expected_gamma, 1e-8 * expected_gamma);
+        /* The estimate only reads the state. */
+        ENSURE(memcmp(s->x, m->x_initial, 3 * (size_t)m->nnode * sizeof(double)) == 0);
+        ms_state_destroy(s);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
+/* ---- strain limiting ------------------------------------------------------------ */
+
+/* Five springs with no node in common, each stretched by its ends' velocities; gravity
+   off.  Spring 0: pinned - free; 1: equal masses; 2: masses 1 and 3; 3: both pinned;
+   4: stretched by less than the limit. */
+static ms_model* make_separate_springs(ms_integrator integrator) {
+    ms_error err = fresh_error();
+    ms_model* m = ms_model_create(10, 5, &err);
+    if (m == NULL) return NULL;
+    const double masses[10] = {1.0, 0.5, 0.8, 0.8, 1.0, 3.0, 2.0, 2.0, 0.6, 0.6};
+    for (int i = 0; i < 10; ++i) m->mass[i] = masses[i];
+    m->pinned[0] = 1;
+    m->pinned[6] = 1;
+    m->pinned[7] = 1;
+    for (int q = 0; q < 5; ++q) {
+        const int i = 2 * q, j = 2 * q + 1;
+        m->springs[2 * q] = i;
+        m->springs[2 * q + 1] = j;
+        /* Spring q lies along a different direction, its ends 1 m apart, 5 m from the next. */
+        const double direction[3] = {cos(0.7 * q), sin(0.7 * q) * 0.6, sin(0.7 * q) * 0.8};
+        for (int a = 0; a < 3; ++a) {
+            m->x_initial[3 * i + a] = 5.0 * q;
+            m->x_initial[3 * j + a] = 5.0 * q + direction[a];
+            /* Ends fly apart along the spring (and a little sideways), spring 4's slowly. */
+            const double speed = q == 4 ? 0.05 : 20.0, sideways = a == 1 && q != 4 ? 1.0 : 0.0;
+            m->v_initial[3 * j + a] = m->pinned[j] ? 0.0 : speed * direction[a] + sideways;
+            m->v_initial[3 * i + a] = m->pinned[i] ? (q == 3 ? -speed * direction[a] : 0.0) : -speed * direction[a];
+        }
+        m->rest[q] = 1.0;
+        m->k[q] = 10.0;
+        m->c[q] = 0.1;
+    }
+    m->opt.gravity[1] = 0.0;
+    m->opt.integrator = integrator;
+    m->opt.strain_limit = 0.05;
+    if (ms_model_check(m, &err) != MS_OK) {
+        fprintf(stderr, "make_separate_springs: %s\n", err.message);
+        ms_model_destroy(m);
+        return NULL;
+    }
+    return m;
+}
+
+static double distance(const double* a, const double* b) {
+    return sqrt((b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]));
+}
+
+static int test_strain_limiting(void) {
+    /* Each step is compared with the same step taken without strain limiting: a spring
+       left longer than (1 + tau) L by the integrator ends at exactly (1 + tau) L, its ends
+       moved along it in proportion to their inverse masses (a pinned end stays), and each
+       moved node's velocity changes by its displacement / h. */
+    const double h = 0.01, tau = 0.05;
+    for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
+        ms_model* m = make_separate_springs((ms_integrator)integrator);
+        ENSURE(m != NULL);
+        ms_error err = fresh_error();
+        ms_state* limited = ms_state_create(m, &err);
+        ENSURE(limited != NULL);
+        int corrected[5] = {0, 0, 0, 0, 0};
+        for (int step = 0; step < 20; ++step) {
+            /* The unconstrained step from the same state. */
+            ms_state* free_step = ms_state_copy(m, limited, &err);
+            ENSURE(free_step != NULL);
+            m->opt.strain_limiting = 0;
+            ENSURE(ms_step(m, free_step, h, 1, &err) == MS_OK);
+            m->opt.strain_limiting = 1;
+            ENSURE(ms_step(m, limited, h, 1, &err) == MS_OK);
+            for (int q = 0; q < 5; ++q) {
+                const int i = 2 * q, j = 2 * q + 1;
+                const double* xi = limited->x + 3 * i;
+                const double* xj = limited->x + 3 * j;
+                const double* fi = free_step->x + 3 * i;
+                const double* fj = free_step->x + 3 * j;
+                const double free_length = distance(fi, fj);
+                const double limit = (1.0 + tau) * m->rest[q];
+                ENSURE(distance(xi, xj) <= limit * (1.0 + 1e-12) || (m->pinned[i] && m->pinned[j]));
+                if (!(free_length > limit) || (m->pinned[i] && m->pinned[j])) {
+                    /* Untouched: bit for bit the unconstrained step. */
+                    ENSURE(memcmp(xi, fi, 3 * sizeof(double)) == 0 && memcmp(xj, fj, 3 * sizeof(double)) == 0);
+                    ENSURE(memcmp(limited->v + 3 * i, free_step->v + 3 * i, 3 * sizeof(double)) == 0);
+                    ENSURE(memcmp(limited->v + 3 * j, free_step->v + 3 * j, 3 * sizeof(double)) == 0);
+                    continue;
+                }
+                corrected[q] += 1;
+                ENSURE_NEAR(distance(xi, xj), limit, 1e-12 * limit);
+                const double wi = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+                const double wj = m->pinned[j] ? 0.0 : 1.0 / m->mass[j];
+                const double excess = free_length - limit;
+                for (int a = 0; a < 3; ++a) {
+                    const double unit = (fj[a] - fi[a]) / free_length;
+                    const double move_i = xi[a] - fi[a], move_j = xj[a] - fj[a];
+                    /* Node i moves towards j by wi / (wi + wj) of the excess, j the rest. */
+                    ENSURE_NEAR(move_i, excess * wi / (wi + wj) * unit, 1e-12);
+                    ENSURE_NEAR(move_j, -excess * wj / (wi + wj) * unit, 1e-12);
+                    ENSURE_NEAR(limited->v[3 * i + a] - free_step->v[3 * i + a], move_i / h, 1e-9);
+                    ENSURE_NEAR(limited->v[3 * j + a] - free_step->v[3 * j + a], move_j / h, 1e-9);
+                }
+                if (m->pinned[i]) {
+                    ENSURE(memcmp(xi, fi, 3 * sizeof(double)) == 0);
+                    ENSURE(memcmp(limited->v + 3 * i, free_step->v + 3 * i, 3 * sizeof(double)) == 0);
+                }
+                if (m->mass[i] == m->mass[j] && !m->pinned[i] && !m->pinned[j])
+                    for (int a = 0; a < 3; ++a) ENSURE_NEAR(xi[a] - fi[a], -(xj[a] - fj[a]), 1e-14);
+            }
+            ms_state_destroy(free_step);
+        }
+        /* Springs 0 to 2 were corrected (at least in the first step: the velocity change
+           then takes out most of the stretching speed); the two pinned ends of spring 3
+           flew apart unhindered; spring 4 never reached its limit. */
+        ENSURE(corrected[0] >= 1 && corrected[1] >= 1 && corrected[2] >= 1);
+        ENSURE(corrected[3] == 0 && corrected[4] == 0);
+        ENSURE(distance(limited->x + 18, limited->x + 21) > 1.3);
+        ms_state_destroy(limited);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
+/* ---- options of the implicit solver and of strain limiting ---------------------- */
+
+static int test_solver_and_strain_options_check(void) {
+    ms_model* m = make_valid_triangle();
+    ENSURE(m != NULL);
+    m->opt.integrator = MS_IMPLICIT_EULER;
+    ms_error err = fresh_error();
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    snapshot before;
+    ENSURE(snapshot_take(m, s, &before));
+    const ms_options good = m->opt;
+
+    /* Each bad value: refused by the option check, the model check and ms_step, which
+       leaves the state alone. */
+    enum { BAD_CASES = 20 };
+    for (int c = 0; c < BAD_CASES; ++c) {
+        m->opt = good;
+        ms_implicit_options* im = &m->opt.implicit;
+        switch (c) {
+        case 0: im->newton_max_iter = 0; break;
+        case 1: im->newton_max_iter = -1; break;
+        case 2: im->newton_max_iter = INT32_MIN; break;
+        case 3: im->cg_max_iter = 0; break;
+        case 4: im->cg_max_iter = -5; break;
+        case 5: im->newton_tol = 0.0; break;
+        case 6: im->newton_tol = -1e-8; break;
+        case 7: im->newton_tol = NAN; break;
+        case 8: im->newton_tol = -INFINITY; break;
+        case 9: im->cg_tol = 0.0; break;
+        case 10: im->cg_tol = -0.0; break;
+        case 11: im->cg_tol = -1e-4; break;
+        case 12: im->cg_tol = NAN; break;
+        case 13: m->opt.strain_limit = -1e-3; break;
+        case 14: m->opt.strain_limit = NAN; break;
+        case 15: m->opt.strain_limit = -INFINITY; break;
+        case 16: m->opt.strain_limiting = 2; break;
+        case 17: m->opt.strain_limiting = -1; break;
+        case 18: m->opt.strain_limiting = 1; m->opt.strain_limit = NAN; break;
+        default: im->newton_tol = -INFINITY; im->cg_tol = NAN; break;
+        }
+        err = fresh_error();
+        ENSURE(ms_options_check(&m->opt, &err) == MS_ERR_VALUE);
+        ENSURE(err.status == MS_ERR_VALUE);
+        ENSURE(has_message(&err));
+        ENSURE(expect_check_fails(m) == 0);
+        err = fresh_error();
+        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+        ENSURE(has_message(&err));
+        ENSURE(snapshot_equal(m, s, &before));
+    }
+    /* The messages name the option. */
+    m->opt = good;
+    m->opt.implicit.cg_max_iter = 0;
+    ENSURE(ms_options_check(&m->opt, &err) == MS_ERR_VALUE && strstr(err.message, "cg_max_iter") != NULL);
+    m->opt = good;
+    m->opt.implicit.newton_tol = NAN;
+    ENSURE(ms_options_check(&m->opt, &err) == MS_ERR_VALUE && strstr(err.message, "newton_tol") != NULL);
+    m->opt = good;
+    m->opt.strain_limit = -1.0;
+    ENSURE(ms_options_check(&m->opt, &err) == MS_ERR_VALUE && strstr(err.message, "strain_limit") != NULL);
+
+    /* The edges of the valid ranges are accepted. */
+    m->opt = good;
+    m->opt.implicit.newton_max_iter = 1;
+    m->opt.implicit.cg_max_iter = 1;
+    m->opt.implicit.newton_tol = 1e-300;
+    m->opt.implicit.cg_tol = 1e-300;
+    m->opt.strain_limiting = 1;
+    m->opt.strain_limit = 0.0;
+    ENSURE(ms_options_check(&m->opt, &err) == MS_OK);
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+    ENSURE(s->steps == before.steps + 1);
+    /* With a limit of 0 the last spring of the pass (its free end hanging from the pinned
+       node) is left no longer than its rest length.  The pass is single, so the earlier
+       spring, which shares node 1 with it, may be stretched again by that correction. */
+    double lengths[2];
+    ms_spring_lengths(m, s, lengths);
+    ENSURE(lengths[1] <= m->rest[1] * (1.0 + 1e-12));
+
+    free(before.arrays);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 /* ---- errors and divergence ------------------------------------------------------ */
 
 static int test_divergence_rolls_back(void) {
-    /* w h = 1000 is far outside every method's stability region: the amplitude grows by
-       orders of magnitude per step until it overflows. */
+    /* w h = 1000 is far outside every explicit method's stability region: the amplitude
+       grows by orders of magnitude per step until it overflows.  Implicit Euler is left
+       out: it is unconditionally stable and damps this oscillator instead (see
+       test_implicit_unconditionally_stable and test_implicit_overflow_rolls_back). */
     const double h = 1.0;
-    for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
+    for (int integrator = 0; integrator < MS_IMPLICIT_EULER; ++integrator) {
         ms_model* m = make_oscillator(1e6, 1.0, 0.0, 0.1, (ms_integrator)integrator);
         ENSURE(m != NULL);
         ms_error err = fresh_error();
@@ -1109,10 +1554,12 @@ static int test_divergence_rolls_back(void) {
     return 0;
 }
 
-static int test_step_bad_arguments(void) {
+/* Bad time steps, step counts, parameters and state values are refused by ms_step with
+   MS_ERR_VALUE and leave the state exactly as it was, whatever the integrator. */
+static int step_bad_arguments(ms_integrator integrator) {
     ms_model* m = make_cloth(4, 1, 3u);
     ENSURE(m != NULL);
-    m->opt.integrator = MS_RK4;
+    m->opt.integrator = integrator;
     ms_error err = fresh_error();
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
@@ -1183,6 +1630,12 @@ static int test_step_bad_arguments(void) {
     free(before.arrays);
     ms_state_destroy(s);
     ms_model_destroy(m);
+    return 0;
+}
+
+static int test_step_bad_arguments(void) {
+    ENSURE(step_bad_arguments(MS_RK4) == 0);
+    ENSURE(step_bad_arguments(MS_IMPLICIT_EULER) == 0);
     return 0;
 }
 
@@ -1383,6 +1836,14 @@ int main(void) {
         TEST(test_pinned_node_kinematics),
         TEST(test_energy_loss),
         TEST(test_force_field_is_start_of_step),
+        TEST(test_implicit_energy_factor),
+        TEST(test_implicit_unconditionally_stable),
+        TEST(test_implicit_pinned_nodes_exact),
+        TEST(test_implicit_overflow_rolls_back),
+        TEST(test_max_eigenvalues_pair),
+        TEST(test_max_eigenvalues_chain),
+        TEST(test_strain_limiting),
+        TEST(test_solver_and_strain_options_check),
         TEST(test_divergence_rolls_back),
         TEST(test_step_bad_arguments),
         TEST(test_model_copy_independent),

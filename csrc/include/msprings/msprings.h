@@ -29,6 +29,7 @@ typedef enum ms_integrator {
     MS_SYMPLECTIC_EULER = 1, /* v' = v + h a(x, v);  x' = x + h v' */
     MS_VELOCITY_VERLET = 2,  /* kick-drift-kick with a predicted end velocity for dampers */
     MS_RK4 = 3,              /* classical fourth-order Runge-Kutta on (x, v) */
+    MS_IMPLICIT_EULER = 4,   /* backward Euler solved by Newton's method with preconditioned CG */
     MS_INTEGRATOR_COUNT
 } ms_integrator;
 
@@ -46,13 +47,67 @@ typedef struct ms_error {
     char message[320]; /* names the argument, the offending item and the fix */
 } ms_error;
 
+/* Settings of the implicit (backward Euler) solver. */
+typedef struct ms_implicit_options {
+    int newton_max_iter;  /* >= 1; 1 gives Baraff & Witkin's linearised step. Default 50 */
+    double newton_tol;    /* > 0; Newton stops when |M dv - h f(x', v')| <= newton_tol * scale,
+                             scale = max(|M dv|, |h f|). Default 1e-8 */
+    int cg_max_iter;      /* >= 1; conjugate-gradient iterations per linear solve. Default 1000 */
+    double cg_tol;        /* > 0; CG stops when |residual| <= cg_tol * |right-hand side|.  Each
+                             Newton iteration's right-hand side is its current residual, so a
+                             loose value only costs Newton iterations, not accuracy (inexact
+                             Newton); newton_tol sets the final accuracy.  Default 1e-4 */
+} ms_implicit_options;
+
 typedef struct ms_options {
     double gravity[3];   /* gravitational acceleration (m/s^2), default (0, -9.81, 0) */
     double drag;         /* linear drag coefficient per node (N s/m), force -drag * v, >= 0 */
     double energy_loss;  /* non-physical: after every step free velocities are multiplied by
                             (1 - energy_loss); in [0, 1); its effect depends on the step size */
     ms_integrator integrator;
+    int strain_limiting; /* 1: after each step, springs longer than (1 + strain_limit) L are
+                            shortened to that length (Provot 1995); default 0 */
+    double strain_limit; /* tau >= 0, default 0.1 */
+    double self_collision; /* > 0: after each step, nodes closer than this distance (m) that
+                              no spring joins are pushed apart (found with a spatial hash
+                              grid); 0 (default) turns self-collision off */
+    ms_implicit_options implicit;
 } ms_options;
+
+/* What the implicit solver did in the last step. */
+typedef struct ms_solver_stats {
+    int newton_iterations;   /* linear solves in the last step */
+    int64_t cg_iterations;   /* CG iterations summed over those solves */
+    double newton_residual;  /* final |M dv - h f(x', v')| / scale (see newton_tol) */
+    double cg_residual;      /* relative residual of the last CG solve */
+    int newton_converged;    /* 1 if the Newton residual met newton_tol */
+    int cg_converged;        /* 1 if every CG solve of the last step met cg_tol */
+    int64_t cg_failures;     /* steps since creation or reset with a CG solve at its cap */
+} ms_solver_stats;
+
+typedef enum ms_collider_type {
+    MS_PLANE = 0,     /* half-space below a plane: center = a point on it, axis = unit normal */
+    MS_SPHERE = 1,    /* center, size[0] = radius */
+    MS_BOX = 2,       /* axis-aligned box: center, size = half extents */
+    MS_CYLINDER = 3,  /* capped cylinder: center, axis = unit axis, size[0] = radius,
+                         size[1] = half height (a round table is one) */
+    MS_COLLIDER_TYPE_COUNT
+} ms_collider_type;
+
+/* A rigid, kinematic obstacle.  Nodes inside it (closer than thickness to its surface)
+   are projected out; their velocity relative to the collider loses its normal part
+   times (1 + restitution) and its tangential part by at most friction times that change. */
+typedef struct ms_collider {
+    int64_t id;            /* stable handle, unique within the model */
+    ms_collider_type type;
+    double center[3];      /* (m) */
+    double axis[3];        /* plane normal or cylinder axis, unit length (ignored otherwise) */
+    double size[3];        /* radius / half extents / (radius, half height) (m) */
+    double velocity[3];    /* the collider moves by velocity * h each step (m/s) */
+    double restitution;    /* e in [0, 1] */
+    double friction;       /* Coulomb coefficient mu >= 0 */
+    double thickness;      /* extra distance kept from the surface (m), >= 0 */
+} ms_collider;
 
 typedef struct ms_model {
     int64_t nnode;       /* number of nodes, fixed */
@@ -67,6 +122,11 @@ typedef struct ms_model {
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
+    /* colliders: a list that may grow and shrink; not shared with Python as memory */
+    ms_collider* colliders;  /* (ncollider) */
+    int64_t ncollider;
+    int64_t collider_capacity;
+    int64_t next_collider_id;
 } ms_model;
 
 typedef struct ms_state {
@@ -78,10 +138,15 @@ typedef struct ms_state {
     int64_t steps;       /* steps taken since creation or reset */
     double dissipated;   /* energy removed by dampers, drag and energy_loss (J) */
     /* scratch, not part of the observable state */
+    int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* x_next;      /* other half of the position double buffer    (nnode x 3) */
     double* v_next;      /* other half of the velocity double buffer    (nnode x 3) */
     double* work;        /* Verlet/RK4 stage storage, allocated on first use (nnode x 9) */
+    double* implicit_work; /* implicit solver storage, allocated on first use
+                              (nnode x 27 + nspring x 5) */
+    void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
+    ms_solver_stats solver;
     void* buffer;        /* the one allocation that x .. v_next live in */
 } ms_state;
 
@@ -113,6 +178,30 @@ int ms_model_check_values(const ms_model* m, ms_error* err);
 
 int ms_options_check(const ms_options* opt, ms_error* err);
 
+/* ---- colliders ------------------------------------------------------------------ */
+
+/* Checks a collider's values (normalising nothing). */
+int ms_collider_check(const ms_collider* c, ms_error* err);
+
+/* Adds a copy of *c (its id is assigned; the axis is normalised).  Returns the new id
+   (>= 0), or -1 with err set. */
+int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err);
+
+/* The collider with that id, or NULL. */
+ms_collider* ms_model_find_collider(ms_model* m, int64_t id);
+
+/* Replaces the collider with c's id by *c (validated, axis normalised). */
+int ms_model_set_collider(ms_model* m, const ms_collider* c, ms_error* err);
+
+int ms_model_remove_collider(ms_model* m, int64_t id, ms_error* err);
+
+/* "plane", "sphere", "box", "cylinder"; NULL if out of range. */
+const char* ms_collider_type_name(int type);
+
+/* Signed distance (m) from p to the surface of c placed at center (negative inside) and
+   the outward unit normal of the nearest surface point. */
+double ms_collider_distance(const ms_collider* c, const double center[3], const double p[3], double normal[3]);
+
 /* ---- state ---------------------------------------------------------------------- */
 
 /* Allocates a state at the model's initial positions and velocities, t = 0. */
@@ -132,16 +221,25 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
 /* Advances n >= 1 steps of size h > 0 with m->opt.integrator.  Checks the model values
    and the state first (MS_ERR_VALUE, nothing changed).  If a step produces a non-finite
    position or velocity, the state is left as it was before that step and
-   MS_ERR_DIVERGED is returned with err->step and err->time set. */
-int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
+   MS_ERR_DIVERGED is returned with err->step and err->time set.  Colliders with a velocity
+   move with it after every successful step (the model is not const for that reason). */
+int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
 
 /* Total force on every node at (x, v): springs, dampers, gravity, drag and the external
-   force; written to f (nnode x 3).  Returns the power dissipated by dampers and drag (W).
-   A spring of length ~0 exerts no force. */
+   force (external may be NULL for none); written to f (nnode x 3).  Returns the power
+   dissipated by dampers and drag (W).  A spring of length ~0 exerts no force. */
 double ms_forces(const ms_model* m, const double* x, const double* v,
                  const double* external, double* f);
 
 /* ---- diagnostics ---------------------------------------------------------------- */
+
+/* Largest eigenvalues of M^-1 K (the tangent stiffness of the springs at the current
+   positions, with the transverse term clamped at zero for compressed springs) and of
+   M^-1 C (dampers and drag), pinned nodes removed, by Lanczos iteration.  They are the
+   squared highest angular frequency (1/s^2) and the highest damping rate (1/s).  Uses
+   temporary memory; returns MS_ERR_MEMORY if it cannot be had. */
+int ms_max_eigenvalues(const ms_model* m, const ms_state* s, double* omega2_max, double* gamma_max,
+                       ms_error* err);
 
 ms_energy ms_state_energy(const ms_model* m, const ms_state* s);
 void ms_state_momentum(const ms_model* m, const ms_state* s, double out[3]); /* free nodes */
@@ -151,9 +249,14 @@ void ms_spring_strain(const ms_model* m, const ms_state* s, double* out);
 /* axial force k (l - L) + c (v_j - v_i).n, positive when the spring pulls (N) */
 void ms_spring_tension(const ms_model* m, const ms_state* s, double* out);
 
+/* Cheap upper bounds (Gershgorin row sums, O(nodes + springs)) on the two eigenvalues
+   that ms_max_eigenvalues estimates. */
+void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_bound, double* gamma_bound);
+
 /* ---- names ---------------------------------------------------------------------- */
 
-/* "explicit_euler", "symplectic_euler", "velocity_verlet", "rk4"; NULL if out of range. */
+/* "explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler";
+   NULL if out of range. */
 const char* ms_integrator_name(int integrator);
 /* The integrator with that name, or -1. */
 int ms_integrator_from_name(const char* name);

@@ -1,0 +1,251 @@
+/* Colliders: the list kept in the model, signed distances, and the contact response. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static const char* const collider_names[MS_COLLIDER_TYPE_COUNT] = {"plane", "sphere", "box", "cylinder"};
+
+static int all_finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
+
+int ms_collider_check(const ms_collider* c, ms_error* err) {
+    if ((int)c->type < 0 || c->type >= MS_COLLIDER_TYPE_COUNT)
+        return ms_error_set(err, MS_ERR_VALUE, "collider type %d is unknown", (int)c->type);
+    const char* name = collider_names[c->type];
+    if (!all_finite3(c->center) || !all_finite3(c->axis) || !all_finite3(c->size) || !all_finite3(c->velocity))
+        return ms_error_set(err, MS_ERR_VALUE, "%s: position, axis, size and velocity must be finite", name);
+    if (c->type == MS_PLANE || c->type == MS_CYLINDER) {
+        const double length = sqrt(c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2]);
+        if (!(length > 1e-12))
+            return ms_error_set(err, MS_ERR_VALUE, "%s: the %s must be a non-zero vector", name,
+                                c->type == MS_PLANE ? "normal" : "axis");
+    }
+    const int sizes = c->type == MS_PLANE ? 0 : c->type == MS_SPHERE ? 1 : c->type == MS_BOX ? 3 : 2;
+    static const char* const size_names[MS_COLLIDER_TYPE_COUNT][3] = {
+        {"", "", ""}, {"radius", "", ""}, {"half extent x", "half extent y", "half extent z"},
+        {"radius", "half height", ""}};
+    for (int a = 0; a < sizes; ++a)
+        if (!(c->size[a] > 0.0))
+            return ms_error_set(err, MS_ERR_VALUE, "%s: %s = %g must be > 0 (m)", name, size_names[c->type][a],
+                                c->size[a]);
+    if (!isfinite(c->restitution) || c->restitution < 0.0 || c->restitution > 1.0)
+        return ms_error_set(err, MS_ERR_VALUE, "%s: restitution = %g must be in [0, 1]", name, c->restitution);
+    if (!isfinite(c->friction) || c->friction < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "%s: friction = %g must be finite and >= 0", name, c->friction);
+    if (!isfinite(c->thickness) || c->thickness < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "%s: thickness = %g must be finite and >= 0 (m)", name, c->thickness);
+    ms_error_clear(err);
+    return MS_OK;
+}
+
+static ms_collider normalised(const ms_collider* c) {
+    ms_collider copy = *c;
+    if (c->type == MS_PLANE || c->type == MS_CYLINDER) {
+        const double length = sqrt(c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2]);
+        for (int a = 0; a < 3; ++a) copy.axis[a] = c->axis[a] / length;
+    }
+    return copy;
+}
+
+int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err) {
+    if (ms_collider_check(c, err) != MS_OK) return -1;
+    if (m->ncollider == m->collider_capacity) {
+        const int64_t capacity = m->collider_capacity > 0 ? 2 * m->collider_capacity : 4;
+        ms_collider* grown = realloc(m->colliders, sizeof(ms_collider) * (size_t)capacity);
+        if (grown == NULL) {
+            ms_error_set(err, MS_ERR_MEMORY, "out of memory adding a collider");
+            return -1;
+        }
+        m->colliders = grown;
+        m->collider_capacity = capacity;
+    }
+    ms_collider added = normalised(c);
+    added.id = m->next_collider_id++;
+    m->colliders[m->ncollider++] = added;
+    return added.id;
+}
+
+ms_collider* ms_model_find_collider(ms_model* m, int64_t id) {
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        if (m->colliders[k].id == id) return &m->colliders[k];
+    return NULL;
+}
+
+int ms_model_set_collider(ms_model* m, const ms_collider* c, ms_error* err) {
+    ms_collider* target = ms_model_find_collider(m, c->id);
+    if (target == NULL) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)c->id);
+    if (c->type != target->type)
+        return ms_error_set(err, MS_ERR_VALUE, "a collider's type cannot change (%s)", collider_names[target->type]);
+    if (ms_collider_check(c, err) != MS_OK) return MS_ERR_VALUE;
+    *target = normalised(c);
+    return MS_OK;
+}
+
+int ms_model_remove_collider(ms_model* m, int64_t id, ms_error* err) {
+    ms_collider* target = ms_model_find_collider(m, id);
+    if (target == NULL) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)id);
+    const int64_t index = target - m->colliders;
+    memmove(target, target + 1, sizeof(ms_collider) * (size_t)(m->ncollider - index - 1));
+    m->ncollider -= 1;
+    ms_error_clear(err);
+    return MS_OK;
+}
+
+static double length3(const double v[3]) { return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
+
+double ms_collider_distance(const ms_collider* c, const double center[3], const double p[3], double normal[3]) {
+    const double r[3] = {p[0] - center[0], p[1] - center[1], p[2] - center[2]};
+    switch (c->type) {
+        case MS_PLANE: {
+            for (int a = 0; a < 3; ++a) normal[a] = c->axis[a];
+            return r[0] * c->axis[0] + r[1] * c->axis[1] + r[2] * c->axis[2];
+        }
+        case MS_SPHERE: {
+            const double length = length3(r);
+            if (length > 0.0)
+                for (int a = 0; a < 3; ++a) normal[a] = r[a] / length;
+            else
+                normal[0] = 0.0, normal[1] = 1.0, normal[2] = 0.0;
+            return length - c->size[0];
+        }
+        case MS_BOX: {
+            /* q = |r| - half extents: the exact box distance, outside and inside. */
+            double q[3], outside[3], largest = -INFINITY;
+            int axis_of_largest = 0;
+            for (int a = 0; a < 3; ++a) {
+                q[a] = fabs(r[a]) - c->size[a];
+                outside[a] = q[a] > 0.0 ? q[a] : 0.0;
+                if (q[a] > largest) largest = q[a], axis_of_largest = a;
+            }
+            const double outside_length = length3(outside);
+            if (outside_length > 0.0) {
+                for (int a = 0; a < 3; ++a) normal[a] = (r[a] < 0.0 ? -outside[a] : outside[a]) / outside_length;
+                return outside_length;
+            }
+            for (int a = 0; a < 3; ++a) normal[a] = 0.0;
+            normal[axis_of_largest] = r[axis_of_largest] < 0.0 ? -1.0 : 1.0;
+            return largest;
+        }
+        case MS_CYLINDER: {
+            const double* axis = c->axis;
+            const double along = r[0] * axis[0] + r[1] * axis[1] + r[2] * axis[2];
+            double radial[3] = {r[0] - along * axis[0], r[1] - along * axis[1], r[2] - along * axis[2]};
+            const double rho = length3(radial);
+            if (rho > 0.0)
+                for (int a = 0; a < 3; ++a) radial[a] /= rho;
+            else {
+                /* on the axis: any direction perpendicular to it */
+                const double helper[3] = {fabs(axis[0]) < 0.9 ? 1.0 : 0.0, fabs(axis[0]) < 0.9 ? 0.0 : 1.0, 0.0};
+                const double dot = helper[0] * axis[0] + helper[1] * axis[1] + helper[2] * axis[2];
+                double perpendicular[3] = {helper[0] - dot * axis[0], helper[1] - dot * axis[1], helper[2] - dot * axis[2]};
+                const double length = length3(perpendicular);
+                for (int a = 0; a < 3; ++a) radial[a] = perpendicular[a] / length;
+            }
+            const double side = along < 0.0 ? -1.0 : 1.0;
+            const double dr = rho - c->size[0], dh = fabs(along) - c->size[1];
+            if (dr > 0.0 && dh > 0.0) {
+                const double length = sqrt(dr * dr + dh * dh);
+                for (int a = 0; a < 3; ++a) normal[a] = (dr * radial[a] + dh * side * axis[a]) / length;
+                return length;
+            }
+            if (dr > dh) {
+                for (int a = 0; a < 3; ++a) normal[a] = radial[a];
+                return dr;
+            }
+            for (int a = 0; a < 3; ++a) normal[a] = side * axis[a];
+            return dh;
+        }
+        default:
+            normal[0] = 0.0, normal[1] = 1.0, normal[2] = 0.0;
+            return INFINITY;
+    }
+}
+
+/* First point of the relative segment r0 -> r1 (collider frame, collider at the origin)
+   closer than thickness to the surface, by sphere tracing on the exact distance.
+   Returns the fraction t in (0, 1], or -1 if the segment stays outside. */
+static double first_contact(const ms_collider* c, const double r0[3], const double r1[3]) {
+    static const double origin[3] = {0.0, 0.0, 0.0};
+    const double travel[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+    const double distance = length3(travel);
+    if (!(distance > 0.0)) return -1.0;
+    double normal[3], t = 0.0;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+        const double p[3] = {r0[0] + t * travel[0], r0[1] + t * travel[1], r0[2] + t * travel[2]};
+        const double gap = ms_collider_distance(c, origin, p, normal) - c->thickness;
+        if (gap <= 1e-9 * distance) return t;
+        t += gap / distance;
+        if (t > 1.0) return -1.0;
+    }
+    return -1.0;
+}
+
+/* Velocity response of one node against a surface moving with surface_velocity. */
+static void respond(const ms_collider* c, const double normal[3], double v[3]) {
+    const double relative[3] = {v[0] - c->velocity[0], v[1] - c->velocity[1], v[2] - c->velocity[2]};
+    const double vn = relative[0] * normal[0] + relative[1] * normal[1] + relative[2] * normal[2];
+    if (vn >= 0.0) return; /* separating or sliding: nothing to remove */
+    const double change = -(1.0 + c->restitution) * vn; /* normal velocity change, > 0 */
+    double tangent[3];
+    for (int a = 0; a < 3; ++a) tangent[a] = relative[a] - vn * normal[a];
+    const double speed = length3(tangent);
+    /* Coulomb: the tangential speed drops by at most mu times the normal change. */
+    const double keep = speed > 0.0 && speed > c->friction * change ? 1.0 - c->friction * change / speed : 0.0;
+    for (int a = 0; a < 3; ++a) v[a] = c->velocity[a] + (vn + change) * normal[a] + keep * tangent[a];
+}
+
+double ms_collide(const ms_model* m, const double* restrict inv_mass, const double* restrict x_old,
+                  double* restrict x, double* restrict v, double h) {
+    double dissipated = 0.0;
+    const double* g = m->opt.gravity;
+    for (int64_t k = 0; k < m->ncollider; ++k) {
+        const ms_collider* c = &m->colliders[k];
+        const double* start = c->center;
+        const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
+                               start[2] + h * c->velocity[2]};
+        for (int64_t i = 0; i < m->nnode; ++i) {
+            if (inv_mass[i] == 0.0) continue;
+            double* xi = x + 3 * i;
+            double* vi = v + 3 * i;
+            double normal[3];
+            const double gap = ms_collider_distance(c, end, xi, normal) - c->thickness;
+            double moved[3];
+            if (gap < 0.0) {
+                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - gap * normal[a];
+            } else {
+                /* Swept test in the collider's frame, so a fast node cannot jump a thin one. */
+                const double* xo = x_old + 3 * i;
+                const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+                const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+                static const double origin[3] = {0.0, 0.0, 0.0};
+                if (ms_collider_distance(c, origin, r0, normal) - c->thickness < 0.0) continue;
+                const double t = first_contact(c, r0, r1);
+                if (t < 0.0) continue;
+                const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
+                                       r0[2] + t * (r1[2] - r0[2])};
+                ms_collider_distance(c, origin, hit, normal);
+                for (int a = 0; a < 3; ++a) moved[a] = end[a] + hit[a];
+            }
+            const double mass = m->mass[i];
+            const double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
+            respond(c, normal, vi);
+            const double speed2_after = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
+            /* Kinetic energy removed, minus the gravitational energy the push added. */
+            dissipated += 0.5 * mass * (speed2 - speed2_after) +
+                          mass * (g[0] * (moved[0] - xi[0]) + g[1] * (moved[1] - xi[1]) + g[2] * (moved[2] - xi[2]));
+            for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+        }
+    }
+    return dissipated;
+}
+
+void ms_move_colliders(ms_model* m, double h) {
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        for (int a = 0; a < 3; ++a) m->colliders[k].center[a] += h * m->colliders[k].velocity[a];
+}
+
+const char* ms_collider_type_name(int type) {
+    if (type < 0 || type >= MS_COLLIDER_TYPE_COUNT) return NULL;
+    return collider_names[type];
+}
