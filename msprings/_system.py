@@ -114,6 +114,27 @@ def _springs_array(springs: ArrayLike, n_nodes: int) -> np.ndarray:
     return array.astype(np.int32)
 
 
+def _faces_array(faces: ArrayLike | None, n_nodes: int) -> np.ndarray | None:
+    if faces is None:
+        return None
+    try:
+        array = np.asarray(faces)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"faces must be an (F, 3) array of integer node indices: {error}") from None
+    if array.size == 0:
+        return np.zeros((0, 3), dtype=np.int32)
+    if array.dtype.kind not in "iu":
+        raise TypeError(f"faces must contain integer node indices, got dtype {array.dtype}")
+    if array.ndim != 2 or array.shape[1] != 3:
+        raise ValueError(f"faces must have shape (F, 3), got {array.shape}")
+    if array.min() < 0 or array.max() >= n_nodes:
+        bad = int(np.flatnonzero(((array < 0) | (array >= n_nodes)).any(axis=1))[0])
+        raise ValueError(
+            f"faces[{bad}] = {tuple(int(i) for i in array[bad])} refers to a node outside 0..{n_nodes - 1}"
+        )
+    return array.astype(np.int32)
+
+
 def _pinned_mask(pinned: ArrayLike | None, n_nodes: int) -> np.ndarray:
     mask = np.zeros(n_nodes, dtype=bool)
     if pinned is None:
@@ -165,7 +186,12 @@ class System(_core.System):
         Fraction of every free velocity removed after each step, in [0, 1).  Not a physical
         force: its effect depends on the step size.  Default 0.
     integrator : str
-        ``"symplectic_euler"`` (default), ``"explicit_euler"``, ``"velocity_verlet"`` or ``"rk4"``.
+        ``"symplectic_euler"`` (default), ``"explicit_euler"``, ``"velocity_verlet"``, ``"rk4"``
+        or ``"implicit_euler"``.
+    faces : array_like of int, shape (F, 3), optional
+        Triangles (node indices) of a surface: they catch the air (``drag_coefficient``,
+        ``lift_coefficient``, ``wind``, ``gust``) and give :meth:`vertex_normals`.  A triangle
+        may not repeat a node or have zero area.
 
     Notes
     -----
@@ -202,6 +228,7 @@ class System(_core.System):
         drag: float = 0.0,
         energy_loss: float = 0.0,
         integrator: str = "symplectic_euler",
+        faces: ArrayLike | None = None,
     ) -> None:
         x = _real_array(positions, "positions")
         if x.ndim != 2 or x.shape[1] != 3 or x.shape[0] < 1:
@@ -233,6 +260,7 @@ class System(_core.System):
             drag=drag,
             energy_loss=energy_loss,
             integrator=integrator,
+            faces=_faces_array(faces, n),
         )
 
     def step(self, dt: float, n: int = 1) -> None:
@@ -370,6 +398,19 @@ class System(_core.System):
         zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), pairs.shape[:1])
         c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, first), second)
         return np.where(both_pinned, 0.0, c)
+
+    # ---- air -------------------------------------------------------------------------
+
+    def wind_at(self, points: ArrayLike, t: float | None = None) -> np.ndarray:
+        """Wind velocity (m/s) at ``points`` (..., 3) and time ``t`` (s; default the system's
+        time): ``wind + gust * (1.5 |sin(k x + w t) + cos(k y + w t)|, 0, 0.5 sin(w t))`` with
+        ``k = gust_wavenumber`` and ``w = gust_frequency``, evaluated by the C code the step
+        uses."""
+        p = _real_array(points, "points")
+        if p.shape[-1:] != (3,):
+            raise ValueError(f"points must have shape (..., 3), got {p.shape}")
+        time = self.t if t is None else float(t)
+        return self._wind_at(p.reshape(-1, 3), time).reshape(p.shape)
 
     # ---- colliders -----------------------------------------------------------------
 

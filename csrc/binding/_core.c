@@ -179,12 +179,12 @@ static void System_dealloc(SystemObject* self) {
 static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     static char* keywords[] = {"positions", "springs",  "mass",    "k",           "c",          "rest",
                                "pinned",    "velocities", "gravity", "drag",        "energy_loss", "integrator",
-                               NULL};
+                               "faces",     NULL};
     PyObject *positions_in, *springs_in, *mass_in, *k_in, *c_in, *rest_in, *pinned_in, *velocities_in;
-    PyObject *gravity_in = NULL, *drag_in = NULL, *loss_in = NULL, *integrator_in = NULL;
-    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO|OOOO:System", keywords, &positions_in, &springs_in,
+    PyObject *gravity_in = NULL, *drag_in = NULL, *loss_in = NULL, *integrator_in = NULL, *faces_in = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO|OOOOO:System", keywords, &positions_in, &springs_in,
                                      &mass_in, &k_in, &c_in, &rest_in, &pinned_in, &velocities_in, &gravity_in,
-                                     &drag_in, &loss_in, &integrator_in))
+                                     &drag_in, &loss_in, &integrator_in, &faces_in))
         return -1;
     if (self->model != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "System is already initialised; its sizes are fixed (build a new one)");
@@ -198,7 +198,7 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     if (integrator_in != NULL && parse_integrator(integrator_in, &opt.integrator) < 0) return -1;
 
     PyArrayObject *positions = NULL, *springs = NULL, *mass = NULL, *k = NULL, *c = NULL, *rest = NULL,
-                  *pinned = NULL, *velocities = NULL;
+                  *pinned = NULL, *velocities = NULL, *faces = NULL;
     ms_model* model = NULL;
     ms_state* state = NULL;
     ms_error err;
@@ -213,8 +213,12 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     if ((rest = input_array(rest_in, "rest", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
     if ((pinned = input_array(pinned_in, "pinned", NPY_BOOL, 1, nnode, 0)) == NULL) goto error;
     if ((velocities = input_array(velocities_in, "velocities", NPY_DOUBLE, 2, nnode, 3)) == NULL) goto error;
+    if (faces_in != NULL && faces_in != Py_None &&
+        (faces = input_array(faces_in, "faces", NPY_INT32, 2, -1, 3)) == NULL)
+        goto error;
+    npy_intp nface = faces != NULL ? PyArray_DIM(faces, 0) : 0;
 
-    model = ms_model_create(nnode, nspring, &err);
+    model = ms_model_create(nnode, nspring, nface, &err);
     if (model == NULL) {
         raise_ms_error(&err);
         goto error;
@@ -226,6 +230,7 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     memcpy(model->k, PyArray_DATA(k), sizeof(double) * (size_t)nspring);
     memcpy(model->c, PyArray_DATA(c), sizeof(double) * (size_t)nspring);
     memcpy(model->rest, PyArray_DATA(rest), sizeof(double) * (size_t)nspring);
+    if (nface > 0) memcpy(model->faces, PyArray_DATA(faces), sizeof(int32_t) * 3 * (size_t)nface);
     const npy_bool* pins = (const npy_bool*)PyArray_DATA(pinned);
     for (npy_intp i = 0; i < nnode; ++i) model->pinned[i] = pins[i] ? 1 : 0;
     model->opt = opt;
@@ -248,6 +253,7 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     Py_DECREF(rest);
     Py_DECREF(pinned);
     Py_DECREF(velocities);
+    Py_XDECREF(faces);
     return 0;
 
 error:
@@ -260,6 +266,7 @@ error:
     Py_XDECREF(rest);
     Py_XDECREF(pinned);
     Py_XDECREF(velocities);
+    Py_XDECREF(faces);
     return -1;
 }
 
@@ -417,7 +424,7 @@ static PyObject* System_tension(SystemObject* self, PyObject* Py_UNUSED(ignored)
 
 static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_idle(self) < 0) return NULL;
-    ms_forces(self->model, self->state->x, self->state->v, self->state->external, self->state->f);
+    ms_forces(self->model, self->state->x, self->state->v, self->state->external, self->state->t, self->state->f);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
 
@@ -570,6 +577,33 @@ static PyObject* System_collider_ids(SystemObject* self, PyObject* Py_UNUSED(ign
     return ids;
 }
 
+static PyObject* System_vertex_normals(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[2] = {(npy_intp)self->model->nnode, 3};
+    PyObject* out = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    if (out == NULL) return NULL;
+    ms_vertex_normals(self->model, self->state, (double*)PyArray_DATA((PyArrayObject*)out));
+    return out;
+}
+
+static PyObject* System_wind_at(SystemObject* self, PyObject* args) {
+    if (require_ready(self) < 0) return NULL;
+    PyObject* points_in;
+    double t;
+    if (!PyArg_ParseTuple(args, "Od:_wind_at", &points_in, &t)) return NULL;
+    PyArrayObject* points = input_array(points_in, "points", NPY_DOUBLE, 2, -1, 3);
+    if (points == NULL) return NULL;
+    npy_intp dims[2] = {PyArray_DIM(points, 0), 3};
+    PyObject* out = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    if (out != NULL) {
+        const double* p = (const double*)PyArray_DATA(points);
+        double* w = (double*)PyArray_DATA((PyArrayObject*)out);
+        for (npy_intp i = 0; i < dims[0]; ++i) ms_wind(&self->model->opt.air, p + 3 * i, t, w + 3 * i);
+    }
+    Py_DECREF(points);
+    return out;
+}
+
 static PyObject* System_eigenvalue_bounds(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     double omega2 = 0.0, gamma = 0.0;
@@ -597,6 +631,10 @@ static PyMethodDef System_methods[] = {
     {"update_forces", (PyCFunction)System_update_forces, METH_NOARGS,
      "update_forces()\n--\n\nEvaluate the total force on every node at the current state into f and return "
      "the f view (N)."},
+    {"vertex_normals", (PyCFunction)System_vertex_normals, METH_NOARGS,
+     "vertex_normals()\n--\n\nArea-weighted unit normals of the triangles at every node, (n, 3); zero for a node in "
+     "no triangle."},
+    {"_wind_at", (PyCFunction)System_wind_at, METH_VARARGS, "_wind_at(points (k, 3), t) -> wind velocity (k, 3)"},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
      "(omega2_bound, gamma_bound): Gershgorin upper bounds on the values _max_eigenvalues estimates."},
     {"_max_eigenvalues", (PyCFunction)System_max_eigenvalues, METH_NOARGS,
@@ -636,11 +674,17 @@ VIEW_GETTER(springs, self->model->springs, 2, self->model->nspring, 2, NPY_INT32
 VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
 VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
 VIEW_GETTER(c, self->model->c, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+VIEW_GETTER(faces, self->model->faces, 2, self->model->nface, 3, NPY_INT32, 0)
 
 static PyObject* get_n_nodes(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
     return PyLong_FromLongLong(self->model->nnode);
+}
+static PyObject* get_n_faces(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLongLong(self->model->nface);
 }
 static PyObject* get_n_springs(SystemObject* self, void* closure) {
     (void)closure;
@@ -813,6 +857,46 @@ static int set_implicit_real(SystemObject* self, PyObject* value, void* closure)
     return commit_options(self, &opt);
 }
 
+/* Getters and setters of the air's scalar settings, addressed by offset into ms_air. */
+static const char* air_name(size_t offset) {
+    if (offset == offsetof(ms_air, density)) return "air_density";
+    if (offset == offsetof(ms_air, drag_coefficient)) return "drag_coefficient";
+    if (offset == offsetof(ms_air, lift_coefficient)) return "lift_coefficient";
+    if (offset == offsetof(ms_air, gust)) return "gust";
+    if (offset == offsetof(ms_air, gust_frequency)) return "gust_frequency";
+    return "gust_wavenumber";
+}
+static PyObject* get_air_real(SystemObject* self, void* closure) {
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(*(double*)((char*)&self->model->opt.air + (size_t)closure));
+}
+static int set_air_real(SystemObject* self, PyObject* value, void* closure) {
+    const char* name = air_name((size_t)closure);
+    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_real(value, name, (double*)((char*)&opt.air + (size_t)closure)) < 0) return -1;
+    return commit_options(self, &opt);
+}
+static PyObject* get_wind(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[1] = {3};
+    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+    if (out == NULL) return NULL;
+    memcpy(PyArray_DATA((PyArrayObject*)out), self->model->opt.air.wind, sizeof(double) * 3);
+    return out;
+}
+static int set_wind(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "wind") < 0 || require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    PyArrayObject* array = input_array(value, "wind", NPY_DOUBLE, 1, 3, 0);
+    if (array == NULL) return -1;
+    memcpy(opt.air.wind, PyArray_DATA(array), sizeof(double) * 3);
+    Py_DECREF(array);
+    return commit_options(self, &opt);
+}
+
 static PyObject* get_solver_stats(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
@@ -841,6 +925,24 @@ static PyGetSetDef System_getset[] = {
     {"c", (getter)get_c, NULL, "Axial damping coefficients (N s/m), (m,) float64 view; writable (>= 0).", NULL},
     {"n_nodes", (getter)get_n_nodes, NULL, "Number of nodes (fixed).", NULL},
     {"n_springs", (getter)get_n_springs, NULL, "Number of springs (fixed).", NULL},
+    {"n_faces", (getter)get_n_faces, NULL, "Number of triangles (fixed).", NULL},
+    {"faces", (getter)get_faces, NULL, "Node indices of each triangle, (F, 3) int32 read-only view.", NULL},
+    {"air_density", (getter)get_air_real, (setter)set_air_real, "Air density rho (kg/m^3), default 1.2.",
+     (void*)offsetof(ms_air, density)},
+    {"drag_coefficient", (getter)get_air_real, (setter)set_air_real,
+     "Pressure-drag coefficient C_d of the triangles (>= 0); 0 (default) turns face forces off.",
+     (void*)offsetof(ms_air, drag_coefficient)},
+    {"lift_coefficient", (getter)get_air_real, (setter)set_air_real,
+     "Lift coefficient C_l of the triangles (>= 0), default 0.", (void*)offsetof(ms_air, lift_coefficient)},
+    {"wind", (getter)get_wind, (setter)set_wind, "Uniform wind velocity W (m/s), shape (3,).", NULL},
+    {"gust", (getter)get_air_real, (setter)set_air_real,
+     "Gust amplitude A (m/s, >= 0): adds A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, "
+     "0.5 sin(omega t)) to the wind. Default 0.",
+     (void*)offsetof(ms_air, gust)},
+    {"gust_frequency", (getter)get_air_real, (setter)set_air_real, "Gust angular frequency omega (rad/s), default 5.",
+     (void*)offsetof(ms_air, gust_frequency)},
+    {"gust_wavenumber", (getter)get_air_real, (setter)set_air_real, "Gust wavenumber kappa (rad/m), default 1.",
+     (void*)offsetof(ms_air, gust_wavenumber)},
     {"t", (getter)get_t, NULL, "Simulated time (s).", NULL},
     {"steps", (getter)get_steps, NULL, "Steps taken since construction or reset().", NULL},
     {"dissipated", (getter)get_dissipated, NULL,

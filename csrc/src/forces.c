@@ -8,7 +8,7 @@
 #define MS_MIN_LENGTH_SQUARED 1e-24
 
 double ms_forces(const ms_model* m, const double* restrict x, const double* restrict v,
-                 const double* restrict external, double* restrict f) {
+                 const double* restrict external, double t, double* restrict f) {
     const int64_t nnode = m->nnode, nspring = m->nspring;
     const double* restrict mass = m->mass;
     const uint8_t* restrict pinned = m->pinned;
@@ -16,10 +16,12 @@ double ms_forces(const ms_model* m, const double* restrict x, const double* rest
     const double drag = m->opt.drag;
     double power = 0.0; /* W dissipated by dampers and drag */
 
-    /* Per-node forces: f = m g + external - drag v.  Drag on a pinned node does no work
-       (the node ignores forces), so only free nodes count towards the dissipated power.
-       Terms that are off are not read at all: this loop is a good part of a step's memory
-       traffic on a large system. */
+    /* Per-node forces: f = m g + external - drag (v - wind).  Drag on a pinned node does no
+       work (the node ignores forces), so only free nodes count towards the power.  Terms
+       that are off are not read at all: this loop is a good part of a step's memory traffic
+       on a large system. */
+    const ms_air* air = &m->opt.air;
+    const int windy = drag != 0.0 && ms_air_has_wind(air);
     if (external == NULL && drag == 0.0) {
         for (int64_t i = 0; i < nnode; ++i) {
             double* fi = f + 3 * i;
@@ -31,18 +33,27 @@ double ms_forces(const ms_model* m, const double* restrict x, const double* rest
         for (int64_t i = 0; i < nnode; ++i) {
             const double* vi = v + 3 * i;
             double* fi = f + 3 * i;
-            fi[0] = mass[i] * gx - drag * vi[0];
-            fi[1] = mass[i] * gy - drag * vi[1];
-            fi[2] = mass[i] * gz - drag * vi[2];
+            double relative[3] = {vi[0], vi[1], vi[2]};
+            if (windy) {
+                double wind[3];
+                ms_wind(air, x + 3 * i, t, wind);
+                relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
+            }
+            fi[0] = mass[i] * gx - drag * relative[0];
+            fi[1] = mass[i] * gy - drag * relative[1];
+            fi[2] = mass[i] * gz - drag * relative[2];
             if (external != NULL) {
                 const double* ei = external + 3 * i;
                 fi[0] += ei[0];
                 fi[1] += ei[1];
                 fi[2] += ei[2];
             }
-            if (drag != 0.0 && !pinned[i]) power += drag * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+            /* power taken out by drag: drag (v - wind).v */
+            if (drag != 0.0 && !pinned[i])
+                power += drag * (relative[0] * vi[0] + relative[1] * vi[1] + relative[2] * vi[2]);
         }
     }
+    if (m->nface > 0) power += ms_face_forces(m, x, v, t, f);
 
     /* Springs.  With d = x_j - x_i, l = |d|, n = d / l, the force on i is
        [k (l - L) + c (v_j - v_i).n] n and the force on j is its opposite.  The damper

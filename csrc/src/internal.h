@@ -23,6 +23,9 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
+/* Non-zero if the air has any wind or gusts. */
+int ms_air_has_wind(const ms_air* air);
+
 /* The external force array, or NULL when it is zero everywhere (s->external_active). */
 const double* ms_active_external(const ms_state* s);
 

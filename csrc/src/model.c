@@ -20,14 +20,21 @@ ms_options ms_default_options(void) {
     opt.implicit.newton_tol = 1e-8;
     opt.implicit.cg_max_iter = 1000;
     opt.implicit.cg_tol = 1e-4;
+    opt.air.density = 1.2;
+    opt.air.drag_coefficient = 0.0;
+    opt.air.lift_coefficient = 0.0;
+    opt.air.wind[0] = opt.air.wind[1] = opt.air.wind[2] = 0.0;
+    opt.air.gust = 0.0;
+    opt.air.gust_frequency = 5.0;
+    opt.air.gust_wavenumber = 1.0;
     return opt;
 }
 
 /* Bytes of the model's single buffer: doubles first, then int32 indices, then pin flags,
    so every section is naturally aligned. */
-static size_t model_bytes(int64_t nnode, int64_t nspring) {
-    size_t n = (size_t)nnode, m = (size_t)nspring;
-    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * 2 * m + n;
+static size_t model_bytes(int64_t nnode, int64_t nspring, int64_t nface) {
+    size_t n = (size_t)nnode, m = (size_t)nspring, f = (size_t)nface;
+    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * (2 * m + 3 * f) + n;
 }
 
 static void model_bind(ms_model* model) {
@@ -46,10 +53,11 @@ static void model_bind(ms_model* model) {
     model->v_initial = d;
     d += 3 * n;
     model->springs = (int32_t*)d;
-    model->pinned = (uint8_t*)(model->springs + 2 * m);
+    model->faces = model->springs + 2 * m;
+    model->pinned = (uint8_t*)(model->faces + 3 * (size_t)model->nface);
 }
 
-ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err) {
+ms_model* ms_model_create(int64_t nnode, int64_t nspring, int64_t nface, ms_error* err) {
     if (nnode < 1 || nnode > INT32_MAX) {
         ms_error_set(err, MS_ERR_VALUE, "nnode = %lld must be between 1 and %d",
                      (long long)nnode, INT32_MAX);
@@ -60,8 +68,12 @@ ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err) {
                      (long long)nspring, INT32_MAX);
         return NULL;
     }
+    if (nface < 0 || nface > INT32_MAX) {
+        ms_error_set(err, MS_ERR_VALUE, "nface = %lld must be between 0 and %d", (long long)nface, INT32_MAX);
+        return NULL;
+    }
     ms_model* model = calloc(1, sizeof *model);
-    void* buffer = calloc(1, model_bytes(nnode, nspring));
+    void* buffer = calloc(1, model_bytes(nnode, nspring, nface));
     if (model == NULL || buffer == NULL) {
         free(model);
         free(buffer);
@@ -71,6 +83,7 @@ ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err) {
     }
     model->nnode = nnode;
     model->nspring = nspring;
+    model->nface = nface;
     model->buffer = buffer;
     model->opt = ms_default_options();
     model_bind(model);
@@ -79,9 +92,9 @@ ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err) {
 }
 
 ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
-    ms_model* copy = ms_model_create(m->nnode, m->nspring, err);
+    ms_model* copy = ms_model_create(m->nnode, m->nspring, m->nface, err);
     if (copy == NULL) return NULL;
-    memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring));
+    memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring, m->nface));
     copy->opt = m->opt;
     if (m->ncollider > 0) {
         copy->colliders = malloc(sizeof(ms_collider) * (size_t)m->ncollider);
@@ -128,6 +141,22 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
         return ms_error_set(err, MS_ERR_VALUE,
                             "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
                             opt->self_collision);
+    const ms_air* air = &opt->air;
+    if (!isfinite(air->density) || air->density < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "air_density = %g must be finite and >= 0 (kg/m^3)", air->density);
+    if (!isfinite(air->drag_coefficient) || air->drag_coefficient < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "drag_coefficient = %g must be finite and >= 0",
+                            air->drag_coefficient);
+    if (!isfinite(air->lift_coefficient) || air->lift_coefficient < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "lift_coefficient = %g must be finite and >= 0",
+                            air->lift_coefficient);
+    for (int a = 0; a < 3; ++a)
+        if (!isfinite(air->wind[a]))
+            return ms_error_set(err, MS_ERR_VALUE, "wind[%d] = %g must be finite (m/s)", a, air->wind[a]);
+    if (!isfinite(air->gust) || air->gust < 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "gust = %g must be finite and >= 0 (m/s)", air->gust);
+    if (!isfinite(air->gust_frequency) || !isfinite(air->gust_wavenumber))
+        return ms_error_set(err, MS_ERR_VALUE, "gust_frequency and gust_wavenumber must be finite");
     const ms_implicit_options* im = &opt->implicit;
     if (im->newton_max_iter < 1)
         return ms_error_set(err, MS_ERR_VALUE, "newton_max_iter = %d must be >= 1 (1 gives the linearised step)",
@@ -188,7 +217,30 @@ int ms_model_check(const ms_model* m, ms_error* err) {
             return ms_error_set(err, MS_ERR_VALUE,
                                 "springs[%lld] = (%d, %d) connects a node to itself", (long long)s, i, j);
     }
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        for (int a = 0; a < 3; ++a)
+            if (face[a] < 0 || face[a] >= m->nnode)
+                return ms_error_set(err, MS_ERR_VALUE, "faces[%lld] = (%d, %d, %d) refers to a node outside 0..%lld",
+                                    (long long)f, face[0], face[1], face[2], (long long)m->nnode - 1);
+        if (face[0] == face[1] || face[1] == face[2] || face[0] == face[2])
+            return ms_error_set(err, MS_ERR_VALUE, "faces[%lld] = (%d, %d, %d) repeats a node: a triangle needs three",
+                                (long long)f, face[0], face[1], face[2]);
+    }
     if (ms_check_finite_vectors(m->x_initial, m->nnode, "positions", err)) return MS_ERR_VALUE;
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        const double* a = m->x_initial + 3 * face[0];
+        const double* b = m->x_initial + 3 * face[1];
+        const double* c = m->x_initial + 3 * face[2];
+        const double e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+        const double e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
+        const double n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]};
+        const double scale = (e1[0] * e1[0] + e1[1] * e1[1] + e1[2] * e1[2]) + (e2[0] * e2[0] + e2[1] * e2[1] + e2[2] * e2[2]);
+        if (!(n[0] * n[0] + n[1] * n[1] + n[2] * n[2] > 1e-24 * scale * scale))
+            return ms_error_set(err, MS_ERR_VALUE, "faces[%lld] = (%d, %d, %d) is degenerate: zero area at the initial positions",
+                                (long long)f, face[0], face[1], face[2]);
+    }
     if (ms_check_finite_vectors(m->v_initial, m->nnode, "velocities", err)) return MS_ERR_VALUE;
     return ms_model_check_values(m, err);
 }

@@ -43,7 +43,7 @@ static int all_finite(const double* values, int64_t count) {
 static ms_model* make_oscillator(double k, double mass, double c, double amplitude,
                                  ms_integrator integrator) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(2, 1, &err);
+    ms_model* m = ms_model_create(2, 1, 0, &err);
     if (m == NULL) return NULL;
     m->pinned[0] = 1;
     m->mass[0] = 0.0;
@@ -79,7 +79,7 @@ static ms_model* make_cloth(int side, int pin, uint64_t seed) {
     int64_t shear = 2 * (int64_t)(side - 1) * (side - 1);
     int64_t bending = 2 * (int64_t)side * (side - 2);
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create((int64_t)side * side, structural + shear + bending, &err);
+    ms_model* m = ms_model_create((int64_t)side * side, structural + shear + bending, 0, &err);
     if (m == NULL) return NULL;
     for (int r = 0; r < side; ++r) {
         for (int col = 0; col < side; ++col) {
@@ -204,7 +204,7 @@ static int test_default_options(void) {
 
 static int test_model_create_destroy(void) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(5, 7, &err);
+    ms_model* m = ms_model_create(5, 7, 0, &err);
     ENSURE(m != NULL);
     ENSURE(err.status == MS_OK);
     ENSURE(m->nnode == 5);
@@ -240,7 +240,7 @@ static int test_model_create_destroy(void) {
     ENSURE(m->mass[4] == 1.0 && m->springs[13] == 2 && m->c[6] == 1.0);
     ms_model_destroy(m);
 
-    m = ms_model_create(1, 0, &err);
+    m = ms_model_create(1, 0, 0, &err);
     ENSURE(m != NULL);
     ENSURE(m->nnode == 1 && m->nspring == 0);
     m->mass[0] = 1.0;
@@ -254,7 +254,7 @@ static int test_model_create_bad_sizes(void) {
                               {(int64_t)INT32_MAX + 1, 0}, {2, (int64_t)INT32_MAX + 1}};
     for (size_t c = 0; c < sizeof bad / sizeof bad[0]; ++c) {
         ms_error err = fresh_error();
-        ms_model* m = ms_model_create(bad[c][0], bad[c][1], &err);
+        ms_model* m = ms_model_create(bad[c][0], bad[c][1], 0, &err);
         ENSURE(m == NULL);
         ENSURE(err.status == MS_ERR_VALUE);
         ENSURE(has_message(&err));
@@ -266,7 +266,7 @@ static int test_model_create_bad_sizes(void) {
 /* A valid 3-node model with two springs; node 2 pinned. */
 static ms_model* make_valid_triangle(void) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(3, 2, &err);
+    ms_model* m = ms_model_create(3, 2, 0, &err);
     if (m == NULL) return NULL;
     for (int i = 0; i < 3; ++i) {
         m->mass[i] = 1.0 + i;
@@ -417,7 +417,7 @@ static int test_integrator_names(void) {
    Gravity (0, -10, 0). */
 static ms_model* make_two_node_example(void) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(2, 1, &err);
+    ms_model* m = ms_model_create(2, 1, 0, &err);
     if (m == NULL) return NULL;
     m->mass[0] = 2.0;
     m->mass[1] = 1.0;
@@ -475,7 +475,7 @@ static int test_diagnostics_two_nodes(void) {
     s->external[4] = 2.0;
     s->external[5] = 3.0;
     double f[6];
-    double power = ms_forces(m, s->x, s->v, s->external, f);
+    double power = ms_forces(m, s->x, s->v, s->external, 0.0, f);
     ENSURE_NEAR(power, 4.5, 1e-12);
     const double expected_f[6] = {12.0 * 0.6 - 0.5, 12.0 * 0.8 - 20.0, 0.0,
                                   -12.0 * 0.6 + 1.0, -12.0 * 0.8 - 10.0 - 1.0 + 2.0, 3.0};
@@ -493,7 +493,7 @@ static int test_diagnostics_two_nodes(void) {
     ms_spring_tension(m, s, out);
     ENSURE_NEAR(out[0], 12.0, 1e-12);
     /* Drag on a pinned node does no work: only node 1 counts, c * 1 + 0.5 * |v1|^2. */
-    power = ms_forces(m, s->x, s->v, s->external, f);
+    power = ms_forces(m, s->x, s->v, s->external, 0.0, f);
     ENSURE_NEAR(power, 2.0 + 0.5 * 4.0, 1e-12);
     for (int a = 3; a < 6; ++a) ENSURE_NEAR(f[a], expected_f[a], 1e-12);
 
@@ -537,7 +537,7 @@ static int test_newton_third_law(void) {
     }
     double* f = malloc(3 * (size_t)m->nnode * sizeof(double));
     ENSURE(f != NULL);
-    double power = ms_forces(m, s->x, s->v, s->external, f);
+    double power = ms_forces(m, s->x, s->v, s->external, 0.0, f);
 
     double total[3] = {0.0, 0.0, 0.0}, torque[3] = {0.0, 0.0, 0.0}, scale = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
@@ -581,7 +581,7 @@ static int test_newton_third_law(void) {
 
 static int test_zero_length_spring(void) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(2, 1, &err);
+    ms_model* m = ms_model_create(2, 1, 0, &err);
     ENSURE(m != NULL);
     for (int i = 0; i < 2; ++i) {
         m->mass[i] = 1.0;
@@ -603,7 +603,7 @@ static int test_zero_length_spring(void) {
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
         double f[6];
-        double power = ms_forces(m, s->x, s->v, s->external, f);
+        double power = ms_forces(m, s->x, s->v, s->external, 0.0, f);
         for (int a = 0; a < 6; ++a) ENSURE(f[a] == 0.0);
         ENSURE(isfinite(power));
         double out[1];
@@ -938,7 +938,7 @@ static int test_constant_acceleration(void) {
     const double drift[MS_INTEGRATOR_COUNT] = {-0.5 * g * h * t, 0.5 * g * h * t, 0.0, 0.0, 0.5 * g * h * t};
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
         ms_error err = fresh_error();
-        ms_model* m = ms_model_create(1, 0, &err);
+        ms_model* m = ms_model_create(1, 0, 0, &err);
         ENSURE(m != NULL);
         m->mass[0] = 0.7;
         m->x_initial[1] = x0;
@@ -965,7 +965,7 @@ static int test_constant_acceleration(void) {
 static int test_external_force(void) {
     /* The external force adds to gravity every step: a = g + F / m. */
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(1, 0, &err);
+    ms_model* m = ms_model_create(1, 0, 0, &err);
     ENSURE(m != NULL);
     m->mass[0] = 2.0;
     m->opt.integrator = MS_RK4;
@@ -1019,7 +1019,7 @@ static int test_energy_loss(void) {
     const double loss = 0.1, mass = 2.0;
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
         ms_error err = fresh_error();
-        ms_model* m = ms_model_create(2, 0, &err);
+        ms_model* m = ms_model_create(2, 0, 0, &err);
         ENSURE(m != NULL);
         m->mass[0] = mass;
         m->mass[1] = mass;
@@ -1061,7 +1061,7 @@ static int test_force_field_is_start_of_step(void) {
         ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
         double f[48];
         ENSURE(m->nnode == 16);
-        ms_forces(m, s->x, s->v, s->external, f);
+        ms_forces(m, s->x, s->v, s->external, 0.0, f);
         ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
         for (int i = 0; i < 16; ++i) {
             if (m->pinned[i]) continue;
@@ -1262,7 +1262,7 @@ static int test_max_eigenvalues_chain(void) {
     for (int r = 0; r < 4; ++r) {
         const int free_nodes = sizes[r];
         ms_error err = fresh_error();
-        ms_model* m = ms_model_create(free_nodes + 1, free_nodes, &err);
+        ms_model* m = ms_model_create(free_nodes + 1, free_nodes, 0, &err);
         ENSURE(m != NULL);
         for (int i = 0; i <= free_nodes; ++i) {
             m->mass[i] = mass;
@@ -1301,7 +1301,7 @@ static int test_max_eigenvalues_chain(void) {
    4: stretched by less than the limit. */
 static ms_model* make_separate_springs(ms_integrator integrator) {
     ms_error err = fresh_error();
-    ms_model* m = ms_model_create(10, 5, &err);
+    ms_model* m = ms_model_create(10, 5, 0, &err);
     if (m == NULL) return NULL;
     const double masses[10] = {1.0, 0.5, 0.8, 0.8, 1.0, 3.0, 2.0, 2.0, 0.6, 0.6};
     for (int i = 0; i < 10; ++i) m->mass[i] = masses[i];

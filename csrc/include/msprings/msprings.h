@@ -59,6 +59,18 @@ typedef struct ms_implicit_options {
                              Newton); newton_tol sets the final accuracy.  Default 1e-4 */
 } ms_implicit_options;
 
+/* Air: linear drag of the nodes is taken relative to the wind, and triangles feel pressure
+   drag and lift from the air's velocity relative to them (see ms_face_forces). */
+typedef struct ms_air {
+    double density;          /* rho (kg/m^3), >= 0, default 1.2 */
+    double drag_coefficient; /* C_d of the triangles, >= 0, default 0 (no face forces) */
+    double lift_coefficient; /* C_l of the triangles, >= 0, default 0 */
+    double wind[3];          /* uniform wind velocity W (m/s), default 0 */
+    double gust;             /* amplitude A of the gust field (m/s), >= 0, default 0 */
+    double gust_frequency;   /* omega of the gust field (rad/s), default 5 */
+    double gust_wavenumber;  /* kappa of the gust field (rad/m), default 1 */
+} ms_air;
+
 typedef struct ms_options {
     double gravity[3];   /* gravitational acceleration (m/s^2), default (0, -9.81, 0) */
     double drag;         /* linear drag coefficient per node (N s/m), force -drag * v, >= 0 */
@@ -72,6 +84,7 @@ typedef struct ms_options {
                               no spring joins are pushed apart (found with a spatial hash
                               grid); 0 (default) turns self-collision off */
     ms_implicit_options implicit;
+    ms_air air;
 } ms_options;
 
 /* What the implicit solver did in the last step. */
@@ -112,6 +125,7 @@ typedef struct ms_collider {
 typedef struct ms_model {
     int64_t nnode;       /* number of nodes, fixed */
     int64_t nspring;     /* number of springs, fixed */
+    int64_t nface;       /* number of triangles, fixed */
     double* mass;        /* node mass (kg)                              (nnode)       */
     uint8_t* pinned;     /* 1 if the node ignores forces, else 0        (nnode)       */
     int32_t* springs;    /* node indices (i, j) of each spring          (nspring x 2) */
@@ -120,6 +134,7 @@ typedef struct ms_model {
     double* c;           /* axial damping (N s/m), >= 0                 (nspring)     */
     double* x_initial;   /* positions that ms_state_reset restores (m)  (nnode x 3)   */
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
+    int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
     /* colliders: a list that may grow and shrink; not shared with Python as memory */
@@ -163,12 +178,14 @@ typedef struct ms_energy {
 ms_options ms_default_options(void);
 
 /* Allocates a model with zeroed arrays and default options; the caller fills the arrays.
-   nnode >= 1, 0 <= nspring, both <= INT32_MAX. Returns NULL and sets err on failure. */
-ms_model* ms_model_create(int64_t nnode, int64_t nspring, ms_error* err);
+   nnode >= 1, nspring >= 0, nface >= 0, all <= INT32_MAX. Returns NULL and sets err on
+   failure. */
+ms_model* ms_model_create(int64_t nnode, int64_t nspring, int64_t nface, ms_error* err);
 ms_model* ms_model_copy(const ms_model* m, ms_error* err);
 void ms_model_destroy(ms_model* m);
 
-/* Checks topology (indices in range, no spring from a node to itself) and every value
+/* Checks topology (indices in range, no spring from a node to itself, no triangle with a
+   repeated node or zero area at the initial positions) and every value
    (finite, mass > 0 on free nodes and >= 0 on pinned ones, rest/k/c >= 0, pinned 0 or 1,
    options valid, initial state finite). */
 int ms_model_check(const ms_model* m, ms_error* err);
@@ -225,11 +242,28 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
    move with it after every successful step (the model is not const for that reason). */
 int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
 
-/* Total force on every node at (x, v): springs, dampers, gravity, drag and the external
-   force (external may be NULL for none); written to f (nnode x 3).  Returns the power
-   dissipated by dampers and drag (W).  A spring of length ~0 exerts no force. */
-double ms_forces(const ms_model* m, const double* x, const double* v,
-                 const double* external, double* f);
+/* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
+   relative to the wind, aerodynamic forces on the triangles and the external force
+   (external may be NULL for none); written to f (nnode x 3).  Returns the power taken out
+   of the nodes by dampers, drag and air (W; negative when the wind drives them).  A spring
+   of length ~0 exerts no force. */
+double ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                 double* f);
+
+/* The wind velocity (m/s) at point p and time t:
+   W + A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, 0.5 sin(omega t)). */
+void ms_wind(const ms_air* air, const double p[3], double t, double out[3]);
+
+/* Adds the aerodynamic forces of the triangles to f and returns the power they take out of
+   the nodes (W).  For a triangle of area A with unit normal n turned towards the air's
+   velocity u relative to it (wind at the centroid minus the mean node velocity) and
+   c = n.u/|u|: pressure drag 1/2 rho C_d A |u|^2 c n and lift 1/2 rho C_l A |u|^2 c (n - c u/|u|),
+   shared equally by its three nodes. */
+double ms_face_forces(const ms_model* m, const double* x, const double* v, double t, double* f);
+
+/* Area-weighted unit vertex normals of the triangles at the current positions
+   (nnode x 3); zero for a node in no triangle. */
+void ms_vertex_normals(const ms_model* m, const ms_state* s, double* out);
 
 /* ---- diagnostics ---------------------------------------------------------------- */
 
