@@ -10,7 +10,7 @@ core = Extension(
     include_dirs=["csrc/include", numpy.get_include()],
     depends=sorted(glob("csrc/include/msprings/*.h") + glob("csrc/src/*.h")),
     extra_compile_args=["-std=c11", "-O3", "-Wall", "-Wextra", "-Wno-missing-field-initializers"],
-    libraries=["m"],
+    libraries=["m", "pthread"],
 )
 
 setup(ext_modules=[core])

@@ -798,6 +798,29 @@ static int set_self_collision(SystemObject* self, PyObject* value, void* closure
     return commit_options(self, &opt);
 }
 
+static PyObject* get_threads(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLong(self->model->opt.threads);
+}
+static int set_threads(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "threads") < 0 || require_idle(self) < 0) return -1;
+    if (PyBool_Check(value) || !PyIndex_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "threads must be an integer, not %.100s", Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    long number = PyLong_AsLong(value);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (number > 1024 || number < INT32_MIN) {
+        PyErr_Format(PyExc_ValueError, "threads = %ld is out of range", number);
+        return -1;
+    }
+    ms_options opt = self->model->opt;
+    opt.threads = (int)number;
+    return commit_options(self, &opt);
+}
+
 static PyObject* get_strain_limit(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
@@ -958,6 +981,11 @@ static PyGetSetDef System_getset[] = {
     {"strain_limit", (getter)get_strain_limit, (setter)set_strain_limit,
      "Strain limiting (Provot 1995): None (off, the default) or tau >= 0; after each step every spring longer "
      "than (1 + tau) L is shortened to that length.",
+     NULL},
+    {"threads", (getter)get_threads, (setter)set_threads,
+     "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
+     "without constraints: 0 (default) = all online cores, 1 = single-threaded. Results are bitwise "
+     "repeatable for a given thread count.",
      NULL},
     {"self_collision", (getter)get_self_collision, (setter)set_self_collision,
      "Self-collision distance (m): after each step, nodes closer than this that no spring joins are pushed "

@@ -62,7 +62,9 @@ double ms_forces(const ms_model* m, const double* restrict x, const double* rest
     const double* restrict rest = m->rest;
     const double* restrict k = m->k;
     const double* restrict c = m->c;
-    for (int64_t s = 0; s < nspring; ++s) {
+    const int32_t* restrict order = m->spring_order_ready ? m->spring_order : NULL;
+    for (int64_t r = 0; r < nspring; ++r) {
+        const int64_t s = order != NULL ? order[r] : r;
         const int64_t i = springs[2 * s], j = springs[2 * s + 1];
         const double* xi = x + 3 * i;
         const double* xj = x + 3 * j;

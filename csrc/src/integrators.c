@@ -222,6 +222,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
     if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
     const ms_integrator integrator = m->opt.integrator;
+    if (!m->spring_order_ready) ms_model_sort_springs(m);
     if (integrator == MS_VELOCITY_VERLET || integrator == MS_RK4)
         if (ms_state_ensure_work(m, s, err)) return MS_ERR_MEMORY;
     if (integrator == MS_IMPLICIT_EULER)
@@ -244,7 +245,24 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
            finite steps replayed, which is bitwise the same since stepping is deterministic. */
         memcpy(s->x_next, s->x, bytes);
         memcpy(s->v_next, s->v, bytes);
-        for (int64_t done = 0; done < n; ++done) {
+        int parallel = ms_parallel_eligible(m);
+        if (parallel) {
+            int unavailable = 0;
+            const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
+            if (unavailable)
+                parallel = 0; /* no threads to be had: one thread below */
+            else if (completed < n) {
+                memcpy(s->x, s->x_next, bytes);
+                memcpy(s->v, s->v_next, bytes);
+                s->t = x0_t;
+                s->steps = x0_steps;
+                s->dissipated = x0_dissipated;
+                int ignored = 0;
+                if (completed > 0) ms_parallel_euler(m, s, h, completed, &ignored);
+                failed = completed;
+            }
+        }
+        for (int64_t done = 0; done < n && !parallel; ++done) {
             double dissipated = 0.0;
             int advanced = advance(m, s, step, s->x, s->v, s->x, s->v, h, &dissipated);
             if (advanced < 0) {
@@ -260,7 +278,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
             s->steps += 1;
             s->dissipated += dissipated;
         }
-        if (failed >= 0) {
+        if (failed >= 0 && !parallel) {
             memcpy(s->x, s->x_next, bytes);
             memcpy(s->v, s->v_next, bytes);
             s->t = x0_t;

@@ -23,6 +23,9 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
+/* Fills m->spring_order (springs by lower node index) and sets spring_order_ready. */
+void ms_model_sort_springs(ms_model* m);
+
 /* Non-zero if the air has any wind or gusts. */
 int ms_air_has_wind(const ms_air* air);
 
@@ -68,6 +71,17 @@ void ms_self_work_free(void* work);
 
 /* Moves every collider by velocity * h. */
 void ms_move_colliders(ms_model* m, double h);
+
+/* Multithreaded explicit/symplectic Euler (threads.c): used for networks of at least
+   MS_PARALLEL_MIN_SPRINGS springs when more than one thread is allowed and no constraint,
+   energy loss or face force is on (ms_parallel_eligible).  Steps in place and stops after
+   the first step that leaves a non-finite value; returns the number of finite steps (t,
+   steps and dissipated advanced for them).  *failed is set when threads could not be
+   started, and then nothing has changed. */
+#define MS_PARALLEL_MIN_SPRINGS 10000
+int ms_thread_count(const ms_model* m);
+int ms_parallel_eligible(const ms_model* m);
+int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, int* failed);
 
 /* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
    alias them.  s->f receives the force at the start of the step and s->inv_mass must hold

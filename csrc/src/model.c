@@ -27,6 +27,7 @@ ms_options ms_default_options(void) {
     opt.air.gust = 0.0;
     opt.air.gust_frequency = 5.0;
     opt.air.gust_wavenumber = 1.0;
+    opt.threads = 0;
     return opt;
 }
 
@@ -34,7 +35,7 @@ ms_options ms_default_options(void) {
    so every section is naturally aligned. */
 static size_t model_bytes(int64_t nnode, int64_t nspring, int64_t nface) {
     size_t n = (size_t)nnode, m = (size_t)nspring, f = (size_t)nface;
-    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * (2 * m + 3 * f) + n;
+    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * (3 * m + 3 * f) + n;
 }
 
 static void model_bind(ms_model* model) {
@@ -54,7 +55,8 @@ static void model_bind(ms_model* model) {
     d += 3 * n;
     model->springs = (int32_t*)d;
     model->faces = model->springs + 2 * m;
-    model->pinned = (uint8_t*)(model->faces + 3 * (size_t)model->nface);
+    model->spring_order = model->faces + 3 * (size_t)model->nface;
+    model->pinned = (uint8_t*)(model->spring_order + m);
 }
 
 ms_model* ms_model_create(int64_t nnode, int64_t nspring, int64_t nface, ms_error* err) {
@@ -96,6 +98,7 @@ ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
     if (copy == NULL) return NULL;
     memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring, m->nface));
     copy->opt = m->opt;
+    copy->spring_order_ready = m->spring_order_ready;
     if (m->ncollider > 0) {
         copy->colliders = malloc(sizeof(ms_collider) * (size_t)m->ncollider);
         if (copy->colliders == NULL) {
@@ -141,6 +144,8 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
         return ms_error_set(err, MS_ERR_VALUE,
                             "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
                             opt->self_collision);
+    if (opt->threads < 0)
+        return ms_error_set(err, MS_ERR_VALUE, "threads = %d must be >= 0 (0 = all cores)", opt->threads);
     const ms_air* air = &opt->air;
     if (!isfinite(air->density) || air->density < 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "air_density = %g must be finite and >= 0 (kg/m^3)", air->density);
@@ -243,4 +248,24 @@ int ms_model_check(const ms_model* m, ms_error* err) {
     }
     if (ms_check_finite_vectors(m->v_initial, m->nnode, "velocities", err)) return MS_ERR_VALUE;
     return ms_model_check_values(m, err);
+}
+
+void ms_model_sort_springs(ms_model* m) {
+    /* Counting sort by the lower node index (stable, so ties keep the user's order). */
+    int64_t* start = calloc((size_t)m->nnode + 1, sizeof(int64_t));
+    if (start == NULL) {
+        for (int64_t s = 0; s < m->nspring; ++s) m->spring_order[s] = (int32_t)s;
+    } else {
+        for (int64_t s = 0; s < m->nspring; ++s) {
+            const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+            start[(i < j ? i : j) + 1] += 1;
+        }
+        for (int64_t i = 0; i < m->nnode; ++i) start[i + 1] += start[i];
+        for (int64_t s = 0; s < m->nspring; ++s) {
+            const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+            m->spring_order[start[i < j ? i : j]++] = (int32_t)s;
+        }
+        free(start);
+    }
+    m->spring_order_ready = 1;
 }

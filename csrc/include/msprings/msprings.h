@@ -85,6 +85,8 @@ typedef struct ms_options {
                               grid); 0 (default) turns self-collision off */
     ms_implicit_options implicit;
     ms_air air;
+    int threads;         /* worker threads for large networks (explicit and symplectic Euler
+                            without constraints); 0 (default) = all online cores, 1 = none */
 } ms_options;
 
 /* What the implicit solver did in the last step. */
@@ -135,6 +137,9 @@ typedef struct ms_model {
     double* x_initial;   /* positions that ms_state_reset restores (m)  (nnode x 3)   */
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
     int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
+    int32_t* spring_order; /* springs sorted by their lower node index, the order the force
+                              loop visits them in for locality       (nspring)     */
+    int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
     /* colliders: a list that may grow and shrink; not shared with Python as memory */

@@ -1,0 +1,286 @@
+/* Multithreaded Euler steps for large networks.
+ *
+ * Each worker owns a contiguous range of springs and a contiguous range of nodes.  In the
+ * spring phase it accumulates its springs' forces into a private buffer that covers only
+ * the nodes its springs touch; after a barrier, in the node phase, it sums for each of its
+ * nodes the node forces and every worker's buffer in worker order, then integrates the
+ * node.  Every sum is taken in an order fixed by the partition, so a run is bitwise
+ * repeatable for a given thread count, with no locks or atomics.  Workers are started for
+ * one call and joined before it returns: no thread outlives a call (so the library is safe
+ * to use across fork()).
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MS_MAX_THREADS 64
+
+typedef struct worker worker;
+
+/* A sense-reversing spinning barrier: a step of a mid-sized network takes a fraction of a
+   millisecond, far less than waking a thread that slept in the kernel.  Waiters yield the
+   processor after a while so an oversubscribed machine still makes progress. */
+typedef struct spin_barrier {
+    atomic_int arrived;
+    atomic_int sense;
+    int count;
+} spin_barrier;
+
+static void spin_barrier_wait(spin_barrier* b, int* local_sense) {
+    const int sense = !*local_sense;
+    *local_sense = sense;
+    if (atomic_fetch_add_explicit(&b->arrived, 1, memory_order_acq_rel) == b->count - 1) {
+        atomic_store_explicit(&b->arrived, 0, memory_order_relaxed);
+        atomic_store_explicit(&b->sense, sense, memory_order_release);
+        return;
+    }
+    for (long spins = 0; atomic_load_explicit(&b->sense, memory_order_acquire) != sense; ++spins)
+        if (spins > 2000) sched_yield();
+}
+
+typedef struct team {
+    const ms_model* m;
+    ms_state* s;
+    double h;
+    int64_t n;
+    int count;
+    int explicit_euler;
+    spin_barrier barrier;
+    pthread_mutex_t lock;
+    pthread_cond_t gate;
+    int start;         /* 0: wait, 1: run, -1: abandon (not every worker could start) */
+    worker* workers;
+    int64_t completed; /* steps finished with a finite state (written by worker 0) */
+} team;
+
+struct worker {
+    team* team;
+    int id;
+    pthread_t thread;
+    int64_t spring_begin, spring_end; /* springs [begin, end) */
+    int64_t node_begin, node_end;     /* nodes integrated by this worker */
+    int64_t touch_begin, touch_end;   /* nodes its springs touch: its buffer's range */
+    double* buffer;                   /* 3 x (touch_end - touch_begin) */
+    double power;                     /* W taken out by its dampers and its nodes' drag */
+    int sense;                        /* its side of the barrier */
+    int bad;                          /* its nodes became non-finite in this step */
+};
+
+int ms_thread_count(const ms_model* m) {
+    int threads = m->opt.threads;
+    if (threads <= 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = online > 0 ? (int)online : 1;
+    }
+    if (threads > MS_MAX_THREADS) threads = MS_MAX_THREADS;
+    return threads;
+}
+
+int ms_parallel_eligible(const ms_model* m) {
+    const ms_air* air = &m->opt.air;
+    const int face_forces = m->nface > 0 && air->density > 0.0 &&
+                            (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0);
+    return (m->opt.integrator == MS_SYMPLECTIC_EULER || m->opt.integrator == MS_EXPLICIT_EULER) &&
+           m->nspring >= MS_PARALLEL_MIN_SPRINGS && ms_thread_count(m) > 1 && m->ncollider == 0 &&
+           !m->opt.strain_limiting && m->opt.self_collision == 0.0 && m->opt.energy_loss == 0.0 && !face_forces;
+}
+
+static void spring_phase(worker* w) {
+    const ms_model* m = w->team->m;
+    const double* restrict x = w->team->s->x;
+    const double* restrict v = w->team->s->v;
+    double* restrict buffer = w->buffer - 3 * w->touch_begin; /* indexed by node */
+    memset(w->buffer, 0, sizeof(double) * 3 * (size_t)(w->touch_end - w->touch_begin));
+    double power = 0.0;
+    for (int64_t r = w->spring_begin; r < w->spring_end; ++r) {
+        const int64_t s = m->spring_order[r];
+        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const double* xi = x + 3 * i;
+        const double* xj = x + 3 * j;
+        const double* vi = v + 3 * i;
+        const double* vj = v + 3 * j;
+        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
+        const double length2 = dx * dx + dy * dy + dz * dz;
+        const double length = sqrt(length2);
+        const double inv_length = length2 > 1e-24 ? 1.0 / length : 0.0;
+        const double closing = ((vj[0] - vi[0]) * dx + (vj[1] - vi[1]) * dy + (vj[2] - vi[2]) * dz) * inv_length;
+        const double magnitude = (m->k[s] * (length - m->rest[s]) + m->c[s] * closing) * inv_length;
+        const double fx = magnitude * dx, fy = magnitude * dy, fz = magnitude * dz;
+        buffer[3 * i] += fx;
+        buffer[3 * i + 1] += fy;
+        buffer[3 * i + 2] += fz;
+        buffer[3 * j] -= fx;
+        buffer[3 * j + 1] -= fy;
+        buffer[3 * j + 2] -= fz;
+        power += m->c[s] * closing * closing;
+    }
+    w->power = power;
+}
+
+static void node_phase(worker* w, double t) {
+    team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* st = tm->s;
+    const double h = tm->h;
+    const double* g = m->opt.gravity;
+    const double drag = m->opt.drag;
+    const int windy = drag != 0.0 && ms_air_has_wind(&m->opt.air);
+    const double* external = ms_active_external(st);
+    double* restrict x = st->x;
+    double* restrict v = st->v;
+    double* restrict f = st->f;
+    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    double power = 0.0;
+    for (int64_t i = w->node_begin; i < w->node_end; ++i) {
+        double force[3] = {m->mass[i] * g[0], m->mass[i] * g[1], m->mass[i] * g[2]};
+        if (drag != 0.0) {
+            double relative[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+            if (windy) {
+                double wind[3];
+                ms_wind(&m->opt.air, x + 3 * i, t, wind);
+                relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
+            }
+            for (int a = 0; a < 3; ++a) force[a] -= drag * relative[a];
+            if (!m->pinned[i])
+                power += drag * (relative[0] * v[3 * i] + relative[1] * v[3 * i + 1] + relative[2] * v[3 * i + 2]);
+        }
+        if (external != NULL)
+            for (int a = 0; a < 3; ++a) force[a] += external[3 * i + a];
+        for (int k = 0; k < tm->count; ++k) {
+            const worker* other = &tm->workers[k];
+            if (i < other->touch_begin || i >= other->touch_end) continue;
+            const double* part = other->buffer + 3 * (i - other->touch_begin);
+            for (int a = 0; a < 3; ++a) force[a] += part[a];
+        }
+        const double weight = h * st->inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            f[q] = force[a];
+            double position, velocity;
+            if (tm->explicit_euler) {
+                position = x[q] + h * v[q];
+                velocity = v[q] + weight * force[a];
+            } else {
+                velocity = v[q] + weight * force[a];
+                position = x[q] + h * velocity;
+            }
+            v[q] = velocity;
+            x[q] = position;
+            probe[a] += position - position;
+            probe[3 + a] += velocity - velocity;
+        }
+    }
+    w->power += power;
+    w->bad = !(probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0);
+}
+
+static void* run_worker(void* argument) {
+    worker* w = argument;
+    team* tm = w->team;
+    ms_state* st = tm->s;
+    if (w->id > 0) {
+        pthread_mutex_lock(&tm->lock);
+        while (tm->start == 0) pthread_cond_wait(&tm->gate, &tm->lock);
+        const int run = tm->start > 0;
+        pthread_mutex_unlock(&tm->lock);
+        if (!run) return NULL;
+    }
+    double t = st->t;
+    for (int64_t step = 0; step < tm->n; ++step) {
+        spring_phase(w);
+        spin_barrier_wait(&tm->barrier, &w->sense);
+        node_phase(w, t);
+        spin_barrier_wait(&tm->barrier, &w->sense);
+        int bad = 0;
+        double power = 0.0;
+        for (int k = 0; k < tm->count; ++k) {
+            bad |= tm->workers[k].bad;
+            power += tm->workers[k].power;
+        }
+        if (bad) break; /* every worker sees the same flags and stops at the same step */
+        t += tm->h;
+        if (w->id == 0) {
+            st->t += tm->h;
+            st->steps += 1;
+            st->dissipated += tm->h * power;
+            tm->completed = step + 1;
+        }
+        /* the next spring phase overwrites the buffers and powers everyone just read */
+        spin_barrier_wait(&tm->barrier, &w->sense);
+    }
+    return NULL;
+}
+
+int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, int* failed) {
+    const int count = ms_thread_count(m);
+    team tm;
+    worker workers[MS_MAX_THREADS];
+    memset(&tm, 0, sizeof tm);
+    tm.m = m;
+    tm.s = s;
+    tm.h = h;
+    tm.n = n;
+    tm.count = count;
+    tm.explicit_euler = m->opt.integrator == MS_EXPLICIT_EULER;
+    tm.workers = workers;
+    *failed = 0;
+    int allocated = 0, started = 0;
+    for (int k = 0; k < count; ++k) {
+        worker* w = &workers[k];
+        memset(w, 0, sizeof *w);
+        w->team = &tm;
+        w->id = k;
+        w->spring_begin = m->nspring * k / count;
+        w->spring_end = m->nspring * (k + 1) / count;
+        w->node_begin = m->nnode * k / count;
+        w->node_end = m->nnode * (k + 1) / count;
+        int64_t low = m->nnode, high = 0;
+        for (int64_t r = w->spring_begin; r < w->spring_end; ++r)
+            for (int end = 0; end < 2; ++end) {
+                const int64_t node = m->springs[2 * (int64_t)m->spring_order[r] + end];
+                if (node < low) low = node;
+                if (node + 1 > high) high = node + 1;
+            }
+        if (high <= low) low = high = 0;
+        w->touch_begin = low;
+        w->touch_end = high;
+        w->buffer = malloc(sizeof(double) * 3 * (size_t)(high - low > 0 ? high - low : 1));
+        if (w->buffer == NULL) break;
+        allocated = k + 1;
+    }
+    int64_t completed = -1;
+    if (allocated == count) {
+        atomic_init(&tm.barrier.arrived, 0);
+        atomic_init(&tm.barrier.sense, 0);
+        tm.barrier.count = count;
+        pthread_mutex_init(&tm.lock, NULL);
+        pthread_cond_init(&tm.gate, NULL);
+        for (started = 1; started < count; ++started)
+            if (pthread_create(&workers[started].thread, NULL, run_worker, &workers[started]) != 0) break;
+        /* Open the gate only if every worker is there; otherwise send them home. */
+        pthread_mutex_lock(&tm.lock);
+        tm.start = started == count ? 1 : -1;
+        pthread_cond_broadcast(&tm.gate);
+        pthread_mutex_unlock(&tm.lock);
+        if (started == count) {
+            run_worker(&workers[0]);
+            completed = tm.completed;
+        }
+        for (int k = 1; k < started; ++k) pthread_join(workers[k].thread, NULL);
+        pthread_cond_destroy(&tm.gate);
+        pthread_mutex_destroy(&tm.lock);
+    }
+    for (int k = 0; k < allocated; ++k) free(workers[k].buffer);
+    if (completed < 0) {
+        *failed = 1; /* resources: the caller falls back to one thread */
+        return 0;
+    }
+    return completed;
+}
