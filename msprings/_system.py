@@ -192,6 +192,13 @@ class System(_core.System):
         Triangles (node indices) of a surface: they catch the air (``drag_coefficient``,
         ``lift_coefficient``, ``wind``, ``gust``) and give :meth:`vertex_normals`.  A triangle
         may not repeat a node or have zero area.
+    uv : array_like, shape (n, 2), optional
+        Texture coordinates of the nodes, kept for rendering and export (``s.uv``, a plain
+        NumPy array; None when there are none).
+
+    Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
+    springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
+    ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
 
     Notes
     -----
@@ -211,7 +218,7 @@ class System(_core.System):
     1.0
     """
 
-    __slots__ = ("_checked_step", "_stability_limits", "_warned")
+    __slots__ = ("_checked_step", "_stability_limits", "_warned", "families", "uv")
 
     def __init__(
         self,
@@ -229,6 +236,7 @@ class System(_core.System):
         energy_loss: float = 0.0,
         integrator: str = "symplectic_euler",
         faces: ArrayLike | None = None,
+        uv: ArrayLike | None = None,
     ) -> None:
         x = _real_array(positions, "positions")
         if x.ndim != 2 or x.shape[1] != 3 or x.shape[0] < 1:
@@ -262,6 +270,14 @@ class System(_core.System):
             integrator=integrator,
             faces=_faces_array(faces, n),
         )
+        self.families: dict[str, np.ndarray] = {}
+        if uv is None:
+            self.uv = None
+        else:
+            coordinates = _real_array(uv, "uv")
+            if coordinates.shape != (n, 2):
+                raise ValueError(f"uv must have shape ({n}, 2) (one (u, v) per node), got {coordinates.shape}")
+            self.uv = coordinates
 
     def step(self, dt: float, n: int = 1) -> None:
         """Advance ``n`` steps of ``dt`` seconds with the current integrator, inside C with the
@@ -485,6 +501,15 @@ class System(_core.System):
         kinetic, spring, gravity, dissipated = self._energy_components()
         mechanical = kinetic + spring + gravity
         return Energy(kinetic, spring, gravity, dissipated, mechanical, mechanical + dissipated)
+
+    def copy(self) -> "System":
+        """An independent deep copy: parameters, options, colliders, state, initial state and
+        texture coordinates."""
+        duplicate = super().copy()
+        uv = getattr(self, "uv", None)
+        duplicate.uv = None if uv is None else uv.copy()
+        duplicate.families = {name: indices.copy() for name, indices in getattr(self, "families", {}).items()}
+        return duplicate
 
     def __deepcopy__(self, memo: dict[int, Any]) -> "System":
         return self.copy()

@@ -604,6 +604,37 @@ static PyObject* System_wind_at(SystemObject* self, PyObject* args) {
     return out;
 }
 
+static PyObject* System_initial_state(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    npy_intp dims[2] = {(npy_intp)self->model->nnode, 3};
+    PyObject* x0 = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    PyObject* v0 = PyArray_SimpleNew(2, dims, NPY_DOUBLE);
+    if (x0 == NULL || v0 == NULL) {
+        Py_XDECREF(x0);
+        Py_XDECREF(v0);
+        return NULL;
+    }
+    const size_t bytes = sizeof(double) * 3 * (size_t)self->model->nnode;
+    memcpy(PyArray_DATA((PyArrayObject*)x0), self->model->x_initial, bytes);
+    memcpy(PyArray_DATA((PyArrayObject*)v0), self->model->v_initial, bytes);
+    return Py_BuildValue("(NN)", x0, v0);
+}
+
+static PyObject* System_restore_clock(SystemObject* self, PyObject* args) {
+    if (require_idle(self) < 0) return NULL;
+    double t, dissipated;
+    long long steps;
+    if (!PyArg_ParseTuple(args, "dLd:_restore_clock", &t, &steps, &dissipated)) return NULL;
+    if (!isfinite(t) || !isfinite(dissipated) || steps < 0) {
+        PyErr_SetString(PyExc_ValueError, "t and dissipated must be finite and steps >= 0");
+        return NULL;
+    }
+    self->state->t = t;
+    self->state->steps = steps;
+    self->state->dissipated = dissipated;
+    Py_RETURN_NONE;
+}
+
 static PyObject* System_eigenvalue_bounds(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     double omega2 = 0.0, gamma = 0.0;
@@ -635,6 +666,10 @@ static PyMethodDef System_methods[] = {
      "vertex_normals()\n--\n\nArea-weighted unit normals of the triangles at every node, (n, 3); zero for a node in "
      "no triangle."},
     {"_wind_at", (PyCFunction)System_wind_at, METH_VARARGS, "_wind_at(points (k, 3), t) -> wind velocity (k, 3)"},
+    {"_initial_state", (PyCFunction)System_initial_state, METH_NOARGS,
+     "(x0, v0): copies of the positions and velocities that reset() restores."},
+    {"_restore_clock", (PyCFunction)System_restore_clock, METH_VARARGS,
+     "_restore_clock(t, steps, dissipated): set the time, step count and dissipated energy (model files)."},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
      "(omega2_bound, gamma_bound): Gershgorin upper bounds on the values _max_eigenvalues estimates."},
     {"_max_eigenvalues", (PyCFunction)System_max_eigenvalues, METH_NOARGS,

@@ -208,24 +208,31 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
             if (inv_mass[i] == 0.0) continue;
             double* xi = x + 3 * i;
             double* vi = v + 3 * i;
-            double normal[3];
-            const double gap = ms_collider_distance(c, end, xi, normal) - c->thickness;
-            double moved[3];
-            if (gap < 0.0) {
-                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - gap * normal[a];
-            } else {
-                /* Swept test in the collider's frame, so a fast node cannot jump a thin one. */
-                const double* xo = x_old + 3 * i;
-                const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
-                const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
-                static const double origin[3] = {0.0, 0.0, 0.0};
-                if (ms_collider_distance(c, origin, r0, normal) - c->thickness < 0.0) continue;
-                const double t = first_contact(c, r0, r1);
-                if (t < 0.0) continue;
+            /* Relative path from the start of the step, in the collider's frame. */
+            const double* xo = x_old + 3 * i;
+            const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+            const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+            static const double origin[3] = {0.0, 0.0, 0.0};
+            double normal[3], moved[3];
+            const double start_gap = ms_collider_distance(c, origin, r0, normal) - c->thickness;
+            const double end_gap = ms_collider_distance(c, origin, r1, normal) - c->thickness;
+            const double travel = sqrt((r1[0] - r0[0]) * (r1[0] - r0[0]) + (r1[1] - r0[1]) * (r1[1] - r0[1]) +
+                                       (r1[2] - r0[2]) * (r1[2] - r0[2]));
+            double t = -1.0;
+            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1); /* entered during the step? */
+            if (t >= 0.0) {
+                /* Stop it where its path first meets the surface, not at the surface point
+                   nearest its end: a fast node must not come out on the far side. */
                 const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
                                        r0[2] + t * (r1[2] - r0[2])};
-                ms_collider_distance(c, origin, hit, normal);
-                for (int a = 0; a < 3; ++a) moved[a] = end[a] + hit[a];
+                const double gap = ms_collider_distance(c, origin, hit, normal) - c->thickness;
+                for (int a = 0; a < 3; ++a) moved[a] = end[a] + hit[a] - (gap < 0.0 ? gap : 0.0) * normal[a];
+            } else if (end_gap < 0.0) {
+                /* Already in contact at the start (resting, or pushed in by its springs):
+                   out along the nearest surface's normal. */
+                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - end_gap * normal[a];
+            } else {
+                continue;
             }
             const double mass = m->mass[i];
             const double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];

@@ -1,0 +1,408 @@
+"""Ready-made scenes: every model of the references in one call.
+
+Each builder returns a new :class:`~msprings.System` with the references' parameters as
+defaults; scale and resolution are arguments.  Surfaces carry triangles (``s.faces``) and
+texture coordinates (``s.uv``), and ``s.families`` names the springs of each family:
+
+- ``structural``: neighbours along the grid lines (they carry the load);
+- ``shear``: the diagonals of each cell (without them a square cell folds into a rhombus
+  at no cost, so a cloth shears and a jelly collapses: the references' unstable
+  arrangement);
+- ``bend`` (flexion): neighbours two apart along the grid lines (they resist folding).
+
+Every family has its own stiffness and damping: pass a number for all of them or a dict such
+as ``k={"structural": 2500, "shear": 2500, "bend": 500}``; ``families=("structural",)``
+leaves the others out.  All springs start at their rest length.
+
+Conventions: SI units, y up; grids are indexed row-major, node (i, j) = ``i * columns + j``.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ._system import System
+
+__all__ = [
+    "balloon",
+    "chain",
+    "cloth",
+    "flag",
+    "grid_springs",
+    "jelly_cube",
+    "lattice_springs",
+    "pyramid",
+    "single_spring",
+    "spring_sphere",
+    "tablecloth",
+]
+
+FAMILIES = ("structural", "shear", "bend")
+
+Parameter = float | Mapping[str, float]
+
+
+def _family_value(value: Parameter, family: str, name: str) -> float:
+    if isinstance(value, Mapping):
+        if family not in value:
+            raise ValueError(f"{name} has no value for the {family!r} springs (give a number or a dict with it)")
+        return float(value[family])
+    return float(value)
+
+
+def _check_families(families: Iterable[str]) -> tuple[str, ...]:
+    chosen = tuple(families)
+    unknown = [name for name in chosen if name not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown spring families {unknown}; choose from {FAMILIES}")
+    return chosen
+
+
+def _positive_int(value: int, name: str, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} = {value} must be >= {minimum}")
+    return int(value)
+
+
+def _positive(value: float, name: str) -> float:
+    number = float(value)
+    if not math.isfinite(number) or number <= 0.0:
+        raise ValueError(f"{name} = {value} must be finite and > 0")
+    return number
+
+
+def grid_springs(rows: int, columns: int, families: Sequence[str] = FAMILIES) -> dict[str, np.ndarray]:
+    """Spring index pairs of a rows x columns grid, by family (in the order given).
+
+    Counts: structural ``rows (columns - 1) + columns (rows - 1)``, shear
+    ``2 (rows - 1)(columns - 1)``, bend ``rows (columns - 2) + columns (rows - 2)``; for an
+    N x N grid ``2N(N-1) + 2(N-1)^2 + 2N(N-2)`` in all.
+    """
+    index = np.arange(rows * columns).reshape(rows, columns)
+    pairs: dict[str, np.ndarray] = {}
+    for family in _check_families(families):
+        if family == "structural":
+            parts = [(index[:, :-1], index[:, 1:]), (index[:-1, :], index[1:, :])]
+        elif family == "shear":
+            parts = [(index[:-1, :-1], index[1:, 1:]), (index[:-1, 1:], index[1:, :-1])]
+        else:
+            parts = [(index[:, :-2], index[:, 2:]), (index[:-2, :], index[2:, :])]
+        pairs[family] = np.concatenate(
+            [np.column_stack([a.ravel(), b.ravel()]) for a, b in parts]
+        ).reshape(-1, 2)
+    return pairs
+
+
+def lattice_springs(n: int, families: Sequence[str] = FAMILIES) -> dict[str, np.ndarray]:
+    """Spring index pairs of an n x n x n lattice, by family.
+
+    structural: the 6 axis neighbours (``3 n^2 (n-1)`` springs); shear: both diagonals of
+    every face of every cell (``6 n (n-1)^2``) and the 4 body diagonals of every cell
+    (``4 (n-1)^3``); bend: axis neighbours two apart (``3 n^2 (n-2)``).
+    """
+    index = np.arange(n**3).reshape(n, n, n)
+    full = slice(None)
+
+    def shifted(offset: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:
+        start = tuple(slice(0, n - d) if d > 0 else slice(-d, n) if d < 0 else full for d in offset)
+        end = tuple(slice(d, n) if d > 0 else slice(0, n + d) if d < 0 else full for d in offset)
+        return index[start].ravel(), index[end].ravel()
+
+    offsets = {
+        "structural": [(1, 0, 0), (0, 1, 0), (0, 0, 1)],
+        "shear": [(1, 1, 0), (1, -1, 0), (1, 0, 1), (1, 0, -1), (0, 1, 1), (0, 1, -1),
+                  (1, 1, 1), (1, 1, -1), (1, -1, 1), (1, -1, -1)],
+        "bend": [(2, 0, 0), (0, 2, 0), (0, 0, 2)],
+    }
+    pairs: dict[str, np.ndarray] = {}
+    for family in _check_families(families):
+        parts = [np.column_stack(shifted(offset)) for offset in offsets[family]]
+        pairs[family] = np.concatenate(parts).reshape(-1, 2)
+    return pairs
+
+
+def _grid_faces(rows: int, columns: int) -> np.ndarray:
+    index = np.arange(rows * columns).reshape(rows, columns)
+    a, b = index[:-1, :-1].ravel(), index[:-1, 1:].ravel()
+    c, d = index[1:, :-1].ravel(), index[1:, 1:].ravel()
+    return np.concatenate([np.column_stack([a, c, b]), np.column_stack([b, c, d])])
+
+
+def _grid_uv(rows: int, columns: int) -> np.ndarray:
+    i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
+    return np.column_stack([j.ravel() / max(columns - 1, 1), i.ravel() / max(rows - 1, 1)])
+
+
+def _assemble(positions: np.ndarray, pairs: Mapping[str, np.ndarray], k: Parameter, c: Parameter,
+              **options: Any) -> System:
+    """Builds a System from families of springs with per-family k and c."""
+    names = list(pairs)
+    springs = np.concatenate([pairs[name] for name in names]) if names else np.zeros((0, 2), dtype=np.int64)
+    stiffness = np.concatenate([np.full(len(pairs[name]), _family_value(k, name, "k")) for name in names]) \
+        if names else np.zeros(0)
+    damping = np.concatenate([np.full(len(pairs[name]), _family_value(c, name, "c")) for name in names]) \
+        if names else np.zeros(0)
+    system = System(positions, springs, k=stiffness, c=damping, **options)
+    start = 0
+    for name in names:
+        system.families[name] = np.arange(start, start + len(pairs[name]))
+        start += len(pairs[name])
+    return system
+
+
+def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
+                  stretch: float = 0.0, **options: Any) -> System:
+    """The references' single spring: node 0 pinned at the origin, node 1 ``length`` m away
+    along x (displaced by ``stretch`` m), mass 1 kg, k = 20 N/m, c = 0.3 N s/m, gravity on."""
+    length = _positive(length, "length")
+    positions = np.array([[0.0, 0.0, 0.0], [length + float(stretch), 0.0, 0.0]])
+    options.setdefault("pinned", [0])
+    system = System(positions, [[0, 1]], mass=mass, k=k, c=c, rest=length, **options)
+    system.families["structural"] = np.array([0])
+    return system
+
+
+def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
+          anchor: str | None = "start", direction: ArrayLike = (1.0, 0.0, 0.0), **options: Any) -> System:
+    """A string of ``n`` nodes ``spacing`` m apart along ``direction`` from the origin, joined
+    by neighbour springs (the references' chain: 11 nodes, 1 kg, k = 20 N/m, c = 0.3 N s/m).
+
+    ``anchor`` pins ``"start"`` (node 0), ``"end"``, ``"both"`` ends, the ``"middle"`` node,
+    or nothing (None); ``pinned=`` overrides it.
+    """
+    n = _positive_int(n, "n", 2)
+    spacing = _positive(spacing, "spacing")
+    axis = np.asarray(direction, dtype=np.float64)
+    if axis.shape != (3,) or not np.linalg.norm(axis) > 0:
+        raise ValueError("direction must be a non-zero 3-vector")
+    axis = axis / np.linalg.norm(axis)
+    anchors = {"start": [0], "end": [n - 1], "both": [0, n - 1], "middle": [n // 2], None: None}
+    if anchor not in anchors:
+        raise ValueError(f"anchor must be one of 'start', 'end', 'both', 'middle' or None, not {anchor!r}")
+    options.setdefault("pinned", anchors[anchor])
+    positions = np.arange(n)[:, None] * spacing * axis
+    pairs = {"structural": np.column_stack([np.arange(n - 1), np.arange(1, n)])}
+    return _assemble(positions, pairs, k, c, mass=mass, **options)
+
+
+def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: float = 1.0,
+          k: Parameter = 2500.0, c: Parameter = 1.0, families: Sequence[str] = FAMILIES,
+          pin: str | Sequence[int] | None = "corners", **options: Any) -> System:
+    """A hanging cloth: ``n`` rows by ``columns`` (default n) nodes, ``size`` m along its rows
+    (node spacing ``size / n``: the references' 40 x 40 cloth of 25 m, 0.625 m apart), lying
+    flat in the y = 0 plane, node (i, j) at ``(j h, 0, i h)``; 1 kg nodes, k = 2500 N/m,
+    c = 1 N s/m; released under gravity it falls and hangs from its pins.
+
+    ``pin``: ``"corners"`` (nodes (0, 0) and (0, columns - 1)), ``"top"`` (all of row 0), a
+    list of node indices, or None; ``pinned=`` overrides it.
+    """
+    rows = _positive_int(n, "n", 2)
+    columns = rows if columns is None else _positive_int(columns, "columns", 2)
+    spacing = _positive(size, "size") / rows
+    i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
+    positions = np.column_stack([j.ravel() * spacing, np.zeros(rows * columns), i.ravel() * spacing])
+    if isinstance(pin, str):
+        pins = {"corners": [0, columns - 1], "top": list(range(columns))}
+        if pin not in pins:
+            raise ValueError(f"pin must be 'corners', 'top', a list of node indices or None, not {pin!r}")
+        pinned: Any = pins[pin]
+    else:
+        pinned = pin
+    options.setdefault("pinned", pinned)
+    return _assemble(positions, grid_springs(rows, columns, families), k, c, mass=mass,
+                     faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
+
+
+def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float = 0.02,
+         k: Parameter = 2500.0, c: Parameter = 0.7, families: Sequence[str] = FAMILIES, gust: float = 6.0,
+         wind: ArrayLike = (2.0, 0.0, 0.0), drag_coefficient: float = 1.0, lift_coefficient: float = 0.2,
+         **options: Any) -> System:
+    """A flag in gusty wind: ``rows`` x ``columns`` nodes in the vertical x-y plane, ``width``
+    m long in x (square cells), pinned along its left edge (x = 0) to a pole, k = 2500 N/m,
+    c = 0.7 N s/m; the air (rho = 1.2 kg/m^3, C_d, C_l) blows with a uniform ``wind`` plus
+    the flag reference's gust field of amplitude ``gust`` (m/s), so it streams and flaps.
+    """
+    rows = _positive_int(rows, "rows", 2)
+    columns = _positive_int(columns, "columns", 2)
+    spacing = _positive(width, "width") / (columns - 1)
+    i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
+    positions = np.column_stack([j.ravel() * spacing, -i.ravel() * spacing, np.zeros(rows * columns)])
+    options.setdefault("pinned", list(range(0, rows * columns, columns)))
+    system = _assemble(positions, grid_springs(rows, columns, families), k, c, mass=mass,
+                       faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
+    system.drag_coefficient = drag_coefficient
+    system.lift_coefficient = lift_coefficient
+    system.wind = wind
+    system.gust = gust
+    return system
+
+
+def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: float = 3.0,
+               k: Parameter = 3000.0, c: Parameter = 8.0, families: Sequence[str] = FAMILIES,
+               table_radius: float | None = None, table_height: float = 10.0, friction: float = 0.3,
+               thickness: float | None = None, **options: Any) -> System:
+    """A square tablecloth of ``n`` x ``n`` nodes and side ``size`` m, held flat ``height`` m
+    above a round table and let go: it falls, drapes over the table and hangs down its
+    sides.  The table is a capped cylinder of radius ``0.7 * size / 2`` (the references'
+    0.7 x half-width) whose top is at ``table_height``, standing on a ground plane.  The
+    references' scale and parameters: 25 m cloth, 3 kg nodes, k = 3000 N/m, c = 8 N s/m.
+    Contacts use ``friction`` and a ``thickness`` of a tenth of the node spacing.
+    """
+    n = _positive_int(n, "n", 2)
+    size = _positive(size, "size")
+    spacing = size / (n - 1)
+    radius = 0.7 * size / 2.0 if table_radius is None else _positive(table_radius, "table_radius")
+    table_height = _positive(table_height, "table_height")
+    gap = spacing / 10.0 if thickness is None else float(thickness)
+    i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    positions = np.column_stack([
+        j.ravel() * spacing - size / 2.0,
+        np.full(n * n, table_height + float(height)),
+        i.ravel() * spacing - size / 2.0,
+    ])
+    system = _assemble(positions, grid_springs(n, n, families), k, c, mass=mass,
+                       faces=_grid_faces(n, n), uv=_grid_uv(n, n), **options)
+    system.add_cylinder((0.0, table_height / 2.0, 0.0), radius, table_height, friction=friction, thickness=gap)
+    system.add_plane((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), friction=friction, thickness=gap)
+    return system
+
+
+def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float = 0.5, k: Parameter = 150.0,
+               c: Parameter | None = None, families: Sequence[str] = FAMILIES, height: float = 0.5,
+               ground: bool = True, restitution: float = 0.0, friction: float = 0.5, **options: Any) -> System:
+    """A jelly cube: an ``n`` x ``n`` x ``n`` lattice of side ``size`` m with structural,
+    shear (face and body diagonals) and bend springs, its lowest face ``height`` m above a
+    ground plane (``ground=False`` leaves the plane out).  The references' jelly: 10^3 nodes
+    of 0.5 kg, k = 150 N/m and ``c = 0.9 * 2 sqrt(m k)`` (90 % of critical) by default.
+    The cube's surface triangles are its faces.
+    """
+    n = _positive_int(n, "n", 2)
+    size = _positive(size, "size")
+    spacing = size / (n - 1)
+    if c is None:
+        c = {family: 0.9 * 2.0 * math.sqrt(mass * _family_value(k, family, "k")) for family in FAMILIES}
+    a, b, d = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
+    positions = np.column_stack([a.ravel(), b.ravel(), d.ravel()]) * spacing
+    positions += (-size / 2.0, float(height), -size / 2.0)
+    system = _assemble(positions, lattice_springs(n, families), k, c, mass=mass,
+                       faces=_lattice_faces(n, positions), **options)
+    if ground:
+        system.add_plane(restitution=restitution, friction=friction)
+    return system
+
+
+def _lattice_faces(n: int, positions: np.ndarray) -> np.ndarray:
+    """Surface triangles of an n^3 lattice (index (a, b, c) -> a n^2 + b n + c), each turned
+    so its normal points away from the cube's centre."""
+    index = np.arange(n**3).reshape(n, n, n)
+    faces = []
+    for axis in range(3):
+        for side in (0, n - 1):
+            sheet = np.take(index, side, axis=axis)
+            a, b = sheet[:-1, :-1].ravel(), sheet[:-1, 1:].ravel()
+            c, d = sheet[1:, :-1].ravel(), sheet[1:, 1:].ravel()
+            faces.append(np.column_stack([a, b, c]))
+            faces.append(np.column_stack([b, d, c]))
+    triangles = np.concatenate(faces)
+    corners = positions[triangles]
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    outward = np.einsum("ij,ij->i", normals, corners.mean(axis=1) - positions.mean(axis=0)) > 0
+    triangles[~outward] = triangles[~outward][:, ::-1]
+    return triangles
+
+
+def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0, k: float = 150.0,
+            c: float | None = None, elevation: float = 0.5, ground: bool = True, **options: Any) -> System:
+    """A square pyramid of springs: four base corners and an apex, every edge a spring plus
+    both base diagonals (which keep the base from shearing), ``elevation`` m above a ground
+    plane.  Defaults: side 1 m, height = side, 1 kg nodes, k = 150 N/m, 90 % critical damping."""
+    size = _positive(size, "size")
+    height = size if height is None else _positive(height, "height")
+    half = size / 2.0
+    base = float(elevation)
+    positions = np.array([
+        [-half, base, -half], [half, base, -half], [half, base, half], [-half, base, half],
+        [0.0, base + height, 0.0],
+    ])
+    pairs = {
+        "structural": np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 4], [1, 4], [2, 4], [3, 4]]),
+        "shear": np.array([[0, 2], [1, 3]]),
+    }
+    damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 4, 1], [1, 4, 2], [2, 4, 3], [3, 4, 0]])
+    system = _assemble(positions, pairs, k, damping, mass=mass, faces=faces, **options)
+    if ground:
+        system.add_plane(friction=0.5)
+    return system
+
+
+def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLike = (0.0, 1.0, 0.0),
+                  mass: float = 0.05, k: float = 500.0, c: float | None = None, bend_k: float | None = None,
+                  stabilise: str | None = "center", **options: Any) -> System:
+    """A closed sphere of springs that keeps its shape: an icosphere (``subdivisions`` times
+    refined, 12, 42, 162, 642 ... vertices) converted to springs along its edges, with
+    stabilising springs (``"center"``: every vertex tied to an extra centre node;
+    ``"opposite"``: to its antipode; None: none, and it collapses) and optional bending
+    springs.  Default damping is 90 % of critical for one node on one spring."""
+    from . import mesh
+
+    sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
+    damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
+    return mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping, bend_k=bend_k,
+                          stabilise=stabilise, uv=sphere.uv, **options)
+
+
+def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float = 1.5, string_nodes: int = 10,
+            lift: float = 1.0, mass: float = 0.002, k: float = 200.0, string_k: float = 200.0,
+            string_c: float = 0.05, **options: Any) -> System:
+    """A balloon on a string: a spring sphere (see :func:`spring_sphere`) whose lowest vertex
+    is tied to a string of ``string_nodes`` nodes hanging ``string_length`` m below it, its
+    end pinned at the origin.  Every sphere node feels an upward external force so the
+    sphere has a net buoyant ``lift`` (N) beyond its weight: the balloon floats and pulls
+    the string taut."""
+    from . import mesh
+
+    string_nodes = _positive_int(string_nodes, "string_nodes", 2)
+    string_length = _positive(string_length, "string_length")
+    radius = _positive(radius, "radius")
+    center = np.array([0.0, string_length + radius, 0.0])
+    sphere = mesh.icosphere(subdivisions, radius=radius, center=center)
+    damping = 0.9 * 2.0 * math.sqrt(mass * k)
+    body, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping,
+                                  stabilise="center", return_counts=True)
+    body_positions = body.x.copy()
+    body_masses = body.mass.copy()
+    bottom = int(np.argmin(sphere.vertices[:, 1]))
+    step = string_length / (string_nodes - 1)
+    string = np.column_stack([
+        np.zeros(string_nodes - 1), np.arange(string_nodes - 1) * step, np.zeros(string_nodes - 1),
+    ])
+    offset = len(body_positions)
+    positions = np.concatenate([body_positions, string])
+    string_index = np.arange(offset, offset + string_nodes - 1)
+    links = np.column_stack([string_index[:-1], string_index[1:]])
+    tie = np.array([[string_index[-1], bottom]])
+    springs = np.concatenate([body.springs, links, tie])
+    stiffness = np.concatenate([body.k, np.full(len(links) + 1, string_k)])
+    dampers = np.concatenate([body.c, np.full(len(links) + 1, string_c)])
+    masses = np.concatenate([body_masses, np.full(string_nodes - 1, mass)])
+    options.setdefault("pinned", [int(string_index[0])])
+    system = System(positions, springs, mass=masses, k=stiffness, c=dampers, faces=body.faces,
+                    uv=np.concatenate([sphere.uv, np.zeros((string_nodes - 1, 2))]) if sphere.uv is not None else None,
+                    **options)
+    sphere_nodes = np.arange(offset)
+    weight = float(np.sum(masses[sphere_nodes])) * float(-system.gravity[1])
+    system.external[sphere_nodes, 1] = (weight + float(lift)) / len(sphere_nodes)
+    structural = counts["structural"]
+    system.families = {
+        "structural": np.arange(structural),
+        "stabilise": np.arange(structural, len(body.springs)),
+        "string": np.arange(len(body.springs), len(springs)),
+    }
+    return system
