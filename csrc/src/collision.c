@@ -221,12 +221,18 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
             double t = -1.0;
             if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1); /* entered during the step? */
             if (t >= 0.0) {
-                /* Stop it where its path first meets the surface, not at the surface point
-                   nearest its end: a fast node must not come out on the far side. */
+                /* It entered during the step: push it back out through the face it came in
+                   by, onto the tangent plane at the entry point (keeping its motion along
+                   the surface), not to the surface point nearest its end -- a fast node
+                   must not come out on the far side of a thin or deep collider.  For a plane
+                   this is the same as the nearest-point projection. */
                 const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
                                        r0[2] + t * (r1[2] - r0[2])};
                 const double gap = ms_collider_distance(c, origin, hit, normal) - c->thickness;
-                for (int a = 0; a < 3; ++a) moved[a] = end[a] + hit[a] - (gap < 0.0 ? gap : 0.0) * normal[a];
+                double depth = 0.0; /* of the end below the tangent plane */
+                for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+                if (depth > 0.0) depth = 0.0;
+                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
             } else if (end_gap < 0.0) {
                 /* Already in contact at the start (resting, or pushed in by its springs):
                    out along the nearest surface's normal. */
