@@ -42,11 +42,16 @@ class Collider:
     - ``restitution`` in [0, 1], ``friction`` >= 0, ``thickness`` >= 0 (m).
     """
 
-    __slots__ = ("_system", "id")
+    __slots__ = ("_id", "_system")
 
     def __init__(self, system: System, collider_id: int) -> None:
         self._system = system
-        self.id = collider_id
+        self._id = collider_id
+
+    @property
+    def id(self) -> int:
+        """The collider's handle number, unique within its system."""
+        return self._id
 
     def _values(self) -> dict[str, Any]:
         return dict(zip(_FIELDS, self._system._get_collider(self.id)))

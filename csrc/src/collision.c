@@ -218,27 +218,35 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
             const double end_gap = ms_collider_distance(c, origin, r1, normal) - c->thickness;
             const double travel = sqrt((r1[0] - r0[0]) * (r1[0] - r0[0]) + (r1[1] - r0[1]) * (r1[1] - r0[1]) +
                                        (r1[2] - r0[2]) * (r1[2] - r0[2]));
+            double end_normal[3];
+            ms_collider_distance(c, origin, r1, end_normal);
             double t = -1.0;
             if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1); /* entered during the step? */
+            int through_entry = 0;
             if (t >= 0.0) {
-                /* It entered during the step: push it back out through the face it came in
-                   by, onto the tangent plane at the entry point (keeping its motion along
-                   the surface), not to the surface point nearest its end -- a fast node
-                   must not come out on the far side of a thin or deep collider.  For a plane
-                   this is the same as the nearest-point projection. */
                 const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
                                        r0[2] + t * (r1[2] - r0[2])};
                 const double gap = ms_collider_distance(c, origin, hit, normal) - c->thickness;
-                double depth = 0.0; /* of the end below the tangent plane */
-                for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
-                if (depth > 0.0) depth = 0.0;
-                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
-            } else if (end_gap < 0.0) {
-                /* Already in contact at the start (resting, or pushed in by its springs):
-                   out along the nearest surface's normal. */
-                for (int a = 0; a < 3; ++a) moved[a] = xi[a] - end_gap * normal[a];
-            } else {
-                continue;
+                /* Out through the face it came in by when the end is outside again (it
+                   crossed a thin collider) or nearest to another face (it went deep): onto
+                   the tangent plane at the entry point, keeping its motion along the
+                   surface.  A fast node must not come out on the far side. */
+                const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
+                if (end_gap >= 0.0 || agreement < 0.5) {
+                    double depth = 0.0; /* of the end below the tangent plane */
+                    for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+                    if (depth > 0.0) depth = 0.0;
+                    for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
+                    through_entry = 1;
+                }
+            }
+            if (!through_entry) {
+                if (end_gap >= 0.0) continue;
+                /* In contact: out along the nearest surface's normal. */
+                for (int a = 0; a < 3; ++a) {
+                    normal[a] = end_normal[a];
+                    moved[a] = xi[a] - end_gap * normal[a];
+                }
             }
             const double mass = m->mass[i];
             const double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
