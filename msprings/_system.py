@@ -13,6 +13,7 @@ from . import _core
 
 if TYPE_CHECKING:
     from .colliders import Collider
+    from .trajectory import Trajectory
 
 __all__ = ["Energy", "SolverWarning", "StabilityWarning", "System", "damping_for_ratio"]
 
@@ -315,6 +316,21 @@ class System(_core.System):
                     "Raise cg_max_iter or cg_tol, or use a smaller dt"
                 ),
             )
+
+    def run(self, dt: float, steps: int, record_every: int = 1, *, velocities: bool = False,
+            progress: bool | None = None) -> Trajectory:
+        """Step ``steps`` times with ``dt`` (s) and record every ``record_every``-th state.
+
+        Stepping happens in C, ``record_every`` steps per call; Python only copies each
+        record into preallocated arrays.  Returns a :class:`~msprings.trajectory.Trajectory`
+        with the initial state and every record: times, positions (and velocities if
+        ``velocities``), the energy ledger, and what is needed to draw or animate it.
+        ``progress`` shows a progress bar on stderr; by default only for long runs in a
+        terminal or Jupyter.
+        """
+        from .trajectory import record
+
+        return record(self, dt, steps, record_every, velocities, progress)
 
     def _warn_once(self, kind: str, warning: Warning) -> None:
         warned = getattr(self, "_warned", frozenset())
