@@ -67,6 +67,8 @@ int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, co
 /* Returns non-zero if some force depends on velocity (a damper or drag). */
 static int has_velocity_forces(const ms_model* m) {
     if (m->opt.drag > 0.0) return 1;
+    const ms_air* air = &m->opt.air;
+    if (m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0)) return 1;
     for (int64_t s = 0; s < m->nspring; ++s)
         if (m->c[s] > 0.0) return 1;
     return 0;
