@@ -1,4 +1,5 @@
 /* Colliders: the list kept in the model, signed distances, and the contact response. */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,10 @@ static ms_collider normalised(const ms_collider* c) {
     ms_collider copy = *c;
     if (c->type == MS_PLANE || c->type == MS_CYLINDER) {
         const double length = sqrt(c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2]);
-        for (int a = 0; a < 3; ++a) copy.axis[a] = c->axis[a] / length;
+        /* An axis that is already unit is kept bit for bit: normalising again is not
+           idempotent in floating point, and a saved model must load exactly. */
+        if (fabs(length - 1.0) > 4.0 * DBL_EPSILON)
+            for (int a = 0; a < 3; ++a) copy.axis[a] = c->axis[a] / length;
     }
     return copy;
 }

@@ -1,0 +1,199 @@
+"""Saving and loading a whole :class:`msprings.System` as one versioned ``.npz`` file.
+
+A model file holds everything needed to carry on a simulation bit for bit: the topology
+(springs, faces), the parameters (masses, pins, rest lengths, stiffness, damping), every
+option (integrator, gravity, drag, air, solver settings, ...), the colliders, texture
+coordinates, the initial state that :meth:`~msprings.System.reset` returns to, and the
+current state (positions, velocities, forces, external forces, time, step count and
+dissipated energy).  Not saved: the implicit solver's statistics of the last step and which
+warnings have already been issued.
+
+The file is a plain NumPy ``.npz`` archive (no pickled objects) whose ``format`` entry is
+:data:`FORMAT_NAME` and ``format_version`` entry is :data:`FORMAT_VERSION`.
+"""
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ._system import System
+
+__all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
+
+FORMAT_NAME = "msprings.model"
+"""The ``format`` entry of every model file."""
+
+FORMAT_VERSION = 1
+"""The model file version this module writes; it reads every version up to this one."""
+
+# Options stored as float64, int64 and (3,) float64 scalars/vectors under "option_<name>".
+_REAL_OPTIONS = (
+    "drag",
+    "energy_loss",
+    "self_collision",
+    "newton_tol",
+    "cg_tol",
+    "air_density",
+    "drag_coefficient",
+    "lift_coefficient",
+    "gust",
+    "gust_frequency",
+    "gust_wavenumber",
+)
+_INT_OPTIONS = ("threads", "newton_max_iter", "cg_max_iter")
+_VECTOR_OPTIONS = ("gravity", "wind")
+
+_COLLIDER_VECTORS = ("center", "axis", "size", "velocity")
+_COLLIDER_SCALARS = ("restitution", "friction", "thickness")
+
+
+def save(system: System, path: str | os.PathLike[str]) -> Path:
+    """Writes ``system`` to ``path`` (conventionally ``*.npz``; the name is used as given)
+    and returns the path.  See the module documentation for what is stored."""
+    if not isinstance(system, System):
+        raise TypeError(f"save() needs an msprings.System, got {type(system).__name__}")
+    x0, v0 = system._initial_state()
+    entries: dict[str, Any] = {
+        "format": np.array(FORMAT_NAME),
+        "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
+        # model
+        "springs": np.array(system.springs, dtype=np.int32),
+        "faces": np.array(system.faces, dtype=np.int32),
+        "mass": np.array(system.mass),
+        "pinned": np.array(system.pinned, dtype=bool),
+        "rest": np.array(system.rest),
+        "k": np.array(system.k),
+        "c": np.array(system.c),
+        "x_initial": x0,
+        "v_initial": v0,
+        "has_uv": np.array(system.uv is not None),
+        "uv": np.zeros((0, 2)) if system.uv is None else np.array(system.uv, dtype=np.float64),
+        # state
+        "x": np.array(system.x),
+        "v": np.array(system.v),
+        "f": np.array(system.f),
+        "external": np.array(system.external),
+        "t": np.array(system.t, dtype=np.float64),
+        "steps": np.array(system.steps, dtype=np.int64),
+        "dissipated": np.array(system.dissipated, dtype=np.float64),
+        # options
+        "option_integrator": np.array(system.integrator),
+        "option_strain_limit": np.array(np.nan if system.strain_limit is None else system.strain_limit),
+    }
+    for name in _REAL_OPTIONS:
+        entries[f"option_{name}"] = np.array(float(getattr(system, name) or 0.0), dtype=np.float64)
+    for name in _INT_OPTIONS:
+        entries[f"option_{name}"] = np.array(int(getattr(system, name)), dtype=np.int64)
+    for name in _VECTOR_OPTIONS:
+        entries[f"option_{name}"] = np.array(getattr(system, name), dtype=np.float64).reshape(3)
+    colliders = [system._get_collider(collider_id) for collider_id in system._collider_ids()]
+    entries["collider_kind"] = np.array([values[0] for values in colliders], dtype="<U16").reshape(-1)
+    for offset, name in enumerate(_COLLIDER_VECTORS, start=1):
+        vectors = [values[offset] for values in colliders]
+        entries[f"collider_{name}"] = np.array(vectors, dtype=np.float64).reshape(-1, 3)
+    for offset, name in enumerate(_COLLIDER_SCALARS, start=1 + len(_COLLIDER_VECTORS)):
+        entries[f"collider_{name}"] = np.array([values[offset] for values in colliders], dtype=np.float64).reshape(-1)
+    target = Path(path)
+    with open(target, "wb") as stream:
+        np.savez_compressed(stream, **entries)
+    return target
+
+
+def _entry(archive: Any, name: str, path: str) -> np.ndarray:
+    try:
+        return archive[name]
+    except KeyError:
+        raise ValueError(f"{path} is a damaged msprings model file: the entry {name!r} is missing") from None
+
+
+def load(path: str | os.PathLike[str]) -> System:
+    """Reads a model file written by :func:`save` and returns a new :class:`System` in the
+    saved state: stepping it gives bitwise the same results as stepping the saved system,
+    and :meth:`~msprings.System.reset` returns to the saved initial state.
+
+    Raises
+    ------
+    FileNotFoundError
+        No such file.
+    ValueError
+        The file is not an msprings model file, is damaged, or was written by a newer
+        version of msprings (its ``format_version`` is above :data:`FORMAT_VERSION`).
+    """
+    name = os.fspath(path)
+    with open(path, "rb") as stream:
+        try:
+            archive = np.load(stream, allow_pickle=False)
+        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
+            raise ValueError(f"{name} is not an msprings model file (not an .npz archive: {error})") from None
+        if not isinstance(archive, np.lib.npyio.NpzFile):
+            raise ValueError(f"{name} is not an msprings model file (it holds a single array, not an .npz archive)")
+        try:
+            with archive:
+                return _load_archive(archive, name)
+        except (zipfile.BadZipFile, EOFError, OSError) as error:
+            raise ValueError(f"{name} is a damaged msprings model file: {error}") from None
+
+
+def _load_archive(archive: Any, name: str) -> System:
+    if "format" not in archive.files or str(archive["format"]) != FORMAT_NAME:
+        raise ValueError(f"{name} is not an msprings model file (no format entry {FORMAT_NAME!r})")
+    version_entry = _entry(archive, "format_version", name)
+    if version_entry.shape != () or version_entry.dtype.kind not in "iu":
+        raise ValueError(f"{name} is a damaged msprings model file: format_version is not an integer")
+    version = int(version_entry)
+    if version > FORMAT_VERSION:
+        raise ValueError(
+            f"{name} is an msprings model file of format version {version}, newer than this msprings reads "
+            f"(up to {FORMAT_VERSION}): upgrade msprings to load it"
+        )
+    if version < 1:
+        raise ValueError(f"{name} has an invalid format version {version}")
+
+    def get(key: str) -> np.ndarray:
+        return _entry(archive, key, name)
+
+    strain_limit = float(get("option_strain_limit"))
+    has_uv = bool(get("has_uv"))
+    system = System(
+        get("x_initial"),
+        get("springs"),
+        mass=get("mass"),
+        k=get("k"),
+        c=get("c"),
+        rest=get("rest"),
+        pinned=get("pinned"),
+        velocities=get("v_initial"),
+        gravity=get("option_gravity"),
+        drag=float(get("option_drag")),
+        energy_loss=float(get("option_energy_loss")),
+        integrator=str(get("option_integrator")),
+        faces=get("faces"),
+        uv=get("uv") if has_uv else None,
+    )
+    system.strain_limit = None if np.isnan(strain_limit) else strain_limit
+    for option in _REAL_OPTIONS:
+        if option not in ("drag", "energy_loss"):
+            setattr(system, option, float(get(f"option_{option}")))
+    for option in _INT_OPTIONS:
+        setattr(system, option, int(get(f"option_{option}")))
+    system.wind = get("option_wind")
+    kinds = get("collider_kind")
+    fields = {key: get(f"collider_{key}") for key in _COLLIDER_VECTORS + _COLLIDER_SCALARS}
+    for index, kind in enumerate(kinds.tolist()):
+        system._add_collider(
+            str(kind),
+            *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
+            *(float(fields[key][index]) for key in _COLLIDER_SCALARS),
+        )
+    for view, key in ((system.x, "x"), (system.v, "v"), (system.f, "f"), (system.external, "external")):
+        saved = get(key)
+        if saved.shape != view.shape:
+            raise ValueError(f"{name} is a damaged msprings model file: {key} has shape {saved.shape}, "
+                             f"expected {view.shape}")
+        view[...] = saved
+    system._restore_clock(float(get("t")), int(get("steps")), float(get("dissipated")))
+    return system
