@@ -1,64 +1,180 @@
-"""Command line: ``python -m msprings demo`` runs the hanging-chain demo; ``info`` prints the build."""
+"""Command line: ``python -m msprings`` (or ``msprings``) ``demo | list | run SCENE | info``."""
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from . import INTEGRATORS, System, __version__, _core
+from . import INTEGRATORS, DivergenceError, System, __version__, _core
 
 
-def hanging_chain(n_nodes: int = 11, integrator: str = "symplectic_euler") -> System:
-    """The references' string: ``n_nodes`` nodes 1 m apart on the x axis, mass 1 kg,
-    k = 20 N/m, c = 0.3 N s/m between neighbours, node 0 pinned, gravity on.  Released from
-    rest, it swings down and settles hanging from its anchor."""
-    positions = np.zeros((n_nodes, 3))
-    positions[:, 0] = np.arange(n_nodes, dtype=float)
-    springs = np.column_stack([np.arange(n_nodes - 1), np.arange(1, n_nodes)])
-    return System(positions, springs, mass=1.0, k=20.0, c=0.3, pinned=[0], integrator=integrator)
+def _scene_table() -> dict[str, tuple[Callable[..., System], str, float, float]]:
+    """name -> (builder, description, default dt (s), default duration (s))."""
+    from . import scenes
+
+    return {
+        "single_spring": (scenes.single_spring, "one damped spring hanging from a pin", 1e-3, 10.0),
+        "chain": (scenes.chain, "the references' 11-node string, anchored at one end", 1e-3, 10.0),
+        "cloth": (scenes.cloth, "40 x 40 cloth hanging from two corners", 1e-3, 5.0),
+        "flag": (scenes.flag, "a flag on a pole in gusty wind", 5e-4, 4.0),
+        "tablecloth": (scenes.tablecloth, "a tablecloth falling onto a round table", 2e-3, 5.0),
+        "jelly_cube": (scenes.jelly_cube, "a jelly cube dropped on the ground", 1e-3, 3.0),
+        "pyramid": (scenes.pyramid, "a spring pyramid dropped on the ground", 1e-3, 3.0),
+        "spring_sphere": (scenes.spring_sphere, "a sphere of springs dropped on the ground", 1e-3, 3.0),
+        "balloon": (scenes.balloon, "a balloon floating on a string", 1e-3, 5.0),
+    }
 
 
-def demo(seconds: float, dt: float, rows: int, integrator: str) -> int:
-    """Simulates the hanging chain and prints time, energy ledger and the free end's position."""
-    system = hanging_chain(integrator=integrator)
-    steps_total = max(1, round(seconds / dt))
-    per_row = max(1, steps_total // rows)
-    print(f"msprings {__version__}: 11-node hanging chain (k = 20 N/m, c = 0.3 N s/m, m = 1 kg), "
-          f"{integrator}, dt = {dt:g} s")
-    header = f"{'t (s)':>7} {'kinetic':>10} {'spring':>10} {'gravity':>11} {'dissipated':>11} {'total (J)':>11}"
-    header += f"   {'free end (x, y) m':>20}"
+def _resolution_keyword(name: str) -> str | None:
+    return {"chain": "n", "cloth": "n", "tablecloth": "n", "jelly_cube": "n", "flag": "columns",
+            "spring_sphere": "subdivisions", "balloon": "subdivisions"}.get(name)
+
+
+def build_scene(name: str, resolution: int | None = None, wind: float | None = None,
+                integrator: str | None = None) -> System:
+    """Builds a named scene with an optional resolution, wind speed (m/s along x) and integrator."""
+    table = _scene_table()
+    if name not in table:
+        raise ValueError(f"unknown scene {name!r}; choose one of {', '.join(table)}")
+    builder = table[name][0]
+    options: dict[str, Any] = {}
+    if resolution is not None:
+        keyword = _resolution_keyword(name)
+        if keyword is None:
+            raise ValueError(f"scene {name!r} has no resolution to set")
+        options[keyword] = resolution
+    if name in ("spring_sphere",):
+        options.setdefault("center", (0.0, 1.0, 0.0))
+    system = builder(**options)
+    if name in ("spring_sphere",) and not system.colliders:
+        system.add_plane(friction=0.5)
+    if wind is not None:
+        system.wind = (wind, 0.0, 0.0)
+        if system.n_faces and system.drag_coefficient == 0.0:
+            system.drag_coefficient = 1.0
+    if integrator is not None:
+        system.integrator = integrator
+    return system
+
+
+def _energy_table(system: System, dt: float, steps: int, rows: int, title: str) -> None:
+    per_row = max(1, steps // rows)
+    print(title)
+    header = f"{'t (s)':>7} {'kinetic':>11} {'spring':>11} {'gravity':>12} {'dissipated':>11} {'total (J)':>12}"
     print(header)
     print("-" * len(header))
+    initial = system.energy().total
 
     def row() -> None:
         e = system.energy()
-        end = system.x[-1]
-        print(f"{system.t:7.2f} {e.kinetic:10.3f} {e.spring:10.3f} {e.gravity:11.3f} {e.dissipated:11.3f} "
-              f"{e.total:11.3f}   ({end[0]:8.3f}, {end[1]:8.3f})")
+        print(f"{system.t:7.2f} {e.kinetic:11.4g} {e.spring:11.4g} {e.gravity:12.4g} {e.dissipated:11.4g} "
+              f"{e.total:12.6g}")
 
-    initial_total = system.energy().total
     row()
     done = 0
-    while done < steps_total:
-        count = min(per_row, steps_total - done)
+    while done < steps:
+        count = min(per_row, steps - done)
         system.step(dt, count)
         done += count
         row()
-    drift = system.energy().total - initial_total
-    print(f"energy ledger: mechanical + dissipated changed by {drift:+.3e} J over {system.steps} steps "
-          f"(the integrator's error)")
+    print(f"energy ledger: mechanical + dissipated changed by {system.energy().total - initial:+.3e} J over "
+          f"{system.steps} steps (the integrator's error, plus energy the contacts move)")
+
+
+def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None:
+    suffix = path.suffix.lower()
+    if suffix == ".npz":
+        np.savez_compressed(path, times=trajectory.times, positions=trajectory.positions,
+                            energy=trajectory.energy, springs=trajectory.springs, faces=trajectory.faces)
+        return
+    if suffix == "" or path.is_dir():
+        from .mesh import export_obj_frames
+
+        if system.n_faces == 0:
+            raise ValueError("OBJ frames need a surface: this scene has no faces")
+        export_obj_frames(path, trajectory.positions, system.faces, uv=system.uv)
+        return
+    from . import plot
+
+    if suffix == ".png":
+        import matplotlib.pyplot as plt
+
+        ax = plot.draw(trajectory)
+        ax.figure.savefig(path, dpi=120)
+        plt.close(ax.figure)
+        return
+    if suffix in (".gif", ".mp4"):
+        import matplotlib.pyplot as plt
+
+        animation = plot.animate(trajectory, fps=fps)
+        plot.save_animation(animation, path)
+        plt.close(animation._fig)
+        return
+    raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz or a folder for OBJ frames")
+
+
+def run(name: str, *, steps: int | None, dt: float | None, integrator: str | None, wind: float | None,
+        resolution: int | None, output: Path | None, frames: int, fps: int, quiet: bool) -> int:
+    """Simulates a scene, prints its energy ledger and optionally writes it to ``output``."""
+    table = _scene_table()
+    system = build_scene(name, resolution, wind, integrator)
+    step = dt if dt is not None else table[name][2]
+    count = steps if steps is not None else int(round(table[name][3] / step))
+    every = max(1, count // max(frames, 1))
+    if not quiet:
+        print(f"msprings {__version__}: {name} ({system.n_nodes} nodes, {system.n_springs} springs), "
+              f"{system.integrator}, dt = {step:g} s, {count} steps")
+    trajectory = system.run(step, count, every, progress=None if not quiet else False)
+    if not quiet:
+        e = trajectory.energy
+        print(f"{'t (s)':>7} {'kinetic':>11} {'spring':>11} {'gravity':>12} {'dissipated':>11} {'total (J)':>12}")
+        for r in np.linspace(0, len(trajectory) - 1, min(len(trajectory), 6)).astype(int):
+            print(f"{trajectory.times[r]:7.2f} {e[r, 0]:11.4g} {e[r, 1]:11.4g} {e[r, 2]:12.4g} {e[r, 3]:11.4g} "
+                  f"{e[r, 5]:12.6g}")
+    if output is not None:
+        _write_output(system, trajectory, output, fps)
+        if not quiet:
+            print(f"wrote {output}")
     return 0
+
+
+def demo(output: Path, quiet: bool) -> int:
+    """The README's main job: the references' hanging chain as a table, then a tablecloth
+    falling onto a round table, written as an animation."""
+    from .scenes import chain
+
+    if not quiet:
+        _energy_table(chain(), 1e-3, 10_000, 5, f"msprings {__version__}: the 11-node hanging chain "
+                      "(k = 20 N/m, c = 0.3 N s/m, m = 1 kg), symplectic Euler, dt = 1 ms")
+        print()
+    return run("tablecloth", steps=1500, dt=2e-3, integrator=None, wind=None, resolution=20, output=output,
+               frames=50, fps=15, quiet=quiet)
 
 
 def info() -> int:
     """Prints version and build information."""
+    import os
     import platform
+
+    from .scenes import cloth
 
     print(f"msprings {__version__} (C core {_core.version()})")
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
     print(f"integrators: {', '.join(INTEGRATORS)}")
+    print(f"threads: {os.cpu_count()} cores online; systems use all of them by default (System.threads = 0) "
+          f"for explicit/symplectic Euler runs of >= 10,000 springs")
+    print(f"example: cloth(40) has {cloth(40).n_springs} springs")
+    return 0
+
+
+def list_scenes() -> int:
+    """Prints the scenes ``run`` knows."""
+    for name, (_, description, dt, seconds) in _scene_table().items():
+        print(f"{name:14} {description} (dt = {dt:g} s, {seconds:g} s)")
     return 0
 
 
@@ -66,18 +182,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m msprings`` and the ``msprings`` console script."""
     parser = argparse.ArgumentParser(prog="msprings", description="Mass-spring simulation.")
     commands = parser.add_subparsers(dest="command", required=True)
-    demo_parser = commands.add_parser("demo", help="simulate the 11-node hanging chain and print a table")
-    demo_parser.add_argument("--seconds", type=float, default=20.0, help="simulated time (s), default 20")
-    demo_parser.add_argument("--dt", type=float, default=1e-3, help="time step (s), default 0.001")
-    demo_parser.add_argument("--rows", type=int, default=10, help="table rows, default 10")
-    demo_parser.add_argument("--integrator", choices=INTEGRATORS, default="symplectic_euler")
+    demo_parser = commands.add_parser("demo", help="simulate a scene and write its animation")
+    demo_parser.add_argument("-o", "--output", type=Path, default=Path("msprings-demo.gif"),
+                             help="where to write the animation (.gif, .mp4 or .png), default msprings-demo.gif")
+    demo_parser.add_argument("-q", "--quiet", action="store_true")
+    commands.add_parser("list", help="the scenes that run knows")
+    run_parser = commands.add_parser("run", help="simulate a scene")
+    run_parser.add_argument("scene")
+    run_parser.add_argument("--steps", type=int, help="number of steps (default: the scene's duration / dt)")
+    run_parser.add_argument("--dt", type=float, help="time step (s)")
+    run_parser.add_argument("--integrator", choices=INTEGRATORS)
+    run_parser.add_argument("--wind", type=float, help="wind speed along x (m/s)")
+    run_parser.add_argument("--resolution", type=int, help="nodes per side (or sphere subdivisions)")
+    run_parser.add_argument("-o", "--output", type=Path,
+                            help=".gif/.mp4 animation, .png last frame, .npz trajectory, or a folder of OBJ frames")
+    run_parser.add_argument("--frames", type=int, default=60, help="records kept (frames), default 60")
+    run_parser.add_argument("--fps", type=int, default=20)
+    run_parser.add_argument("-q", "--quiet", action="store_true")
     commands.add_parser("info", help="version and build information")
     args = parser.parse_args(argv)
-    if args.command == "demo":
-        if not (args.seconds > 0 and args.dt > 0 and args.rows >= 1):
-            parser.error("--seconds and --dt must be > 0 and --rows >= 1")
-        return demo(args.seconds, args.dt, args.rows, args.integrator)
-    return info()
+    try:
+        if args.command == "demo":
+            return demo(args.output, args.quiet)
+        if args.command == "list":
+            return list_scenes()
+        if args.command == "run":
+            for name in ("steps", "resolution", "frames", "fps"):
+                value = getattr(args, name)
+                if value is not None and value < 1:
+                    parser.error(f"--{name} must be >= 1")
+            if args.dt is not None and not args.dt > 0:
+                parser.error("--dt must be > 0")
+            return run(args.scene, steps=args.steps, dt=args.dt, integrator=args.integrator, wind=args.wind,
+                       resolution=args.resolution, output=args.output, frames=args.frames, fps=args.fps,
+                       quiet=args.quiet)
+        return info()
+    except (ValueError, DivergenceError) as error:
+        print(f"msprings: error: {error}", file=sys.stderr)
+        return 2
+    except ImportError as error:
+        print(f"msprings: error: {error} (install the plotting extra: pip install 'msprings[plot]')",
+              file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
