@@ -6,8 +6,11 @@
  * A close pair that no spring joins is pushed apart to distance d along the line between
  * them, each node moving in proportion to its inverse mass (the centre of mass stays put),
  * and their approaching relative velocity along that line is removed by equal and opposite
- * impulses (a perfectly inelastic contact, so momentum is conserved).  Pairs are resolved
- * once per step in node order, which is deterministic.
+ * impulses (a perfectly inelastic contact, so momentum is conserved).  Where the system has
+ * triangles, nodes are also kept d away from every triangle they are not a corner of (see
+ * node_triangle_pass), so a node cannot slip through a cloth between its nodes.  Pairs are
+ * resolved once per step in node order, which is deterministic.  The distance should be
+ * below about half the node spacing, or neighbours in a flat sheet already "collide".
  */
 #include <math.h>
 #include <stdlib.h>
@@ -22,6 +25,10 @@ typedef struct self_work {
     int64_t* bucket_start;    /* (buckets + 1) */
     int32_t* order;           /* (nnode) node indices sorted by bucket */
     int64_t* node_bucket;     /* (nnode) */
+    int64_t face_buckets;     /* power of two, for the triangles (0 without faces) */
+    int64_t* face_bucket_start; /* (face_buckets + 1) */
+    int32_t* face_order;      /* (nface) triangles sorted by bucket */
+    int64_t* face_bucket;     /* (nface) */
 } self_work;
 
 static int compare_int32(const void* a, const void* b) {
@@ -40,13 +47,18 @@ static self_work* build_work(const ms_model* m) {
     w->bucket_start = malloc(sizeof(int64_t) * (size_t)(buckets + 1));
     w->order = malloc(sizeof(int32_t) * (size_t)n);
     w->node_bucket = malloc(sizeof(int64_t) * (size_t)n);
-    if (!w->adjacency_start || !w->adjacency || !w->bucket_start || !w->order || !w->node_bucket) {
-        free(w->adjacency_start);
-        free(w->adjacency);
-        free(w->bucket_start);
-        free(w->order);
-        free(w->node_bucket);
-        free(w);
+    int64_t face_buckets = 0;
+    if (m->nface > 0) {
+        face_buckets = 1;
+        while (face_buckets < 2 * m->nface) face_buckets *= 2;
+        w->face_bucket_start = malloc(sizeof(int64_t) * (size_t)(face_buckets + 1));
+        w->face_order = malloc(sizeof(int32_t) * (size_t)m->nface);
+        w->face_bucket = malloc(sizeof(int64_t) * (size_t)m->nface);
+    }
+    w->face_buckets = face_buckets;
+    if (!w->adjacency_start || !w->adjacency || !w->bucket_start || !w->order || !w->node_bucket ||
+        (m->nface > 0 && (!w->face_bucket_start || !w->face_order || !w->face_bucket))) {
+        ms_self_work_free(w);
         return NULL;
     }
     w->buckets = buckets;
@@ -71,6 +83,9 @@ static self_work* build_work(const ms_model* m) {
 void ms_self_work_free(void* work) {
     self_work* w = work;
     if (w == NULL) return;
+    free(w->face_bucket_start);
+    free(w->face_order);
+    free(w->face_bucket);
     free(w->adjacency_start);
     free(w->adjacency);
     free(w->bucket_start);
@@ -97,6 +112,131 @@ static int64_t cell_of(double coordinate, double inv_cell) { return (int64_t)flo
 static int64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, int64_t buckets) {
     const uint64_t h = (uint64_t)cx * 73856093ull ^ (uint64_t)cy * 19349663ull ^ (uint64_t)cz * 83492791ull;
     return (int64_t)(h & (uint64_t)(buckets - 1));
+}
+
+/* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
+   as barycentric weights (wa, wb, wc) summing to 1. */
+static void closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
+    double ab[3], ac[3], ap[3];
+    for (int q = 0; q < 3; ++q) ab[q] = b[q] - a[q], ac[q] = c[q] - a[q], ap[q] = p[q] - a[q];
+#define DOT(u, w) ((u)[0] * (w)[0] + (u)[1] * (w)[1] + (u)[2] * (w)[2])
+    const double d1 = DOT(ab, ap), d2 = DOT(ac, ap);
+    if (d1 <= 0.0 && d2 <= 0.0) { weight[0] = 1, weight[1] = 0, weight[2] = 0; return; }
+    double bp[3];
+    for (int q = 0; q < 3; ++q) bp[q] = p[q] - b[q];
+    const double d3 = DOT(ab, bp), d4 = DOT(ac, bp);
+    if (d3 >= 0.0 && d4 <= d3) { weight[0] = 0, weight[1] = 1, weight[2] = 0; return; }
+    const double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+        const double t = d1 / (d1 - d3);
+        weight[0] = 1 - t, weight[1] = t, weight[2] = 0;
+        return;
+    }
+    double cp[3];
+    for (int q = 0; q < 3; ++q) cp[q] = p[q] - c[q];
+    const double d5 = DOT(ab, cp), d6 = DOT(ac, cp);
+    if (d6 >= 0.0 && d5 <= d6) { weight[0] = 0, weight[1] = 0, weight[2] = 1; return; }
+    const double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+        const double t = d2 / (d2 - d6);
+        weight[0] = 1 - t, weight[1] = 0, weight[2] = t;
+        return;
+    }
+    const double va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+        const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        weight[0] = 0, weight[1] = 1 - t, weight[2] = t;
+        return;
+    }
+    const double denominator = 1.0 / (va + vb + vc);
+    weight[1] = vb * denominator;
+    weight[2] = vc * denominator;
+    weight[0] = 1.0 - weight[1] - weight[2];
+#undef DOT
+}
+
+/* Node-triangle pass: a node closer than d to a triangle it is not a corner of is pushed
+   out along the line from the triangle's closest point, the triangle's corners moving the
+   other way in proportion to their barycentric weights and inverse masses (momentum is
+   conserved), and their approaching normal velocity is removed by an impulse.  Triangles
+   are hashed by centroid into cells of d + the longest edge, so every triangle within d of
+   a node has its centroid in one of the 27 cells around the node. */
+static double node_triangle_pass(const ms_model* m, self_work* w, const double* inv_mass, double* x, double* v,
+                                 double distance) {
+    double longest2 = 0.0;
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        for (int e = 0; e < 3; ++e) {
+            const double* a = x + 3 * (int64_t)face[e];
+            const double* b = x + 3 * (int64_t)face[(e + 1) % 3];
+            const double d2 = (b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]);
+            if (d2 > longest2) longest2 = d2;
+        }
+    }
+    const double cell = distance + sqrt(longest2), inv_cell = 1.0 / cell;
+    memset(w->face_bucket_start, 0, sizeof(int64_t) * (size_t)(w->face_buckets + 1));
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        double centroid[3];
+        for (int q = 0; q < 3; ++q)
+            centroid[q] = (x[3 * (int64_t)face[0] + q] + x[3 * (int64_t)face[1] + q] + x[3 * (int64_t)face[2] + q]) / 3.0;
+        w->face_bucket[f] = bucket_of(cell_of(centroid[0], inv_cell), cell_of(centroid[1], inv_cell),
+                                      cell_of(centroid[2], inv_cell), w->face_buckets);
+        w->face_bucket_start[w->face_bucket[f] + 1] += 1;
+    }
+    for (int64_t b = 0; b < w->face_buckets; ++b) w->face_bucket_start[b + 1] += w->face_bucket_start[b];
+    for (int64_t f = 0; f < m->nface; ++f) w->face_order[w->face_bucket_start[w->face_bucket[f]]++] = (int32_t)f;
+    for (int64_t b = w->face_buckets; b > 0; --b) w->face_bucket_start[b] = w->face_bucket_start[b - 1];
+    w->face_bucket_start[0] = 0;
+
+    double removed = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* p = x + 3 * i;
+        const int64_t cx = cell_of(p[0], inv_cell), cy = cell_of(p[1], inv_cell), cz = cell_of(p[2], inv_cell);
+        for (int dz = -1; dz <= 1; ++dz)
+            for (int dy = -1; dy <= 1; ++dy)
+                for (int dx = -1; dx <= 1; ++dx) {
+                    const int64_t b = bucket_of(cx + dx, cy + dy, cz + dz, w->face_buckets);
+                    for (int64_t k = w->face_bucket_start[b]; k < w->face_bucket_start[b + 1]; ++k) {
+                        const int32_t* face = m->faces + 3 * (int64_t)w->face_order[k];
+                        if (face[0] == i || face[1] == i || face[2] == i) continue;
+                        double* corner[3] = {x + 3 * (int64_t)face[0], x + 3 * (int64_t)face[1], x + 3 * (int64_t)face[2]};
+                        double weight[3];
+                        closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
+                        double d[3];
+                        for (int q = 0; q < 3; ++q)
+                            d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
+                        const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                        if (length2 >= distance * distance || length2 <= 1e-24) continue;
+                        const double w_node = inv_mass[i];
+                        const double w_face[3] = {inv_mass[face[0]], inv_mass[face[1]], inv_mass[face[2]]};
+                        const double total = w_node + weight[0] * weight[0] * w_face[0] +
+                                             weight[1] * weight[1] * w_face[1] + weight[2] * weight[2] * w_face[2];
+                        if (total == 0.0) continue;
+                        const double length = sqrt(length2);
+                        const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
+                        const double push = (distance - length) / total;
+                        double approach = 0.0; /* normal velocity of the node relative to the triangle */
+                        for (int q = 0; q < 3; ++q) {
+                            const double surface = weight[0] * v[3 * (int64_t)face[0] + q] +
+                                                   weight[1] * v[3 * (int64_t)face[1] + q] +
+                                                   weight[2] * v[3 * (int64_t)face[2] + q];
+                            approach += (v[3 * i + q] - surface) * normal[q];
+                        }
+                        const double impulse = approach < 0.0 ? -approach / total : 0.0;
+                        removed += 0.5 * impulse * impulse * total;
+                        for (int q = 0; q < 3; ++q) {
+                            p[q] += w_node * push * normal[q];
+                            v[3 * i + q] += w_node * impulse * normal[q];
+                            for (int c = 0; c < 3; ++c) {
+                                corner[c][q] -= weight[c] * w_face[c] * push * normal[q];
+                                v[3 * (int64_t)face[c] + q] -= weight[c] * w_face[c] * impulse * normal[q];
+                            }
+                        }
+                    }
+                }
+    }
+    return removed;
 }
 
 double ms_self_collide(const ms_model* m, ms_state* s, double* restrict x, double* restrict v) {
@@ -161,5 +301,6 @@ double ms_self_collide(const ms_model* m, ms_state* s, double* restrict x, doubl
                     }
                 }
     }
+    if (m->nface > 0) removed += node_triangle_pass(m, w, inv_mass, x, v, distance);
     return removed;
 }
