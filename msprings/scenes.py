@@ -354,8 +354,14 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
 
     sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
     damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
-    return mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping, bend_k=bend_k,
-                          stabilise=stabilise, uv=sphere.uv, **options)
+    system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping, bend_k=bend_k,
+                                    stabilise=stabilise, uv=sphere.uv, return_counts=True, **options)
+    start = 0
+    for name in ("structural", "bend", "stabilise"):
+        if counts.get(name, 0):
+            system.families[name] = np.arange(start, start + counts[name])
+            start += counts[name]
+    return system
 
 
 def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float = 1.5, string_nodes: int = 10,
@@ -375,7 +381,7 @@ def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float 
     sphere = mesh.icosphere(subdivisions, radius=radius, center=center)
     damping = 0.9 * 2.0 * math.sqrt(mass * k)
     body, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping,
-                                  stabilise="center", return_counts=True)
+                                  stabilise="center", uv=sphere.uv, return_counts=True)
     body_positions = body.x.copy()
     body_masses = body.mass.copy()
     bottom = int(np.argmin(sphere.vertices[:, 1]))
@@ -394,7 +400,7 @@ def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float 
     masses = np.concatenate([body_masses, np.full(string_nodes - 1, mass)])
     options.setdefault("pinned", [int(string_index[0])])
     system = System(positions, springs, mass=masses, k=stiffness, c=dampers, faces=body.faces,
-                    uv=np.concatenate([sphere.uv, np.zeros((string_nodes - 1, 2))]) if sphere.uv is not None else None,
+                    uv=np.concatenate([body.uv, np.zeros((string_nodes - 1, 2))]) if body.uv is not None else None,
                     **options)
     sphere_nodes = np.arange(offset)
     weight = float(np.sum(masses[sphere_nodes])) * float(-system.gravity[1])

@@ -201,12 +201,15 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
         }
         /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power). */
         power = ms_forces(m, x_out, v_out, ms_active_external(s), s->t + h, force);
-        double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0;
+        double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
+        const double* g = m->opt.gravity;
+        const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
         for (int64_t i = 0; i < nnode; ++i) {
             if (inv_mass[i] == 0.0) {
                 rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
                 continue;
             }
+            weight2 += h * h * m->mass[i] * m->mass[i] * g2;
             for (int a = 0; a < 3; ++a) {
                 const int64_t q = 3 * i + a;
                 const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
@@ -216,7 +219,11 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
                 impulse2 += impulse * impulse;
             }
         }
-        const double scale = sqrt(momentum2 > impulse2 ? momentum2 : impulse2);
+        /* At rest under gravity the net force is a cancellation of weights and tensions, so
+           the weight impulse sets the scale of its round-off too. */
+        double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
+        if (weight2 > scale2) scale2 = weight2;
+        const double scale = sqrt(scale2);
         stats->newton_residual = scale > 0.0 ? sqrt(residual2) / scale : 0.0;
         if (!isfinite(stats->newton_residual)) break;
         if (sqrt(residual2) <= opt->newton_tol * scale) {
