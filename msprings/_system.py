@@ -96,44 +96,26 @@ def _per_item(value: ArrayLike, count: int, name: str, what: str) -> np.ndarray:
     return array
 
 
-def _springs_array(springs: ArrayLike, n_nodes: int) -> np.ndarray:
+def index_array(value: ArrayLike, name: str, width: int, count: int, noun: str = "node") -> np.ndarray:
+    """An int64 (rows, ``width``) array of indices into ``count`` items, with errors that name
+    the argument and the first bad row (springs: width 2, triangles: width 3)."""
     try:
-        array = np.asarray(springs)
+        array = np.asarray(value)
     except (TypeError, ValueError) as error:
-        raise TypeError(f"springs must be an (m, 2) array of integer node indices: {error}") from None
-    if array.size == 0:
-        array = np.zeros((0, 2), dtype=np.int64) if array.dtype.kind not in "USO" else array
+        raise TypeError(f"{name} must be a (rows, {width}) array of integer {noun} indices: {error}") from None
+    if array.size == 0 and array.dtype.kind not in "USO":
+        return np.zeros((0, width), dtype=np.int64)
     if array.dtype.kind not in "iu":
-        raise TypeError(f"springs must contain integer node indices, got dtype {array.dtype}")
-    if array.ndim != 2 or array.shape[1] != 2:
-        raise ValueError(f"springs must have shape (m, 2), got {array.shape}")
-    if array.size and (array.min() < 0 or array.max() >= n_nodes):
-        bad = int(np.flatnonzero(((array < 0) | (array >= n_nodes)).any(axis=1))[0])
+        raise TypeError(f"{name} must contain integer {noun} indices, got dtype {array.dtype}")
+    if array.ndim != 2 or array.shape[1] != width:
+        raise ValueError(f"{name} must have shape (rows, {width}), got {array.shape}")
+    outside = ((array < 0) | (array >= count)).any(axis=1)
+    if outside.any():
+        bad = int(np.flatnonzero(outside)[0])
         raise ValueError(
-            f"springs[{bad}] = {tuple(int(i) for i in array[bad])} refers to a node outside 0..{n_nodes - 1}"
+            f"{name}[{bad}] = {tuple(int(i) for i in array[bad])} refers to a {noun} outside 0..{count - 1}"
         )
-    return array.astype(np.int32)
-
-
-def _faces_array(faces: ArrayLike | None, n_nodes: int) -> np.ndarray | None:
-    if faces is None:
-        return None
-    try:
-        array = np.asarray(faces)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"faces must be an (F, 3) array of integer node indices: {error}") from None
-    if array.size == 0:
-        return np.zeros((0, 3), dtype=np.int32)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"faces must contain integer node indices, got dtype {array.dtype}")
-    if array.ndim != 2 or array.shape[1] != 3:
-        raise ValueError(f"faces must have shape (F, 3), got {array.shape}")
-    if array.min() < 0 or array.max() >= n_nodes:
-        bad = int(np.flatnonzero(((array < 0) | (array >= n_nodes)).any(axis=1))[0])
-        raise ValueError(
-            f"faces[{bad}] = {tuple(int(i) for i in array[bad])} refers to a node outside 0..{n_nodes - 1}"
-        )
-    return array.astype(np.int32)
+    return np.array(array, dtype=np.int64, order="C")
 
 
 def _pinned_mask(pinned: ArrayLike | None, n_nodes: int) -> np.ndarray:
@@ -243,7 +225,7 @@ class System(_core.System):
         if x.ndim != 2 or x.shape[1] != 3 or x.shape[0] < 1:
             raise ValueError(f"positions must have shape (n, 3) with n >= 1, got {x.shape}")
         n = x.shape[0]
-        pairs = _springs_array(springs, n)
+        pairs = index_array(springs, "springs", 2, n).astype(np.int32)
         m = pairs.shape[0]
         if velocities is None:
             v = np.zeros_like(x)
@@ -269,7 +251,7 @@ class System(_core.System):
             drag=drag,
             energy_loss=energy_loss,
             integrator=integrator,
-            faces=_faces_array(faces, n),
+            faces=None if faces is None else index_array(faces, "faces", 3, n).astype(np.int32),
         )
         self.families: dict[str, np.ndarray] = {}
         if uv is None:

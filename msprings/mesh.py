@@ -20,7 +20,7 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._system import System
+from ._system import System, index_array
 
 __all__ = [
     "InteriorEdges",
@@ -141,23 +141,7 @@ def _points(value: ArrayLike, name: str, width: int, rows: int | None = None) ->
 
 def _triangles(value: ArrayLike, n_vertices: int) -> np.ndarray:
     """An int64 (F, 3) array of indices into ``n_vertices`` vertices."""
-    try:
-        array = np.asarray(value)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"faces must be an (F, 3) array of integer vertex indices: {error}") from None
-    if array.size == 0:
-        return np.zeros((0, 3), dtype=np.int64)
-    if array.dtype.kind not in "iu":
-        raise TypeError(f"faces must contain integer vertex indices, got dtype {array.dtype}")
-    if array.ndim != 2 or array.shape[1] != 3:
-        raise ValueError(f"faces must have shape (F, 3), got {array.shape}")
-    outside = ((array < 0) | (array >= n_vertices)).any(axis=1)
-    if outside.any():
-        bad = int(np.flatnonzero(outside)[0])
-        raise ValueError(
-            f"faces[{bad}] = {tuple(int(i) for i in array[bad])} refers to a vertex outside 0..{n_vertices - 1}"
-        )
-    return np.array(array, dtype=np.int64, order="C")
+    return index_array(value, "faces", 3, n_vertices, "vertex")
 
 
 # ---- geometry -----------------------------------------------------------------------
