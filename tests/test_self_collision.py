@@ -343,3 +343,51 @@ def test_bad_values_are_refused(value: object, error: type[Exception]) -> None:
         s.self_collision = value
     assert s.self_collision == 0.05
     np.testing.assert_array_equal(s.x, [[0.0, 0.0, 0.0], [0.01, 0.0, 0.0]])
+
+
+# ---- node-triangle ---------------------------------------------------------------------
+
+
+def _triangle_and_particle(velocity_y: float, pinned: list[int] | None = None) -> msprings.System:
+    """A horizontal triangle of three 1 kg corners at y = 0 and a 1 kg particle just above
+    its interior; no springs join the particle to the triangle, no gravity."""
+    positions = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0], [0.25, 0.01, 0.25]]
+    velocities = [[0.0, 0.0, 0.0]] * 3 + [[0.0, velocity_y, 0.0]]
+    return msprings.System(positions, [[0, 1], [1, 2], [2, 0]], faces=[[0, 1, 2]], pinned=pinned,
+                           velocities=velocities, gravity=(0.0, 0.0, 0.0), k=100.0)
+
+
+def test_node_is_kept_off_a_triangle_between_its_corners() -> None:
+    """A particle falling onto the interior of a pinned triangle -- far from every corner, so
+    node-node repulsion alone would let it through -- stops at exactly the distance."""
+    s = _triangle_and_particle(-1.0, pinned=[0, 1, 2])
+    s.self_collision = 0.05
+    s.step(1e-3, 100)
+    assert s.x[3, 1] == pytest.approx(0.05, abs=1e-12)
+    np.testing.assert_allclose(s.v[3], 0.0, atol=1e-12)
+    np.testing.assert_array_equal(s.x[:3], _triangle_and_particle(0.0).x[:3])
+    without = _triangle_and_particle(-1.0, pinned=[0, 1, 2])
+    without.step(1e-3, 100)
+    assert without.x[3, 1] < -0.05
+
+
+def test_node_triangle_push_splits_by_barycentric_weight_and_conserves_momentum() -> None:
+    """Free triangle and particle: one step of contact matches the closed form of the
+    barycentric split (generalised inverse mass 1 + sum w_i^2) and keeps momentum."""
+    s = _triangle_and_particle(-2.0)
+    s.self_collision = 0.05
+    p0 = s.momentum()
+    dt = 1e-3
+    s.step(dt, 1)
+    # before the contact the particle is at y = 0.01 - 2 dt = 0.008, inside the distance
+    weights = np.array([0.5, 0.25, 0.25])  # barycentric weights of (0.25, 0.25) in the triangle
+    total = 1.0 + np.sum(weights**2)
+    push = (0.05 - 0.008) / total
+    assert s.x[3, 1] == pytest.approx(0.008 + push, abs=1e-12)
+    np.testing.assert_allclose(s.x[:3, 1], -weights * push, atol=1e-12)
+    impulse = 2.0 / total  # the approach speed 2 m/s is removed along the normal
+    assert s.v[3, 1] == pytest.approx(-2.0 + impulse, abs=1e-12)
+    np.testing.assert_allclose(s.v[:3, 1], -weights * impulse, atol=1e-12)
+    np.testing.assert_allclose(s.momentum(), p0, atol=1e-12)
+    relative = s.v[3, 1] - weights @ s.v[:3, 1]
+    assert relative == pytest.approx(0.0, abs=1e-12)

@@ -114,6 +114,21 @@ static int64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, int64_t buckets) {
     return (int64_t)(h & (uint64_t)(buckets - 1));
 }
 
+/* The distinct buckets of the 27 cells around (cx, cy, cz): two cells can hash to the same
+   bucket, and a bucket visited twice would resolve its pairs twice.  Returns the count. */
+static int neighbour_buckets(int64_t cx, int64_t cy, int64_t cz, int64_t buckets, int64_t out[27]) {
+    int count = 0;
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                const int64_t b = bucket_of(cx + dx, cy + dy, cz + dz, buckets);
+                int seen = 0;
+                for (int k = 0; k < count && !seen; ++k) seen = out[k] == b;
+                if (!seen) out[count++] = b;
+            }
+    return count;
+}
+
 /* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
    as barycentric weights (wa, wb, wc) summing to 1. */
 static void closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
@@ -192,49 +207,49 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
     double removed = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* p = x + 3 * i;
-        const int64_t cx = cell_of(p[0], inv_cell), cy = cell_of(p[1], inv_cell), cz = cell_of(p[2], inv_cell);
-        for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-                for (int dx = -1; dx <= 1; ++dx) {
-                    const int64_t b = bucket_of(cx + dx, cy + dy, cz + dz, w->face_buckets);
-                    for (int64_t k = w->face_bucket_start[b]; k < w->face_bucket_start[b + 1]; ++k) {
-                        const int32_t* face = m->faces + 3 * (int64_t)w->face_order[k];
-                        if (face[0] == i || face[1] == i || face[2] == i) continue;
-                        double* corner[3] = {x + 3 * (int64_t)face[0], x + 3 * (int64_t)face[1], x + 3 * (int64_t)face[2]};
-                        double weight[3];
-                        closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
-                        double d[3];
-                        for (int q = 0; q < 3; ++q)
-                            d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
-                        const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                        if (length2 >= distance * distance || length2 <= 1e-24) continue;
-                        const double w_node = inv_mass[i];
-                        const double w_face[3] = {inv_mass[face[0]], inv_mass[face[1]], inv_mass[face[2]]};
-                        const double total = w_node + weight[0] * weight[0] * w_face[0] +
-                                             weight[1] * weight[1] * w_face[1] + weight[2] * weight[2] * w_face[2];
-                        if (total == 0.0) continue;
-                        const double length = sqrt(length2);
-                        const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
-                        const double push = (distance - length) / total;
-                        double approach = 0.0; /* normal velocity of the node relative to the triangle */
-                        for (int q = 0; q < 3; ++q) {
-                            const double surface = weight[0] * v[3 * (int64_t)face[0] + q] +
-                                                   weight[1] * v[3 * (int64_t)face[1] + q] +
-                                                   weight[2] * v[3 * (int64_t)face[2] + q];
-                            approach += (v[3 * i + q] - surface) * normal[q];
-                        }
-                        const double impulse = approach < 0.0 ? -approach / total : 0.0;
-                        removed += 0.5 * impulse * impulse * total;
-                        for (int q = 0; q < 3; ++q) {
-                            p[q] += w_node * push * normal[q];
-                            v[3 * i + q] += w_node * impulse * normal[q];
-                            for (int c = 0; c < 3; ++c) {
-                                corner[c][q] -= weight[c] * w_face[c] * push * normal[q];
-                                v[3 * (int64_t)face[c] + q] -= weight[c] * w_face[c] * impulse * normal[q];
-                            }
-                        }
+        int64_t visit[27];
+        const int visits = neighbour_buckets(cell_of(p[0], inv_cell), cell_of(p[1], inv_cell),
+                                             cell_of(p[2], inv_cell), w->face_buckets, visit);
+        for (int cell_index = 0; cell_index < visits; ++cell_index) {
+            const int64_t b = visit[cell_index];
+            for (int64_t k = w->face_bucket_start[b]; k < w->face_bucket_start[b + 1]; ++k) {
+                const int32_t* face = m->faces + 3 * (int64_t)w->face_order[k];
+                if (face[0] == i || face[1] == i || face[2] == i) continue;
+                double* corner[3] = {x + 3 * (int64_t)face[0], x + 3 * (int64_t)face[1], x + 3 * (int64_t)face[2]};
+                double weight[3];
+                closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
+                double d[3];
+                for (int q = 0; q < 3; ++q)
+                    d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
+                const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (length2 >= distance * distance || length2 <= 1e-24) continue;
+                const double w_node = inv_mass[i];
+                const double w_face[3] = {inv_mass[face[0]], inv_mass[face[1]], inv_mass[face[2]]};
+                const double total = w_node + weight[0] * weight[0] * w_face[0] +
+                                     weight[1] * weight[1] * w_face[1] + weight[2] * weight[2] * w_face[2];
+                if (total == 0.0) continue;
+                const double length = sqrt(length2);
+                const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
+                const double push = (distance - length) / total;
+                double approach = 0.0; /* normal velocity of the node relative to the triangle */
+                for (int q = 0; q < 3; ++q) {
+                    const double surface = weight[0] * v[3 * (int64_t)face[0] + q] +
+                                           weight[1] * v[3 * (int64_t)face[1] + q] +
+                                           weight[2] * v[3 * (int64_t)face[2] + q];
+                    approach += (v[3 * i + q] - surface) * normal[q];
+                }
+                const double impulse = approach < 0.0 ? -approach / total : 0.0;
+                removed += 0.5 * impulse * impulse * total;
+                for (int q = 0; q < 3; ++q) {
+                    p[q] += w_node * push * normal[q];
+                    v[3 * i + q] += w_node * impulse * normal[q];
+                    for (int c = 0; c < 3; ++c) {
+                        corner[c][q] -= weight[c] * w_face[c] * push * normal[q];
+                        v[3 * (int64_t)face[c] + q] -= weight[c] * w_face[c] * impulse * normal[q];
                     }
                 }
+            }
+        }
     }
     return removed;
 }
@@ -265,41 +280,40 @@ double ms_self_collide(const ms_model* m, ms_state* s, double* restrict x, doubl
     double removed = 0.0;
     const double distance2 = distance * distance;
     for (int64_t i = 0; i < n; ++i) {
-        const int64_t cx = cell_of(x[3 * i], inv_cell), cy = cell_of(x[3 * i + 1], inv_cell),
-                      cz = cell_of(x[3 * i + 2], inv_cell);
-        for (int dz = -1; dz <= 1; ++dz)
-            for (int dy = -1; dy <= 1; ++dy)
-                for (int dx = -1; dx <= 1; ++dx) {
-                    const int64_t b = bucket_of(cx + dx, cy + dy, cz + dz, w->buckets);
-                    for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
-                        const int32_t j = w->order[k];
-                        if (j <= i) continue; /* each pair once (and not a node with itself) */
-                        const double wi = inv_mass[i], wj = inv_mass[j];
-                        if (wi + wj == 0.0) continue;
-                        double* xi = x + 3 * i;
-                        double* xj = x + 3 * j;
-                        const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
-                        const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                        if (length2 >= distance2 || length2 <= 1e-24) continue;
-                        if (joined(w, (int32_t)i, j)) continue;
-                        const double length = sqrt(length2);
-                        const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
-                        const double push = (distance - length) / (wi + wj);
-                        double* vi = v + 3 * i;
-                        double* vj = v + 3 * j;
-                        const double approach = (vj[0] - vi[0]) * normal[0] + (vj[1] - vi[1]) * normal[1] +
-                                                (vj[2] - vi[2]) * normal[2];
-                        /* inelastic impulse along the normal, only if they approach */
-                        const double impulse = approach < 0.0 ? -approach / (wi + wj) : 0.0;
-                        if (impulse > 0.0) removed += 0.5 * impulse * impulse * (wi + wj);
-                        for (int a = 0; a < 3; ++a) {
-                            xi[a] -= wi * push * normal[a];
-                            xj[a] += wj * push * normal[a];
-                            vi[a] -= wi * impulse * normal[a];
-                            vj[a] += wj * impulse * normal[a];
-                        }
-                    }
+        int64_t visit[27];
+        const int visits = neighbour_buckets(cell_of(x[3 * i], inv_cell), cell_of(x[3 * i + 1], inv_cell),
+                                             cell_of(x[3 * i + 2], inv_cell), w->buckets, visit);
+        for (int cell_index = 0; cell_index < visits; ++cell_index) {
+            const int64_t b = visit[cell_index];
+            for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
+                const int32_t j = w->order[k];
+                if (j <= i) continue; /* each pair once (and not a node with itself) */
+                const double wi = inv_mass[i], wj = inv_mass[j];
+                if (wi + wj == 0.0) continue;
+                double* xi = x + 3 * i;
+                double* xj = x + 3 * j;
+                const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
+                const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (length2 >= distance2 || length2 <= 1e-24) continue;
+                if (joined(w, (int32_t)i, j)) continue;
+                const double length = sqrt(length2);
+                const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
+                const double push = (distance - length) / (wi + wj);
+                double* vi = v + 3 * i;
+                double* vj = v + 3 * j;
+                const double approach = (vj[0] - vi[0]) * normal[0] + (vj[1] - vi[1]) * normal[1] +
+                                        (vj[2] - vi[2]) * normal[2];
+                /* inelastic impulse along the normal, only if they approach */
+                const double impulse = approach < 0.0 ? -approach / (wi + wj) : 0.0;
+                if (impulse > 0.0) removed += 0.5 * impulse * impulse * (wi + wj);
+                for (int a = 0; a < 3; ++a) {
+                    xi[a] -= wi * push * normal[a];
+                    xj[a] += wj * push * normal[a];
+                    vi[a] -= wi * impulse * normal[a];
+                    vj[a] += wj * impulse * normal[a];
                 }
+            }
+        }
     }
     if (m->nface > 0) removed += node_triangle_pass(m, w, inv_mass, x, v, distance);
     return removed;
