@@ -171,6 +171,19 @@ def info() -> int:
     return 0
 
 
+def bench(suite: str, quick: bool) -> int:
+    """Runs one of the benchmarks in the source tree's ``benchmarks/`` folder."""
+    import importlib
+
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "benchmarks" / f"bench_{suite}.py").exists():
+        raise ValueError(f"benchmarks/bench_{suite}.py not found: run this from a source checkout of msprings")
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+    module = importlib.import_module(f"benchmarks.bench_{suite}")
+    return int(module.main(["--quick"] if quick else []))
+
+
 def list_scenes() -> int:
     """Prints the scenes ``run`` knows."""
     for name, (_, description, dt, seconds) in _scene_table().items():
@@ -200,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_parser.add_argument("--fps", type=int, default=20)
     run_parser.add_argument("-q", "--quiet", action="store_true")
     commands.add_parser("info", help="version and build information")
+    bench_parser = commands.add_parser("bench", help="the side-by-side benchmarks (from the source tree)")
+    bench_parser.add_argument("suite", nargs="?", default="core", choices=("core", "implicit", "peers", "self_collision"))
+    bench_parser.add_argument("--quick", action="store_true", help="short runs: rough numbers")
     args = parser.parse_args(argv)
     try:
         if args.command == "demo":
@@ -216,6 +232,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run(args.scene, steps=args.steps, dt=args.dt, integrator=args.integrator, wind=args.wind,
                        resolution=args.resolution, output=args.output, frames=args.frames, fps=args.fps,
                        quiet=args.quiet)
+        if args.command == "bench":
+            return bench(args.suite, args.quick)
         return info()
     except (ValueError, DivergenceError) as error:
         print(f"msprings: error: {error}", file=sys.stderr)
