@@ -112,7 +112,7 @@ def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None
 
         animation = plot.animate(trajectory, fps=fps)
         plot.save_animation(animation, path)
-        plt.close(animation._fig)
+        plt.close(animation.axes.figure)
         return
     raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz or a folder for OBJ frames")
 
@@ -122,7 +122,11 @@ def run(name: str, *, steps: int | None, dt: float | None, integrator: str | Non
     """Simulates a scene, prints its energy ledger and optionally writes it to ``output``."""
     table = _scene_table()
     system = build_scene(name, resolution, wind, integrator)
-    step = dt if dt is not None else table[name][2]
+    if dt is not None:
+        step = dt
+    else:
+        # the scene's usual step, or half the stability limit if that is smaller
+        step = min(table[name][2], 0.5 * system.critical_dt())
     count = steps if steps is not None else int(round(table[name][3] / step))
     every = max(1, count // max(frames, 1))
     if not quiet:

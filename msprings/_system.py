@@ -363,6 +363,9 @@ class System(_core.System):
         explicit Euler (0 without damping: unstable at any step), infinite for implicit
         Euler.  Pairing the highest frequency with the highest damping rate is exact for
         uniform networks with the same ``c/k`` on every spring and otherwise an estimate.
+        Explicit Euler needs damping in *every* mode: axial dampers do not reach the
+        swinging (transverse) modes of a hanging chain or cloth, so there it is unstable at
+        any step whatever this estimate says.
 
         Parameters
         ----------

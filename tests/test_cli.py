@@ -1,0 +1,181 @@
+"""The command line, ``python -m msprings``, run as a user runs it: in a subprocess, in a fresh
+working directory, importing the package from the source tree."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import msprings
+from msprings import mesh, scenes
+
+REPOSITORY = Path(__file__).resolve().parent.parent
+
+# Public functions of msprings.scenes that build spring index pairs rather than scenes.
+_NOT_SCENES = {"grid_springs", "lattice_springs"}
+SCENES = sorted(set(scenes.__all__) - _NOT_SCENES)
+
+
+def run_cli(*arguments: str, cwd: Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Runs ``python -m msprings ARGUMENTS`` in ``cwd`` with the source tree first on the path."""
+    environment = dict(os.environ)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        [str(REPOSITORY)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
+    )
+    environment["MPLBACKEND"] = "Agg"
+    return subprocess.run(
+        [sys.executable, "-m", "msprings", *arguments], cwd=cwd, env=environment, capture_output=True,
+        text=True, timeout=timeout, check=False,
+    )
+
+
+def assert_ok(result: subprocess.CompletedProcess[str]) -> None:
+    """Exit status 0 and nothing on stderr (no warning, no traceback)."""
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == "", result.stderr
+
+
+def assert_usage_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit status 2, a one-line-style message naming the problem on stderr, no traceback."""
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr
+    assert "error" in result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
+
+
+# ---- list and info ------------------------------------------------------------------------
+
+
+def test_list_names_every_scene(tmp_path: Path) -> None:
+    result = run_cli("list", cwd=tmp_path)
+    assert_ok(result)
+    listed = [line.split()[0] for line in result.stdout.splitlines() if line.strip()]
+    assert sorted(listed) == SCENES
+
+
+def test_info_prints_version_and_integrators(tmp_path: Path) -> None:
+    result = run_cli("info", cwd=tmp_path)
+    assert_ok(result)
+    assert msprings.__version__ in result.stdout
+    for name in msprings.INTEGRATORS:
+        assert name in result.stdout
+
+
+# ---- run: outputs -------------------------------------------------------------------------
+
+
+def test_run_chain_writes_trajectory_npz(tmp_path: Path) -> None:
+    result = run_cli("run", "chain", "--steps", "200", "-q", "-o", "X.npz", cwd=tmp_path)
+    assert_ok(result)
+    assert result.stdout == ""
+    reference = scenes.chain()
+    with np.load(tmp_path / "X.npz") as data:
+        times, positions, energy = data["times"], data["positions"], data["energy"]
+        springs, faces = data["springs"], data["faces"]
+    records = len(times)
+    assert records >= 2
+    assert positions.shape == (records, reference.n_nodes, 3)
+    assert energy.shape == (records, 6)
+    assert np.array_equal(springs, reference.springs)
+    assert faces.shape == (0, 3)
+    # Records are whole steps apart (default dt 1 ms) from the start to the end of the run, equally
+    # spaced but for the last, which may close a shorter final stretch.
+    assert times[0] == 0.0 and np.isclose(times[-1], 200 * 1e-3)
+    steps = times / 1e-3
+    assert np.allclose(steps, np.round(steps))
+    spacing = np.diff(steps)
+    assert np.allclose(spacing[:-1], spacing[0]) and 0 < spacing[-1] <= spacing[0] + 1e-9
+    assert np.array_equal(positions[0], reference.x)
+    # The last record is the state after 200 steps, exactly as stepping in this process gives.
+    reference.step(1e-3, 200)
+    assert np.array_equal(positions[-1], reference.x)
+    assert np.allclose(energy[-1], tuple(reference.energy()), rtol=1e-12, atol=1e-12)
+    # total = mechanical + dissipated in every record
+    assert np.allclose(energy[:, 5], energy[:, 4] + energy[:, 3])
+
+
+def test_run_cloth_writes_obj_frames(tmp_path: Path) -> None:
+    result = run_cli("run", "cloth", "--resolution", "8", "--steps", "50", "-o", "frames_dir", cwd=tmp_path)
+    assert_ok(result)
+    assert "cloth" in result.stdout and "64 nodes" in result.stdout
+    files = sorted((tmp_path / "frames_dir").glob("*.obj"))
+    assert len(files) >= 2
+    reference = scenes.cloth(8)
+    first, last = mesh.load_obj(files[0]), mesh.load_obj(files[-1])
+    assert np.array_equal(first.vertices, reference.x)
+    assert np.array_equal(first.faces, reference.faces) and np.array_equal(last.faces, reference.faces)
+    reference.step(1e-3, 50)
+    assert np.array_equal(last.vertices, reference.x)
+
+
+@pytest.mark.parametrize("suffix", [".png", ".gif"])
+def test_run_cloth_writes_image(tmp_path: Path, suffix: str) -> None:
+    name = "out" + suffix
+    # Few frames keep the animation quick to render.
+    result = run_cli("run", "cloth", "--resolution", "8", "--steps", "50", "--frames", "5", "-q", "-o", name,
+                     cwd=tmp_path)
+    assert_ok(result)
+    with Image.open(tmp_path / name) as image:
+        assert image.format == suffix[1:].upper()
+        assert image.width > 100 and image.height > 100
+        frames = getattr(image, "n_frames", 1)
+        image.verify()
+    if suffix == ".png":
+        assert frames == 1
+    else:
+        assert frames > 1
+
+
+def test_demo_writes_animation(tmp_path: Path) -> None:
+    result = run_cli("demo", "-o", "demo.gif", "-q", cwd=tmp_path, timeout=300.0)
+    assert_ok(result)
+    assert result.stdout == ""
+    with Image.open(tmp_path / "demo.gif") as image:
+        assert image.format == "GIF"
+        assert image.n_frames > 1
+
+
+@pytest.mark.parametrize("scene", SCENES)
+def test_every_scene_runs_at_its_default_step(tmp_path: Path, scene: str) -> None:
+    """A listed scene must survive its own default time step (no StabilityWarning, no divergence)."""
+    result = run_cli("run", scene, "--steps", "300", "--frames", "2", "-q", "-o", "run.npz", cwd=tmp_path)
+    assert_ok(result)
+    with np.load(tmp_path / "run.npz") as data:
+        assert np.all(np.isfinite(data["positions"]))
+
+
+# ---- bad input ------------------------------------------------------------------------------
+
+
+def test_unknown_scene_is_a_usage_error(tmp_path: Path) -> None:
+    result = run_cli("run", "no_such_scene", cwd=tmp_path)
+    assert_usage_error(result, "no_such_scene", "chain")
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragments"),
+    [
+        (("run", "chain", "--steps", "0"), ("--steps",)),
+        (("run", "chain", "--steps", "many"), ("--steps",)),
+        (("run", "chain", "--dt", "-0.001"), ("--dt",)),
+        (("run", "chain", "--frames", "0"), ("--frames",)),
+        (("run", "chain", "--integrator", "leapfrog"), ("--integrator", "leapfrog")),
+        (("run", "pyramid", "--resolution", "3"), ("pyramid", "resolution")),
+        (("run", "chain", "--steps", "5", "-q", "-o", "out.txt"), (".txt",)),
+        (("run", "chain", "--steps", "5", "-q", "-o", "frames"), ("OBJ", "faces")),
+        (("frobnicate",), ("frobnicate",)),
+        ((), ("command",)),
+    ],
+)
+def test_bad_options_are_usage_errors(tmp_path: Path, arguments: tuple[str, ...], fragments: tuple[str, ...]) -> None:
+    result = run_cli(*arguments, cwd=tmp_path)
+    assert_usage_error(result, *fragments)
+    # Nothing is written when the command is refused.
+    assert list(tmp_path.iterdir()) == []
