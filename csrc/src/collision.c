@@ -185,11 +185,12 @@ static double first_contact(const ms_collider* c, const double r0[3], const doub
     return -1.0;
 }
 
-/* Velocity response of one node against a surface moving with surface_velocity. */
-static void respond(const ms_collider* c, const double normal[3], double v[3]) {
+/* Velocity response of one node against a surface moving with the collider's velocity.
+   Returns 1 when friction holds the node (its tangential velocity is removed entirely). */
+static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     const double relative[3] = {v[0] - c->velocity[0], v[1] - c->velocity[1], v[2] - c->velocity[2]};
     const double vn = relative[0] * normal[0] + relative[1] * normal[1] + relative[2] * normal[2];
-    if (vn >= 0.0) return; /* separating or sliding: nothing to remove */
+    if (vn >= 0.0) return 0; /* separating or sliding: nothing to remove */
     const double change = -(1.0 + c->restitution) * vn; /* normal velocity change, > 0 */
     double tangent[3];
     for (int a = 0; a < 3; ++a) tangent[a] = relative[a] - vn * normal[a];
@@ -197,6 +198,7 @@ static void respond(const ms_collider* c, const double normal[3], double v[3]) {
     /* Coulomb: the tangential speed drops by at most mu times the normal change. */
     const double keep = speed > 0.0 && speed > c->friction * change ? 1.0 - c->friction * change / speed : 0.0;
     for (int a = 0; a < 3; ++a) v[a] = c->velocity[a] + (vn + change) * normal[a] + keep * tangent[a];
+    return keep == 0.0 && c->friction > 0.0;
 }
 
 double ms_collide(const ms_model* m, const double* restrict inv_mass, const double* restrict x_old,
@@ -254,7 +256,16 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
             }
             const double mass = m->mass[i];
             const double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
-            respond(c, normal, vi);
+            if (respond(c, normal, vi)) {
+                /* Static friction: a node that friction holds does not creep either -- undo
+                   the tangential part of its displacement relative to the collider. */
+                double slip[3], along = 0.0;
+                for (int a = 0; a < 3; ++a) {
+                    slip[a] = (moved[a] - x_old[3 * i + a]) - (end[a] - start[a]);
+                    along += slip[a] * normal[a];
+                }
+                for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
+            }
             const double speed2_after = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
             /* Kinetic energy removed, minus the gravitational energy the push added. */
             dissipated += 0.5 * mass * (speed2 - speed2_after) +
