@@ -827,3 +827,21 @@ def test_kind_specific_attributes() -> None:
         with pytest.raises(ValueError):
             setattr(collider, name, value)
     assert collider_snapshot(s) == before
+
+
+def test_static_friction_holds_a_node_on_a_slope_without_creep() -> None:
+    """On a 30 degree slope a node with mu > tan(30 deg) stays exactly where it is (friction
+    holds it: no creep of g sin(theta) h per step), and with mu < tan(30 deg) it slides with
+    the closed-form acceleration g (sin(theta) - mu cos(theta))."""
+    theta = np.radians(30.0)
+    normal = (-np.sin(theta), np.cos(theta), 0.0)
+    held = msprings.System([[0.0, 0.0, 0.0]], NO_SPRINGS)
+    held.add_plane(normal=normal, friction=0.7)
+    held.step(1e-3, 1000)
+    np.testing.assert_allclose(held.x[0], 0.0, atol=1e-15)
+    np.testing.assert_allclose(held.v[0], 0.0, atol=1e-15)
+    sliding = msprings.System([[0.0, 0.0, 0.0]], NO_SPRINGS)
+    sliding.add_plane(normal=normal, friction=0.3)
+    sliding.step(1e-3, 1000)
+    acceleration = GRAVITY * (np.sin(theta) - 0.3 * np.cos(theta))
+    assert np.linalg.norm(sliding.v[0]) == pytest.approx(acceleration * 1.0, rel=1e-9)
