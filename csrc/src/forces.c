@@ -7,15 +7,55 @@
    no force rather than a NaN or an arbitrary one. */
 #define MS_MIN_LENGTH_SQUARED 1e-24
 
-double ms_forces(const ms_model* m, const double* restrict x, const double* restrict v,
-                 const double* restrict external, double t, double* restrict f) {
-    const int64_t nnode = m->nnode, nspring = m->nspring;
+/* Springs.  With d = x_j - x_i, l = |d|, n = d / l, the force on i is
+   [k (l - L) + c (v_j - v_i).n] n and the force on j is its opposite.  The damper removes
+   c ((v_j - v_i).n)^2 watts.  rest, k and c are read with the given stride so the same
+   loop serves the user's separate arrays and the step's interleaved sorted copy. */
+static inline double spring_loop(const int32_t* restrict pairs, const double* restrict rest,
+                                 const double* restrict k, const double* restrict c, int64_t stride, int64_t begin,
+                                 int64_t end, const double* restrict x, const double* restrict v, double* restrict f) {
+    double power = 0.0;
+    for (int64_t s = begin; s < end; ++s) {
+        const int64_t i = pairs[2 * s], j = pairs[2 * s + 1];
+        const double* xi = x + 3 * i;
+        const double* xj = x + 3 * j;
+        const double* vi = v + 3 * i;
+        const double* vj = v + 3 * j;
+        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
+        const double length2 = dx * dx + dy * dy + dz * dz;
+        const double length = sqrt(length2);
+        const double inv_length = length2 > MS_MIN_LENGTH_SQUARED ? 1.0 / length : 0.0;
+        const double closing = ((vj[0] - vi[0]) * dx + (vj[1] - vi[1]) * dy + (vj[2] - vi[2]) * dz) * inv_length;
+        const double damping = c[stride * s];
+        const double magnitude = (k[stride * s] * (length - rest[stride * s]) + damping * closing) * inv_length;
+        const double fx = magnitude * dx, fy = magnitude * dy, fz = magnitude * dz;
+        double* fi = f + 3 * i;
+        double* fj = f + 3 * j;
+        fi[0] += fx;
+        fi[1] += fy;
+        fi[2] += fz;
+        fj[0] -= fx;
+        fj[1] -= fy;
+        fj[2] -= fz;
+        power += damping * closing * closing;
+    }
+    return power;
+}
+
+double ms_spring_forces(const int32_t* pairs, const double* params, int64_t begin, int64_t end, const double* x,
+                        const double* v, double* f) {
+    return spring_loop(pairs, params, params + 1, params + 2, 3, begin, end, x, v, f);
+}
+
+/* Gravity, external force, drag relative to the wind and the air on the triangles. */
+static double node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
+                          const double* restrict external, double t, double* restrict f) {
+    const int64_t nnode = m->nnode;
     const double* restrict mass = m->mass;
     const uint8_t* restrict pinned = m->pinned;
     const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
     const double drag = m->opt.drag;
-    double power = 0.0; /* W dissipated by dampers and drag */
-
+    double power = 0.0;
     /* Per-node forces: f = m g + external - drag (v - wind).  Drag on a pinned node does no
        work (the node ignores forces), so only free nodes count towards the power.  Terms
        that are off are not read at all: this loop is a good part of a step's memory traffic
@@ -55,37 +95,17 @@ double ms_forces(const ms_model* m, const double* restrict x, const double* rest
     }
     if (m->nface > 0) power += ms_face_forces(m, x, v, t, f);
 
-    /* Springs.  With d = x_j - x_i, l = |d|, n = d / l, the force on i is
-       [k (l - L) + c (v_j - v_i).n] n and the force on j is its opposite.  The damper
-       removes c ((v_j - v_i).n)^2 watts. */
-    const int32_t* restrict springs = m->springs;
-    const double* restrict rest = m->rest;
-    const double* restrict k = m->k;
-    const double* restrict c = m->c;
-    const int32_t* restrict order = m->spring_order_ready ? m->spring_order : NULL;
-    for (int64_t r = 0; r < nspring; ++r) {
-        const int64_t s = order != NULL ? order[r] : r;
-        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
-        const double* xi = x + 3 * i;
-        const double* xj = x + 3 * j;
-        const double* vi = v + 3 * i;
-        const double* vj = v + 3 * j;
-        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
-        const double length2 = dx * dx + dy * dy + dz * dz;
-        const double length = sqrt(length2);
-        const double inv_length = length2 > MS_MIN_LENGTH_SQUARED ? 1.0 / length : 0.0;
-        const double closing = ((vj[0] - vi[0]) * dx + (vj[1] - vi[1]) * dy + (vj[2] - vi[2]) * dz) * inv_length;
-        const double magnitude = (k[s] * (length - rest[s]) + c[s] * closing) * inv_length;
-        const double fx = magnitude * dx, fy = magnitude * dy, fz = magnitude * dz;
-        double* fi = f + 3 * i;
-        double* fj = f + 3 * j;
-        fi[0] += fx;
-        fi[1] += fy;
-        fi[2] += fz;
-        fj[0] -= fx;
-        fj[1] -= fy;
-        fj[2] -= fz;
-        power += c[s] * closing * closing;
-    }
     return power;
+}
+
+double ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                 double* f) {
+    const double power = node_forces(m, x, v, external, t, f);
+    return power + spring_loop(m->springs, m->rest, m->k, m->c, 1, 0, m->nspring, x, v, f);
+}
+
+double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                      double* f) {
+    const double power = node_forces(m, x, v, external, t, f);
+    return power + ms_spring_forces(m->sorted_springs, m->sorted_params, 0, m->nspring, x, v, f);
 }

@@ -178,7 +178,7 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
     stats->newton_converged = 0;
 
     /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v. */
-    ms_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     ms_spring_blocks(m, x, blocks);
     ms_system_product(m, inv_mass, blocks, 0.0, 0.0, 1.0, v, rhs);
     for (int64_t i = 0; i < nnode; ++i)
@@ -200,7 +200,7 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
             x_out[q] = x[q] + h * v_out[q];
         }
         /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power). */
-        power = ms_forces(m, x_out, v_out, ms_active_external(s), s->t + h, force);
+        power = ms_step_forces(m, x_out, v_out, ms_active_external(s), s->t + h, force);
         double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
         const double* g = m->opt.gravity;
         const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];

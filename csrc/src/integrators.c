@@ -20,7 +20,7 @@
 int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
                            double* v_out, double h, double* dissipated) {
     /* x' = x + h v;  v' = v + h a(x, v) */
-    const double power = ms_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     const double* restrict f = s->f;
     const double* restrict inv_mass = s->inv_mass;
     /* independent probes per component keep the finiteness check off the critical path */
@@ -44,7 +44,7 @@ int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, cons
 int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
                              double* v_out, double h, double* dissipated) {
     /* v' = v + h a(x, v);  x' = x + h v' */
-    const double power = ms_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     const double* restrict f = s->f;
     const double* restrict inv_mass = s->inv_mass;
     double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
@@ -87,7 +87,7 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
     double* restrict v_predicted = s->work;
     double* restrict f_end = s->work + n3;
 
-    const double power_start = ms_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    const double power_start = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     const double* restrict f = s->f;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double w = half * inv_mass[i];
@@ -97,13 +97,13 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
             x_out[q] = x[q] + h * v_out[q];
         }
     }
-    double power_end = ms_forces(m, x_out, v_out, ms_active_external(s), s->t + h, f_end);
+    double power_end = ms_step_forces(m, x_out, v_out, ms_active_external(s), s->t + h, f_end);
     if (has_velocity_forces(m)) {
         for (int64_t i = 0; i < m->nnode; ++i) {
             const double w = half * inv_mass[i];
             for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + w * f_end[3 * i + a];
         }
-        power_end = ms_forces(m, x_out, v_predicted, ms_active_external(s), s->t + h, f_end);
+        power_end = ms_step_forces(m, x_out, v_predicted, ms_active_external(s), s->t + h, f_end);
     }
     double probe = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
@@ -131,7 +131,7 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
     double* restrict v_stage = s->work + n3;
     double* restrict f_stage = s->work + 2 * n3;
 
-    double power = ms_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     double energy = power;
     const double* restrict f = s->f;
     for (int64_t i = 0; i < nnode; ++i) {
@@ -149,7 +149,7 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
     static const double next_offset[3] = {0.5, 1.0, 0.0};  /* where slope k+1 is taken */
     static const double stage_time[3] = {0.5, 0.5, 1.0};   /* when slopes 2, 3, 4 are taken */
     for (int stage = 0; stage < 3; ++stage) {
-        power = ms_forces(m, x_stage, v_stage, ms_active_external(s), s->t + stage_time[stage] * h, f_stage);
+        power = ms_step_forces(m, x_stage, v_stage, ms_active_external(s), s->t + stage_time[stage] * h, f_stage);
         energy += stage_weight[stage] * power;
         const double weight = stage_weight[stage] * h / 6.0;
         const double offset = next_offset[stage] * h;
@@ -224,7 +224,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
     if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
     const ms_integrator integrator = m->opt.integrator;
-    if (!m->spring_order_ready) ms_model_sort_springs(m);
+    ms_model_refresh_sorted(m);
     if (integrator == MS_VELOCITY_VERLET || integrator == MS_RK4)
         if (ms_state_ensure_work(m, s, err)) return MS_ERR_MEMORY;
     if (integrator == MS_IMPLICIT_EULER)

@@ -23,8 +23,24 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
-/* Fills m->spring_order (springs by lower node index) and sets spring_order_ready. */
+/* Fills m->spring_order (springs by lower node index) and sorted_springs, and sets
+   spring_order_ready. */
 void ms_model_sort_springs(ms_model* m);
+
+/* Copies rest, k and c into sorted_params in spring_order (sorting first if needed):
+   done by ms_step after checking the values, since views may have changed them. */
+void ms_model_refresh_sorted(ms_model* m);
+
+/* ms_forces for the step: the same forces, with the springs visited in node order from
+   the sorted copies (valid during an ms_step call, after ms_model_refresh_sorted). */
+double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                      double* f);
+
+/* Spring forces of springs [begin, end) given as index pairs and (rest, k, c) triples,
+   added to f (which may be offset so that only part of the nodes is addressable); returns
+   the power of their dampers (W). */
+double ms_spring_forces(const int32_t* pairs, const double* params, int64_t begin, int64_t end, const double* x,
+                        const double* v, double* f);
 
 /* Non-zero if the air has any wind or gusts. */
 int ms_air_has_wind(const ms_air* air);

@@ -35,7 +35,7 @@ ms_options ms_default_options(void) {
    so every section is naturally aligned. */
 static size_t model_bytes(int64_t nnode, int64_t nspring, int64_t nface) {
     size_t n = (size_t)nnode, m = (size_t)nspring, f = (size_t)nface;
-    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * (3 * m + 3 * f) + n;
+    return sizeof(double) * (n + 6 * m + 6 * n) + sizeof(int32_t) * (5 * m + 3 * f) + n;
 }
 
 static void model_bind(ms_model* model) {
@@ -53,10 +53,13 @@ static void model_bind(ms_model* model) {
     d += 3 * n;
     model->v_initial = d;
     d += 3 * n;
+    model->sorted_params = d;
+    d += 3 * m;
     model->springs = (int32_t*)d;
     model->faces = model->springs + 2 * m;
     model->spring_order = model->faces + 3 * (size_t)model->nface;
-    model->pinned = (uint8_t*)(model->spring_order + m);
+    model->sorted_springs = model->spring_order + m;
+    model->pinned = (uint8_t*)(model->sorted_springs + 2 * m);
 }
 
 ms_model* ms_model_create(int64_t nnode, int64_t nspring, int64_t nface, ms_error* err) {
@@ -267,5 +270,20 @@ void ms_model_sort_springs(ms_model* m) {
         }
         free(start);
     }
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        m->sorted_springs[2 * r] = m->springs[2 * (int64_t)m->spring_order[r]];
+        m->sorted_springs[2 * r + 1] = m->springs[2 * (int64_t)m->spring_order[r] + 1];
+    }
     m->spring_order_ready = 1;
+}
+
+void ms_model_refresh_sorted(ms_model* m) {
+    if (!m->spring_order_ready) ms_model_sort_springs(m);
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int64_t s = m->spring_order[r];
+        double* p = m->sorted_params + 3 * r;
+        p[0] = m->rest[s];
+        p[1] = m->k[s];
+        p[2] = m->c[s];
+    }
 }

@@ -94,34 +94,10 @@ int ms_parallel_eligible(const ms_model* m) {
 
 static void spring_phase(worker* w) {
     const ms_model* m = w->team->m;
-    const double* restrict x = w->team->s->x;
-    const double* restrict v = w->team->s->v;
-    double* restrict buffer = w->buffer - 3 * w->touch_begin; /* indexed by node */
     memset(w->buffer, 0, sizeof(double) * 3 * (size_t)(w->touch_end - w->touch_begin));
-    double power = 0.0;
-    for (int64_t r = w->spring_begin; r < w->spring_end; ++r) {
-        const int64_t s = m->spring_order[r];
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-        const double* xi = x + 3 * i;
-        const double* xj = x + 3 * j;
-        const double* vi = v + 3 * i;
-        const double* vj = v + 3 * j;
-        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
-        const double length2 = dx * dx + dy * dy + dz * dz;
-        const double length = sqrt(length2);
-        const double inv_length = length2 > 1e-24 ? 1.0 / length : 0.0;
-        const double closing = ((vj[0] - vi[0]) * dx + (vj[1] - vi[1]) * dy + (vj[2] - vi[2]) * dz) * inv_length;
-        const double magnitude = (m->k[s] * (length - m->rest[s]) + m->c[s] * closing) * inv_length;
-        const double fx = magnitude * dx, fy = magnitude * dy, fz = magnitude * dz;
-        buffer[3 * i] += fx;
-        buffer[3 * i + 1] += fy;
-        buffer[3 * i + 2] += fz;
-        buffer[3 * j] -= fx;
-        buffer[3 * j + 1] -= fy;
-        buffer[3 * j + 2] -= fz;
-        power += m->c[s] * closing * closing;
-    }
-    w->power = power;
+    /* the buffer covers nodes [touch_begin, touch_end): shift it so it is indexed by node */
+    w->power = ms_spring_forces(m->sorted_springs, m->sorted_params, w->spring_begin, w->spring_end,
+                                w->team->s->x, w->team->s->v, w->buffer - 3 * w->touch_begin);
 }
 
 static void node_phase(worker* w, double t) {
@@ -244,7 +220,7 @@ int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, i
         int64_t low = m->nnode, high = 0;
         for (int64_t r = w->spring_begin; r < w->spring_end; ++r)
             for (int end = 0; end < 2; ++end) {
-                const int64_t node = m->springs[2 * (int64_t)m->spring_order[r] + end];
+                const int64_t node = m->sorted_springs[2 * r + end];
                 if (node < low) low = node;
                 if (node + 1 > high) high = node + 1;
             }

@@ -137,8 +137,11 @@ typedef struct ms_model {
     double* x_initial;   /* positions that ms_state_reset restores (m)  (nnode x 3)   */
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
     int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
-    int32_t* spring_order; /* springs sorted by their lower node index, the order the force
-                              loop visits them in for locality       (nspring)     */
+    int32_t* spring_order; /* springs sorted by their lower node index: the order in which
+                              a step visits them, for locality        (nspring)     */
+    int32_t* sorted_springs; /* springs[spring_order[r]] for each r   (nspring x 2) */
+    double* sorted_params; /* (rest, k, c) of spring_order[r], refreshed from rest, k
+                              and c at every ms_step call             (nspring x 3) */
     int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
