@@ -47,54 +47,58 @@ double ms_spring_forces(const int32_t* pairs, const double* params, int64_t begi
     return spring_loop(pairs, params, params + 1, params + 2, 3, begin, end, x, v, f);
 }
 
-/* Gravity, external force, drag relative to the wind and the air on the triangles. */
-static double node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
-                          const double* restrict external, double t, double* restrict f) {
-    const int64_t nnode = m->nnode;
+double ms_node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
+                      const double* restrict external, double t, int64_t begin, int64_t end, double* restrict f) {
     const double* restrict mass = m->mass;
     const uint8_t* restrict pinned = m->pinned;
     const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
     const double drag = m->opt.drag;
     double power = 0.0;
-    /* Per-node forces: f = m g + external - drag (v - wind).  Drag on a pinned node does no
-       work (the node ignores forces), so only free nodes count towards the power.  Terms
-       that are off are not read at all: this loop is a good part of a step's memory traffic
-       on a large system. */
+    /* f = m g + external - drag (v - wind).  Drag on a pinned node does no work (the node
+       ignores forces), so only free nodes count towards the power.  Terms that are off are
+       not read at all: this loop is a good part of a step's memory traffic on a large
+       system. */
     const ms_air* air = &m->opt.air;
     const int windy = drag != 0.0 && ms_air_has_wind(air);
     if (external == NULL && drag == 0.0) {
-        for (int64_t i = 0; i < nnode; ++i) {
+        for (int64_t i = begin; i < end; ++i) {
             double* fi = f + 3 * i;
             fi[0] = mass[i] * gx;
             fi[1] = mass[i] * gy;
             fi[2] = mass[i] * gz;
         }
-    } else {
-        for (int64_t i = 0; i < nnode; ++i) {
-            const double* vi = v + 3 * i;
-            double* fi = f + 3 * i;
-            double relative[3] = {vi[0], vi[1], vi[2]};
-            if (windy) {
-                double wind[3];
-                ms_wind(air, x + 3 * i, t, wind);
-                relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
-            }
-            fi[0] = mass[i] * gx - drag * relative[0];
-            fi[1] = mass[i] * gy - drag * relative[1];
-            fi[2] = mass[i] * gz - drag * relative[2];
-            if (external != NULL) {
-                const double* ei = external + 3 * i;
-                fi[0] += ei[0];
-                fi[1] += ei[1];
-                fi[2] += ei[2];
-            }
-            /* power taken out by drag: drag (v - wind).v */
-            if (drag != 0.0 && !pinned[i])
-                power += drag * (relative[0] * vi[0] + relative[1] * vi[1] + relative[2] * vi[2]);
-        }
+        return 0.0;
     }
-    if (m->nface > 0) power += ms_face_forces(m, x, v, t, f);
+    for (int64_t i = begin; i < end; ++i) {
+        const double* vi = v + 3 * i;
+        double* fi = f + 3 * i;
+        double relative[3] = {vi[0], vi[1], vi[2]};
+        if (windy) {
+            double wind[3];
+            ms_wind(air, x + 3 * i, t, wind);
+            relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
+        }
+        fi[0] = mass[i] * gx - drag * relative[0];
+        fi[1] = mass[i] * gy - drag * relative[1];
+        fi[2] = mass[i] * gz - drag * relative[2];
+        if (external != NULL) {
+            const double* ei = external + 3 * i;
+            fi[0] += ei[0];
+            fi[1] += ei[1];
+            fi[2] += ei[2];
+        }
+        /* power taken out by drag: drag (v - wind).v */
+        if (drag != 0.0 && !pinned[i])
+            power += drag * (relative[0] * vi[0] + relative[1] * vi[1] + relative[2] * vi[2]);
+    }
+    return power;
+}
 
+/* Every force that is not a spring: the nodes' own forces and the air on the triangles. */
+static double node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                          double* f) {
+    double power = ms_node_forces(m, x, v, external, t, 0, m->nnode, f);
+    if (m->nface > 0) power += ms_face_forces(m, x, v, t, f);
     return power;
 }
 

@@ -98,7 +98,7 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
         }
     }
     double power_end = ms_step_forces(m, x_out, v_out, ms_active_external(s), s->t + h, f_end);
-    if (has_velocity_forces(m)) {
+    if (s->velocity_forces) {
         for (int64_t i = 0; i < m->nnode; ++i) {
             const double w = half * inv_mass[i];
             for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + w * f_end[3 * i + a];
@@ -231,6 +231,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         if (ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
 
     for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->velocity_forces = has_velocity_forces(m);
     s->external_active = 0;
     for (int64_t q = 0; q < 3 * m->nnode && !s->external_active; ++q) s->external_active = s->external[q] != 0.0;
 

@@ -36,6 +36,11 @@ void ms_model_refresh_sorted(ms_model* m);
 double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
                       double* f);
 
+/* Gravity, external force and drag relative to the wind of nodes [begin, end), written to
+   f (the air on the triangles is separate: ms_face_forces); returns the drag's power (W). */
+double ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                      int64_t begin, int64_t end, double* f);
+
 /* Spring forces of springs [begin, end) given as index pairs and (rest, k, c) triples,
    added to f (which may be offset so that only part of the nodes is addressable); returns
    the power of their dampers (W). */

@@ -105,46 +105,29 @@ static void node_phase(worker* w, double t) {
     const ms_model* m = tm->m;
     ms_state* st = tm->s;
     const double h = tm->h;
-    const double* g = m->opt.gravity;
-    const double drag = m->opt.drag;
-    const int windy = drag != 0.0 && ms_air_has_wind(&m->opt.air);
-    const double* external = ms_active_external(st);
     double* restrict x = st->x;
     double* restrict v = st->v;
     double* restrict f = st->f;
+    /* the nodes' own forces, then every worker's spring buffer in worker order */
+    w->power += ms_node_forces(m, x, v, ms_active_external(st), t, w->node_begin, w->node_end, f);
+    for (int k = 0; k < tm->count; ++k) {
+        const worker* other = &tm->workers[k];
+        const int64_t begin = other->touch_begin > w->node_begin ? other->touch_begin : w->node_begin;
+        const int64_t end = other->touch_end < w->node_end ? other->touch_end : w->node_end;
+        const double* part = other->buffer - 3 * other->touch_begin;
+        for (int64_t q = 3 * begin; q < 3 * end; ++q) f[q] += part[q];
+    }
     double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    double power = 0.0;
     for (int64_t i = w->node_begin; i < w->node_end; ++i) {
-        double force[3] = {m->mass[i] * g[0], m->mass[i] * g[1], m->mass[i] * g[2]};
-        if (drag != 0.0) {
-            double relative[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
-            if (windy) {
-                double wind[3];
-                ms_wind(&m->opt.air, x + 3 * i, t, wind);
-                relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
-            }
-            for (int a = 0; a < 3; ++a) force[a] -= drag * relative[a];
-            if (!m->pinned[i])
-                power += drag * (relative[0] * v[3 * i] + relative[1] * v[3 * i + 1] + relative[2] * v[3 * i + 2]);
-        }
-        if (external != NULL)
-            for (int a = 0; a < 3; ++a) force[a] += external[3 * i + a];
-        for (int k = 0; k < tm->count; ++k) {
-            const worker* other = &tm->workers[k];
-            if (i < other->touch_begin || i >= other->touch_end) continue;
-            const double* part = other->buffer + 3 * (i - other->touch_begin);
-            for (int a = 0; a < 3; ++a) force[a] += part[a];
-        }
         const double weight = h * st->inv_mass[i];
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
-            f[q] = force[a];
             double position, velocity;
             if (tm->explicit_euler) {
                 position = x[q] + h * v[q];
-                velocity = v[q] + weight * force[a];
+                velocity = v[q] + weight * f[q];
             } else {
-                velocity = v[q] + weight * force[a];
+                velocity = v[q] + weight * f[q];
                 position = x[q] + h * velocity;
             }
             v[q] = velocity;
@@ -153,7 +136,6 @@ static void node_phase(worker* w, double t) {
             probe[3 + a] += velocity - velocity;
         }
     }
-    w->power += power;
     w->bad = !(probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0);
 }
 

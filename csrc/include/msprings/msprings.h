@@ -162,6 +162,7 @@ typedef struct ms_state {
     double dissipated;   /* energy removed by dampers, drag and energy_loss (J) */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
+    int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* x_next;      /* other half of the position double buffer    (nnode x 3) */
     double* v_next;      /* other half of the velocity double buffer    (nnode x 3) */
