@@ -387,33 +387,34 @@ class System(_core.System):
             omega = gamma / 200.0
         return _stability_limit(name, gamma / (2.0 * omega)) / omega
 
+    def _reduced_masses(self) -> np.ndarray:
+        """Reduced mass (kg) of each spring's ends: ``m_i m_j / (m_i + m_j)``, the free end's
+        mass when the other is pinned, NaN when both are pinned."""
+        pairs = self.springs
+        mass = np.where(self.pinned, np.inf, self.mass)
+        m_i, m_j = mass[pairs[:, 0]], mass[pairs[:, 1]]
+        with np.errstate(invalid="ignore"):
+            reduced = np.where(np.isinf(m_j), m_i, np.where(np.isinf(m_i), m_j, m_i * m_j / (m_i + m_j)))
+        return np.where(np.isinf(reduced), np.nan, reduced)
+
     def damping_ratio(self) -> np.ndarray:
         """Damping ratio ``zeta = c / (2 sqrt(k mu))`` of every spring, shape (m,).
 
         ``mu`` is the reduced mass of the two ends, or the free end's mass when the other is
         pinned; NaN for a spring between two pinned nodes or with k = c = 0, inf for k = 0 < c.
         """
-        pairs = self.springs
-        mass = np.where(self.pinned, np.inf, self.mass)
-        m_i, m_j = mass[pairs[:, 0]], mass[pairs[:, 1]]
         with np.errstate(invalid="ignore", divide="ignore"):
-            reduced = np.where(np.isinf(m_j), m_i, np.where(np.isinf(m_i), m_j, m_i * m_j / (m_i + m_j)))
-            reduced = np.where(np.isinf(m_i) & np.isinf(m_j), np.nan, reduced)
-            return self.c / (2.0 * np.sqrt(self.k * reduced))
+            return self.c / (2.0 * np.sqrt(self.k * self._reduced_masses()))
 
     def damping_for_ratio(self, zeta: ArrayLike) -> np.ndarray:
         """Damping coefficients c (N s/m), shape (m,), that give each spring the damping ratio
         ``zeta`` (scalar or per spring) with the system's masses, stiffnesses and pins; e.g.
         ``s.c[:] = s.damping_for_ratio(1.0)`` damps every spring critically.  Springs between
         two pinned nodes get c = 0."""
-        pairs = self.springs
-        mass = np.where(self.pinned, np.inf, self.mass)
-        m_i, m_j = mass[pairs[:, 0]], mass[pairs[:, 1]]
-        both_pinned = np.isinf(m_i) & np.isinf(m_j)
-        first = np.where(np.isinf(m_i), m_j, m_i)
-        second = np.where(np.isinf(m_i), np.inf, m_j)
-        zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), pairs.shape[:1])
-        c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, first), second)
+        reduced = self._reduced_masses()
+        both_pinned = np.isnan(reduced)
+        zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), reduced.shape)
+        c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, reduced))
         return np.where(both_pinned, 0.0, c)
 
     # ---- air -------------------------------------------------------------------------
