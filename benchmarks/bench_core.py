@@ -71,6 +71,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+try:  # as part of the benchmarks package (python -m msprings bench)
+    from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, import_msprings,
+                         load_average, round_steps, spring_lengths)
+except ImportError:  # as a script: python benchmarks/bench_core.py
+    from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, import_msprings,
+                        load_average, round_steps, spring_lengths)
+
 #: Time step of every scene (s).
 TIME_STEP = 1e-3
 #: Standard gravity used by every scene (m/s^2), y up.
@@ -662,48 +669,20 @@ class Scene:
         return int(self.springs.shape[0])
 
 
-def _lengths(positions: np.ndarray, springs: np.ndarray) -> np.ndarray:
-    """Length of every spring (m) at the given positions."""
-    d = positions[springs[:, 1]] - positions[springs[:, 0]]
-    return np.sqrt(np.einsum("ij,ij->i", d, d))
-
-
 def cloth_scene(n: int) -> Scene:
     """The cloth-N scene: N x N nodes, springs in the order structural, shear, bend."""
-    if n < 3:
-        raise ValueError(f"cloth size n must be >= 3, got {n}")
-    rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    positions = np.zeros((n * n, 3))
-    positions[:, 0] = (cols * CLOTH_SPACING).ravel()
-    positions[:, 2] = (rows * CLOTH_SPACING).ravel()
-    node = np.arange(n * n).reshape(n, n)  # node[i, j] is the index of node (i, j)
-    pairs = (
-        (node[:, :-1], node[:, 1:]),  # structural (i, j)-(i, j+1)
-        (node[:-1, :], node[1:, :]),  # structural (i, j)-(i+1, j)
-        (node[:-1, :-1], node[1:, 1:]),  # shear (i, j)-(i+1, j+1)
-        (node[:-1, 1:], node[1:, :-1]),  # shear (i, j+1)-(i+1, j)
-        (node[:, :-2], node[:, 2:]),  # bend (i, j)-(i, j+2)
-        (node[:-2, :], node[2:, :]),  # bend (i, j)-(i+2, j)
-    )
-    springs = np.concatenate(
-        [np.stack((a.ravel(), b.ravel()), axis=1) for a, b in pairs]
-    ).astype(np.int32)
-    expected = 2 * n * (n - 1) + 2 * (n - 1) ** 2 + 2 * n * (n - 2)
-    if springs.shape[0] != expected:
-        raise AssertionError(f"cloth-{n}: {springs.shape[0]} springs, expected {expected}")
+    positions, springs, pinned = cloth_geometry(n, CLOTH_SPACING)
     nspring = springs.shape[0]
-    pinned = np.zeros(n * n, dtype=bool)
-    pinned[[node[0, 0], node[0, n - 1]]] = True
     return Scene(
         name=f"cloth-{n}",
         positions=positions,
         springs=springs,
-        rest=_lengths(positions, springs),
+        rest=spring_lengths(positions, springs),
         k=np.full(nspring, CLOTH_K),
         c=np.full(nspring, CLOTH_C),
         mass=np.ones(n * n),
         pinned=pinned,
-        watched_node=int(node[n - 1, n - 1]),
+        watched_node=n * n - 1,  # node (N-1, N-1)
     )
 
 
@@ -720,7 +699,7 @@ def chain_scene(n: int) -> Scene:
         name=f"chain-{n}",
         positions=positions,
         springs=springs,
-        rest=_lengths(positions, springs),
+        rest=spring_lengths(positions, springs),
         k=np.full(n - 1, CHAIN_K),
         c=np.full(n - 1, CHAIN_C),
         mass=np.ones(n),
@@ -1046,13 +1025,6 @@ class Timing:
         return self.steps_per_run / self.median
 
 
-def _round_steps(n: float) -> int:
-    """n rounded to two significant digits, at least 1."""
-    n = max(1.0, n)
-    scale = 10 ** max(0, int(np.floor(np.log10(n))) - 1)
-    return max(1, int(round(n / scale)) * scale)
-
-
 @dataclass
 class Contender:
     """One implementation to time: how to make a fresh state and how to run n steps on it."""
@@ -1095,8 +1067,8 @@ def calibrate(contender: Contender, run_seconds: float) -> int:
     n = 1
     while (elapsed := seconds_for(n)) < 0.1 * run_seconds:
         n *= 2
-    n = _round_steps(n * run_seconds / elapsed)
-    return _round_steps(n * run_seconds / seconds_for(n))
+    n = round_steps(n * run_seconds / elapsed)
+    return round_steps(n * run_seconds / seconds_for(n))
 
 
 def time_interleaved(contenders: Sequence[Contender], run_seconds: float,
@@ -1332,32 +1304,9 @@ class SetupRow:
     later_step: float  # the second s.step(h) on the same copy
 
 
-def _vector(p: np.ndarray) -> str:
-    """A position as '(x, y, z)' with 9 decimals (nm)."""
-    return "(" + ", ".join(f"{value:.9f}" for value in p) + ")"
-
-
-def _rate(value: float) -> str:
-    """A rate with three significant digits and thousands separators."""
-    if value >= 1000:
-        return f"{value:,.0f}"
-    return f"{value:.3g}"
-
-
 def _millions(value: float) -> str:
     """A rate in millions with three significant digits."""
     return f"{value / 1e6:,.1f}" if value >= 1e8 else f"{value / 1e6:.3g}"
-
-
-def _cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo, or the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def _compiler_version(compiler: Sequence[str]) -> str:
@@ -1369,14 +1318,6 @@ def _compiler_version(compiler: Sequence[str]) -> str:
         return f"unavailable ({error})"
     lines = done.stdout.strip().splitlines()
     return lines[0] if lines else "unknown"
-
-
-def _load_average() -> str:
-    """The 1, 5 and 15 minute load averages, or 'unknown'."""
-    try:
-        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
 
 
 @dataclass
@@ -1423,7 +1364,7 @@ def machine_lines(msprings: ModuleType, compiler: Sequence[str]) -> list[str]:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else CORES
     usable = "" if affinity == CORES else f"; this process may use {affinity} of them"
     return [
-        f"- CPU: {_cpu_model()} ({CORES} logical CPUs{usable}; the all-core rows and the "
+        f"- CPU: {cpu_model()} ({CORES} logical CPUs{usable}; the all-core rows and the "
         f"threaded C loops use {CORES} threads, every other row one)",
         f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
         f"- Python {platform.python_version()}, NumPy {np.__version__}, msprings {version} "
@@ -1431,7 +1372,7 @@ def machine_lines(msprings: ModuleType, compiler: Sequence[str]) -> list[str]:
         f"- C compiler: {_compiler_version(compiler)}; C loops built with "
         f"`{' '.join([*compiler, *C_FLAGS])}` (and `{' '.join(C_THREAD_FLAGS)}`)",
         f"- Date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}; "
-        f"load average at the start: {_load_average()}",
+        f"load average at the start: {load_average()}",
     ]
 
 
@@ -1445,7 +1386,7 @@ def check_table(rows: list[CheckRow]) -> list[str]:
     for row in rows:
         verdict = "reference" if row.implementation == MSPRINGS_ONE else (
             "pass" if row.passed else "**FAIL**")
-        lines.append(f"| {row.scene} | {row.implementation} | {_vector(row.watched)} "
+        lines.append(f"| {row.scene} | {row.implementation} | {format_vector(row.watched)} "
                      f"| {row.watched_error:.1e} | {row.max_error:.1e} | {verdict} |")
     return lines
 
@@ -1471,9 +1412,9 @@ def cloth_table(rows: list[ClothRow]) -> list[str]:
         name = row.scene.name
         lines.append(
             f"| {name} | {row.scene.n_springs:,} | {row.implementation} "
-            f"| {row.timing.steps_per_run:,} | {_rate(rate)} "
+            f"| {row.timing.steps_per_run:,} | {format_rate(rate)} "
             f"| {_millions(rate * row.scene.n_springs)} | {rate / rates[(name, PLAIN_C)]:.2f} "
-            f"| {rate / rates[(name, NUMPY)]:.1f} | {_vector(row.watched_after_run)} |")
+            f"| {rate / rates[(name, NUMPY)]:.1f} | {format_vector(row.watched_after_run)} |")
     return lines
 
 
@@ -1524,7 +1465,7 @@ def variants_table(rows: list[ClothRow]) -> list[str]:
             row = scene_rows[implementation]
             rate = row.timing.steps_per_second
             lines.append(f"| {name} | {implementation} | {described[implementation]} "
-                         f"| {_rate(rate)} | {_millions(rate * row.scene.n_springs)} "
+                         f"| {format_rate(rate)} | {_millions(rate * row.scene.n_springs)} "
                          f"| {rate / reference:.2f} |")
     return lines
 
@@ -1540,18 +1481,9 @@ def chain_table(rows: list[ChainRow]) -> list[str]:
         rate = 1.0 / row.batch_step_seconds
         lines.append(
             f"| {row.scene.name} | {row.scene.n_springs} | {row.call_seconds * 1e6:.3f} "
-            f"| {row.batch_step_seconds * 1e6:.4f} | {_rate(rate)} "
+            f"| {row.batch_step_seconds * 1e6:.4f} | {format_rate(rate)} "
             f"| {_millions(rate * row.scene.n_springs)} |")
     return lines
-
-
-def _seconds(value: float) -> str:
-    """A duration in the unit that suits it."""
-    if value >= 1.0:
-        return f"{value:.2f} s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.2f} ms"
-    return f"{value * 1e6:.1f} us"
 
 
 def setup_table(rows: list[SetupRow]) -> list[str]:
@@ -1562,8 +1494,8 @@ def setup_table(rows: list[SetupRow]) -> list[str]:
         "|---|---:|---:|---:|---:|",
     ]
     for row in rows:
-        lines.append(f"| {row.scene.name} | {_seconds(row.construct)} | {_seconds(row.copy)} "
-                     f"| {_seconds(row.first_step)} | {_seconds(row.later_step)} |")
+        lines.append(f"| {row.scene.name} | {format_seconds(row.construct)} | {format_seconds(row.copy)} "
+                     f"| {format_seconds(row.first_step)} | {format_seconds(row.later_step)} |")
     return lines
 
 
@@ -1638,16 +1570,6 @@ def target_lines(cloth: list[ClothRow], chains: list[ChainRow],
 
 # ---------------------------------------------------------------------------------------------
 # driver
-
-
-def import_msprings() -> ModuleType:
-    """Imports msprings, preferring the in-tree build next to this file when one exists."""
-    root = Path(__file__).resolve().parent.parent
-    if any((root / "msprings").glob("_core*")) and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import msprings
-
-    return msprings
 
 
 def _compiler_command() -> list[str]:
@@ -1869,7 +1791,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out.append(f"- Timing: median of {args.repeats} runs per row, each on a fresh copy of the "
                "initial state after one untimed step, implementations taking turns; "
                f"symplectic Euler, h = {TIME_STEP:g} s; load average at the end: "
-               f"{_load_average()}")
+               f"{load_average()}")
     if cpu_use is not None:
         out.append(f"- Other programs used {cpu_use.others:.1f} CPU-seconds during the "
                    f"{cpu_use.wall:.0f} s run (on average {cpu_use.others / cpu_use.wall:.2f} of "

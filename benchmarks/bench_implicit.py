@@ -53,6 +53,11 @@ from typing import Sequence
 
 import numpy as np
 
+try:  # as part of the benchmarks package (python -m msprings bench)
+    from .common import cpu_model, import_msprings, load_average
+except ImportError:  # as a script: python benchmarks/bench_implicit.py
+    from common import cpu_model, import_msprings, load_average
+
 #: The stiff-chain scene.
 N_NODES = 100
 SPACING = 0.01  # m
@@ -88,16 +93,6 @@ CONFIGS = (
     Config(f"symplectic Euler at {EXPLICIT_FRACTION:g} x critical step", "symplectic_euler",
            None, False),
 )
-
-
-def import_msprings() -> ModuleType:
-    """Imports msprings, preferring the in-tree build next to this file when one exists."""
-    root = Path(__file__).resolve().parent.parent
-    if any((root / "msprings").glob("_core*")) and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import msprings
-
-    return msprings
 
 
 def stiff_chain(msprings: ModuleType, config: Config) -> object:
@@ -207,25 +202,6 @@ def time_runs(msprings: ModuleType, plans: Sequence[Plan], repeats: int) -> list
     return seconds
 
 
-def _cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo, or the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _load_average() -> str:
-    """The 1, 5 and 15 minute load averages, or 'unknown'."""
-    try:
-        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def _mean(values: Sequence[int]) -> str:
     return f"{statistics.fmean(values):.1f}" if values else "-"
 
@@ -251,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Runs the benchmark and prints a Markdown report; returns the exit status."""
     args = parse_args(argv)
     msprings = import_msprings()
-    load = _load_average()
+    load = load_average()
     samples = QUICK_STEPS if args.quick else STEPS
     simulated = samples * IMPLICIT_STEP
 
@@ -273,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out = ["# msprings implicit solver benchmark" + (" (--quick: smoke run)" if args.quick
                                                     else ""), ""]
     out += [
-        f"- CPU: {_cpu_model()} ({os.cpu_count()} logical CPUs; these steps run on one thread)",
+        f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs; these steps run on one thread)",
         f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
         f"- Python {platform.python_version()}, NumPy {np.__version__}, msprings "
         f"{getattr(msprings, '__version__', 'unknown')} ({Path(msprings.__file__).parent})",

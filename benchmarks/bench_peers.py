@@ -68,6 +68,13 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+try:  # as part of the benchmarks package (python -m msprings bench)
+    from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, load_average,
+                         round_steps, spring_lengths)
+except ImportError:  # as a script: python benchmarks/bench_peers.py
+    from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, load_average,
+                        round_steps, spring_lengths)
+
 # ---------------------------------------------------------------------------------------------
 # scene constants (BENCH.md, cloth-N)
 
@@ -136,36 +143,9 @@ class Cloth:
         return np.where(self.pinned, 0.0, 1.0 / self.mass)
 
 
-def spring_lengths(positions: np.ndarray, springs: np.ndarray) -> np.ndarray:
-    """(nspring,) length (m) of every spring at the given positions."""
-    d = positions[springs[:, 1]] - positions[springs[:, 0]]
-    return np.sqrt(np.einsum("ij,ij->i", d, d))
-
-
 def cloth_scene(size: int) -> Cloth:
     """The cloth-N scene: springs in the order structural, shear, bend."""
-    if size < 3:
-        raise ValueError(f"cloth size must be >= 3, got {size}")
-    rows, cols = np.meshgrid(np.arange(size), np.arange(size), indexing="ij")
-    positions = np.zeros((size * size, 3))
-    positions[:, 0] = (cols * CLOTH_SPACING).ravel()
-    positions[:, 2] = (rows * CLOTH_SPACING).ravel()
-    node = np.arange(size * size).reshape(size, size)
-    pairs = (
-        (node[:, :-1], node[:, 1:]),  # structural (i, j)-(i, j+1)
-        (node[:-1, :], node[1:, :]),  # structural (i, j)-(i+1, j)
-        (node[:-1, :-1], node[1:, 1:]),  # shear (i, j)-(i+1, j+1)
-        (node[:-1, 1:], node[1:, :-1]),  # shear (i, j+1)-(i+1, j)
-        (node[:, :-2], node[:, 2:]),  # bend (i, j)-(i, j+2)
-        (node[:-2, :], node[2:, :]),  # bend (i, j)-(i+2, j)
-    )
-    springs = np.concatenate([np.stack((a.ravel(), b.ravel()), axis=1) for a, b in pairs])
-    springs = np.ascontiguousarray(springs, dtype=np.int32)
-    expected = 2 * size * (size - 1) + 2 * (size - 1) ** 2 + 2 * size * (size - 2)
-    if springs.shape[0] != expected:
-        raise AssertionError(f"cloth-{size}: {springs.shape[0]} springs, expected {expected}")
-    pinned = np.zeros(size * size, dtype=bool)
-    pinned[[node[0, 0], node[0, size - 1]]] = True
+    positions, springs, pinned = cloth_geometry(size, CLOTH_SPACING)
     nspring = springs.shape[0]
     return Cloth(
         size=size,
@@ -971,13 +951,6 @@ def timed_run(impl: Implementation, n: int) -> Run:
     return Run(wall, cpu, others)
 
 
-def _round_steps(n: float) -> int:
-    """n rounded to two significant digits, at least 1."""
-    n = max(1.0, n)
-    scale = 10 ** max(0, int(math.floor(math.log10(n))) - 1)
-    return max(1, int(round(n / scale)) * scale)
-
-
 def calibrate(impl: Implementation, run_seconds: float) -> int:
     """A step count that makes one run take about run_seconds."""
     impl.reset()
@@ -993,9 +966,9 @@ def calibrate(impl: Implementation, run_seconds: float) -> int:
     n = 1
     while (elapsed := seconds_for(n)) < 0.1 * run_seconds:
         n *= 2
-    n = _round_steps(n * run_seconds / elapsed)
+    n = round_steps(n * run_seconds / elapsed)
     impl.reset()
-    return _round_steps(n * run_seconds / seconds_for(n))
+    return round_steps(n * run_seconds / seconds_for(n))
 
 
 def measure_scene(scene: Cloth, msprings: ModuleType, run_seconds: float, repeats: int,
@@ -1035,40 +1008,11 @@ def measure_scene(scene: Cloth, msprings: ModuleType, run_seconds: float, repeat
 # report
 
 
-def _rate(value: float) -> str:
-    """A rate with three significant digits and thousands separators."""
-    return f"{value:,.0f}" if value >= 1000 else f"{value:.3g}"
-
-
-def _vector(p: np.ndarray) -> str:
-    """A position as '(x, y, z)' with 9 decimals."""
-    return "(" + ", ".join(f"{value:.9f}" for value in p) + ")"
-
-
-def _cpu_model() -> str:
-    """CPU model name from /proc/cpuinfo, or the platform's processor string."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _load_average() -> str:
-    """The 1, 5 and 15 minute load averages."""
-    try:
-        return ", ".join(f"{value:.2f}" for value in os.getloadavg())
-    except OSError:
-        return "unknown"
-
-
 def machine_lines(msprings: ModuleType, run_seconds: float, repeats: int,
                   redo: str) -> list[str]:
     """Markdown bullets describing the machine and the software measured."""
     lines = [
-        f"- CPU: {_cpu_model()}, {CORES} logical CPUs online",
+        f"- CPU: {cpu_model()}, {CORES} logical CPUs online",
         f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
         f"- Python {platform.python_version()}, NumPy {np.__version__}, "
         f"msprings {getattr(msprings, '__version__', 'unknown')}",
@@ -1081,8 +1025,8 @@ def machine_lines(msprings: ModuleType, run_seconds: float, repeats: int,
             lines.append(f"- {library.detail}")
     lines += [
         f"- Date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}; "
-        f"load average at the start: {_START_LOAD[0] if _START_LOAD else _load_average()}, "
-        f"at the end: {_load_average()}",
+        f"load average at the start: {_START_LOAD[0] if _START_LOAD else load_average()}, "
+        f"at the end: {load_average()}",
         f"- Timing: median of {repeats} runs per row (about {run_seconds:g} s each), each from "
         f"the initial state after one untimed step, implementations taking turns; "
         f"{redo}; symplectic Euler, dt = {TIME_STEP:g} s; float64 throughout",
@@ -1103,7 +1047,7 @@ def check_lines(result: SceneResult) -> list[str]:
     for check in result.checks:
         verdict = ("reference" if check.name == MSPRINGS_ONE
                    else "pass" if check.passed else "FAIL (not timed)")
-        lines.append(f"| {check.name} | {_vector(check.watched)} | {check.distance:.1e} "
+        lines.append(f"| {check.name} | {format_vector(check.watched)} | {check.distance:.1e} "
                      f"| {check.max_distance:.1e} | {verdict} |")
     return lines
 
@@ -1124,7 +1068,7 @@ def timing_lines(result: SceneResult) -> list[str]:
         versus_one = f"{rate / one:.2f}x" if one else "n/a"
         versus_all = f"{rate / everyone:.2f}x" if everyone else "n/a"
         lines.append(f"| {row.impl.name} | {row.impl.threads} | {row.steps_per_run:,} "
-                     f"| {_rate(rate)} | {rate * nspring / 1e6:.3g} | {versus_one} "
+                     f"| {format_rate(rate)} | {rate * nspring / 1e6:.3g} | {versus_one} "
                      f"| {versus_all} | {row.cores_busy:.2f} | {_others(row)} "
                      f"| {100 * row.spread:.0f}% |")
     return lines
@@ -1149,18 +1093,9 @@ def one_time_lines(results: Sequence[SceneResult]) -> list[str]:
             impl = built.get(check.name)
             if impl is None:
                 continue
-            lines.append(f"| {result.scene.name} | {impl.name} | {_seconds(impl.setup_seconds)} "
-                         f"| {_seconds(impl.first_call_seconds)} |")
+            lines.append(f"| {result.scene.name} | {impl.name} | {format_seconds(impl.setup_seconds)} "
+                         f"| {format_seconds(impl.first_call_seconds)} |")
     return lines
-
-
-def _seconds(value: float) -> str:
-    """A duration with a unit that keeps three significant digits."""
-    if value >= 1.0:
-        return f"{value:.2f} s"
-    if value >= 1e-3:
-        return f"{value * 1e3:.1f} ms"
-    return f"{value * 1e6:.0f} us"
 
 
 def library_lines() -> list[str]:
@@ -1171,9 +1106,9 @@ def library_lines() -> list[str]:
         if library is None or library.module is None:
             continue
         init = {"taichi": "ti.init", "warp": "wp.init"}.get(name)
-        text = f"- {name}: import {_seconds(library.import_seconds)}"
+        text = f"- {name}: import {format_seconds(library.import_seconds)}"
         if init:
-            text += f", {init} {_seconds(library.init_seconds)}"
+            text += f", {init} {format_seconds(library.init_seconds)}"
         lines.append(text)
     return lines
 
@@ -1248,7 +1183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             or any(size < 3 for size in args.sizes)):
         parser.error("--repeats must be >= 1, --run-seconds > 0, --retries and --max-others "
                      ">= 0 and every size >= 3")
-    _START_LOAD[:] = [_load_average()]
+    _START_LOAD[:] = [load_average()]
 
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:

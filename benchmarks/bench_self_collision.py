@@ -44,6 +44,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
+try:  # as part of the benchmarks package (python -m msprings bench)
+    from .common import cloth_geometry, import_msprings
+except ImportError:  # as a script: python benchmarks/bench_self_collision.py
+    from common import cloth_geometry, import_msprings
+
 SIZES = (64, 128)
 SPACING = 0.625
 MASS = 1.0
@@ -59,47 +64,6 @@ SETTLE_STEPS = 500
 TARGET_RATIO = 5.0
 
 
-def import_msprings() -> ModuleType:
-    """msprings, from the in-tree build next to this script if there is one."""
-    root = Path(__file__).resolve().parent.parent
-    if any((root / "msprings").glob("_core*")) and str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import msprings
-
-    return msprings
-
-
-def cloth_positions(n: int) -> np.ndarray:
-    """(n*n, 3): node (i, j) = index i n + j at (j h, 0, i h)."""
-    rows, columns = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
-    positions = np.zeros((n * n, 3))
-    positions[:, 0] = columns.ravel() * SPACING
-    positions[:, 2] = rows.ravel() * SPACING
-    return positions
-
-
-def cloth_springs(n: int) -> np.ndarray:
-    """Structural, shear and bend index pairs of an n x n cloth, in the scene list's order:
-    per node (i, j)-(i, j+1) then (i, j)-(i+1, j); per cell (i, j)-(i+1, j+1) then
-    (i, j+1)-(i+1, j); per node (i, j)-(i, j+2) then (i, j)-(i+2, j)."""
-    index = np.arange(n * n).reshape(n, n)
-    structural, bend = [], []
-    for i in range(n):
-        for j in range(n):
-            if j + 1 < n:
-                structural.append((index[i, j], index[i, j + 1]))
-            if i + 1 < n:
-                structural.append((index[i, j], index[i + 1, j]))
-            if j + 2 < n:
-                bend.append((index[i, j], index[i, j + 2]))
-            if i + 2 < n:
-                bend.append((index[i, j], index[i + 2, j]))
-    diagonal = np.stack([index[:-1, :-1].ravel(), index[1:, 1:].ravel()], axis=1)
-    anti_diagonal = np.stack([index[:-1, 1:].ravel(), index[1:, :-1].ravel()], axis=1)
-    shear = np.stack([diagonal, anti_diagonal], axis=1).reshape(-1, 2)
-    return np.vstack([np.array(structural, dtype=np.int64), shear, np.array(bend, dtype=np.int64)])
-
-
 def _single_threaded(system: Any) -> None:
     """Asks for one thread when the build has a thread setting."""
     if hasattr(type(system), "threads"):
@@ -108,7 +72,7 @@ def _single_threaded(system: Any) -> None:
 
 def hanging_cloth(msprings: ModuleType, n: int) -> Any:
     """cloth-N exactly as in the scene list."""
-    system = msprings.System(cloth_positions(n), cloth_springs(n), mass=MASS, k=STIFFNESS, c=DAMPING,
+    system = msprings.System(*cloth_geometry(n, SPACING)[:2], mass=MASS, k=STIFFNESS, c=DAMPING,
                              pinned=[0, n - 1], gravity=GRAVITY)
     _single_threaded(system)
     return system
@@ -116,14 +80,14 @@ def hanging_cloth(msprings: ModuleType, n: int) -> Any:
 
 def folded_cloth(msprings: ModuleType, n: int) -> Any:
     """cloth-N unpinned and folded in half over a ground plane (see the module docstring)."""
-    positions = cloth_positions(n)
+    positions, springs, _ = cloth_geometry(n, SPACING)
     rows = np.arange(n * n) // n
     top = rows >= n // 2
     positions[top, 2] = (n - 1 - rows[top]) * SPACING
     positions[top, 1] = SPACING
     # Rest lengths are the folded lengths: the structural and shear springs across the fold
     # are a spacing long either way, and the bend springs across it keep the crease.
-    system = msprings.System(positions, cloth_springs(n), mass=MASS, k=STIFFNESS, c=DAMPING, gravity=GRAVITY)
+    system = msprings.System(positions, springs, mass=MASS, k=STIFFNESS, c=DAMPING, gravity=GRAVITY)
     system.add_plane(friction=0.5)
     _single_threaded(system)
     return system
