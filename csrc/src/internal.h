@@ -43,7 +43,8 @@ double ms_node_forces(const ms_model* m, const double* x, const double* v, const
 
 /* Spring forces of springs [begin, end) given as index pairs and (rest, k, c) triples,
    added to f (which may be offset so that only part of the nodes is addressable); returns
-   the power of their dampers (W). */
+   the power of their dampers (W).  The pairs must be grouped by their first node and have
+   no spring from a node to itself (as m->sorted_springs). */
 double ms_spring_forces(const int32_t* pairs, const double* params, int64_t begin, int64_t end, const double* x,
                         const double* v, double* f);
 

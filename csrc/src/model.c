@@ -270,9 +270,13 @@ void ms_model_sort_springs(ms_model* m) {
         }
         free(start);
     }
+    /* lower node first: ms_spring_forces keeps it in registers over its springs.  Turning a
+       spring round negates its d and its force exactly, so the forces do not change. */
     for (int64_t r = 0; r < m->nspring; ++r) {
-        m->sorted_springs[2 * r] = m->springs[2 * (int64_t)m->spring_order[r]];
-        m->sorted_springs[2 * r + 1] = m->springs[2 * (int64_t)m->spring_order[r] + 1];
+        const int32_t i = m->springs[2 * (int64_t)m->spring_order[r]];
+        const int32_t j = m->springs[2 * (int64_t)m->spring_order[r] + 1];
+        m->sorted_springs[2 * r] = i < j ? i : j;
+        m->sorted_springs[2 * r + 1] = i < j ? j : i;
     }
     m->spring_order_ready = 1;
 }

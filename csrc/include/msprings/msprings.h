@@ -139,7 +139,8 @@ typedef struct ms_model {
     int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
     int32_t* spring_order; /* springs sorted by their lower node index: the order in which
                               a step visits them, for locality        (nspring)     */
-    int32_t* sorted_springs; /* springs[spring_order[r]] for each r   (nspring x 2) */
+    int32_t* sorted_springs; /* springs[spring_order[r]] for each r, lower
+                                node first                            (nspring x 2) */
     double* sorted_params; /* (rest, k, c) of spring_order[r], refreshed from rest, k
                               and c at every ms_step call             (nspring x 3) */
     int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
