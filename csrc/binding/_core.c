@@ -702,7 +702,16 @@ static PyMethodDef System_methods[] = {
 VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
 VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
 VIEW_GETTER(f, self->state->f, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
-VIEW_GETTER(external, self->state->external, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+
+/* The external force is allocated (as zeros) the first time it is asked for. */
+static PyObject* get_external(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    ms_error err;
+    double* external = ms_state_external(self->model, self->state, &err);
+    if (external == NULL) return raise_ms_error(&err);
+    return make_view(self, external, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
+}
 VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE, 1)
 VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL, 1)
 VIEW_GETTER(springs, self->model->springs, 2, self->model->nspring, 2, NPY_INT32, 0)

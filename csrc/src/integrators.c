@@ -2,7 +2,9 @@
  *
  * A step reads the current (x, v) and writes the next one into the other half of a
  * double buffer, so the last finite state is always intact: when a step produces a
- * non-finite value the driver keeps the previous half and reports the divergence.
+ * non-finite value the driver keeps the previous half and reports the divergence.  The
+ * Euler methods without constraints step in place instead, checking each update before
+ * writing it.
  * Pinned nodes have inverse mass 0, so every integrator below moves them with their own
  * velocity and never changes it, without a branch.
  */
@@ -62,6 +64,64 @@ int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, co
     }
     *dissipated = h * power;
     return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+}
+
+/* The Euler update of nodes [begin, end) from x, v and the force f: written in place when
+   commit is non-zero, otherwise only checked.  Returns 1 if every new value is finite.  A
+   step in place checks first and commits only a finite update, so the state before it
+   needs no copy: a divergence leaves it untouched.  Both passes evaluate the same
+   expressions, so the check speaks for the values the commit writes. */
+static inline int euler_update(const double* restrict inv_mass, double* restrict x, double* restrict v,
+                               const double* restrict f, double h, int explicit_euler, int64_t begin, int64_t end,
+                               int commit) {
+    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int64_t i = begin; i < end; ++i) {
+        const double w = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            double position, velocity;
+            if (explicit_euler) {
+                position = x[q] + h * v[q];
+                velocity = v[q] + w * f[q];
+            } else {
+                velocity = v[q] + w * f[q];
+                position = x[q] + h * velocity;
+            }
+            if (commit) {
+                x[q] = position;
+                v[q] = velocity;
+            } else {
+                PROBE(probe[a], position);
+                PROBE(probe[3 + a], velocity);
+            }
+        }
+    }
+    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+}
+
+int ms_euler_check(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                   int explicit_euler, int64_t begin, int64_t end) {
+    /* commit = 0: x and v are only read */
+    return euler_update(inv_mass, (double*)x, (double*)v, f, h, explicit_euler, begin, end, 0);
+}
+
+void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
+                     int64_t begin, int64_t end) {
+    euler_update(inv_mass, x, v, f, h, explicit_euler, begin, end, 1);
+}
+
+/* One Euler step in place (no constraints, colliders or energy loss).  Returns 1 if it
+   was taken, 0 if it would have left a non-finite value, and then x and v are as they
+   were (s->f holds the forces that would have been applied). */
+static int euler_in_place(const ms_model* m, ms_state* s, double h, double* dissipated) {
+    const int explicit_euler = m->opt.integrator == MS_EXPLICIT_EULER;
+    const double power = ms_step_forces(m, s->x, s->v, ms_active_external(s), s->t, s->f);
+    *dissipated = h * power;
+    if (!isfinite(*dissipated) ||
+        !ms_euler_check(s->inv_mass, s->x, s->v, s->f, h, explicit_euler, 0, m->nnode))
+        return 0;
+    ms_euler_commit(s->inv_mass, s->x, s->v, s->f, h, explicit_euler, 0, m->nnode);
+    return 1;
 }
 
 /* Returns non-zero if some force depends on velocity (a damper or drag). */
@@ -229,71 +289,45 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         if (ms_state_ensure_work(m, s, err)) return MS_ERR_MEMORY;
     if (integrator == MS_IMPLICIT_EULER)
         if (ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
+    /* The Euler methods step in place unless something acts on the state after the
+       integrator: the other integrators and those steps use the double buffer. */
+    const int in_place = (integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER) &&
+                         m->ncollider == 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0 &&
+                         m->opt.energy_loss == 0.0;
+    if (!in_place && ms_state_ensure_next(m, s, err)) return MS_ERR_MEMORY;
 
     for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
     s->velocity_forces = has_velocity_forces(m);
     s->external_active = 0;
-    for (int64_t q = 0; q < 3 * m->nnode && !s->external_active; ++q) s->external_active = s->external[q] != 0.0;
+    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
+        s->external_active = s->external[q] != 0.0;
 
     const ms_step_function step = step_functions[integrator];
-    const double x0_t = s->t, x0_dissipated = s->dissipated;
-    const int64_t x0_steps = s->steps;
     const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
     int status = MS_OK;
     int64_t failed = -1; /* index within this call of a step that diverged */
 
-    if ((integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER) && m->ncollider == 0) {
-        /* In place, with one snapshot per call: touching half the memory per step is what
-           makes the Euler methods fast.  On divergence the snapshot is restored and the
-           finite steps replayed, which is bitwise the same since stepping is deterministic. */
-        memcpy(s->x_next, s->x, bytes);
-        memcpy(s->v_next, s->v, bytes);
+    if (in_place) {
+        /* Each step checks its update before writing it, so no copy of the state is
+           kept: touching only x, v and f is what makes the Euler methods fast and small. */
         int parallel = ms_parallel_eligible(m);
         if (parallel) {
             int unavailable = 0;
             const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
             if (unavailable)
                 parallel = 0; /* no threads to be had: one thread below */
-            else if (completed < n) {
-                memcpy(s->x, s->x_next, bytes);
-                memcpy(s->v, s->v_next, bytes);
-                s->t = x0_t;
-                s->steps = x0_steps;
-                s->dissipated = x0_dissipated;
-                int ignored = 0;
-                if (completed > 0) ms_parallel_euler(m, s, h, completed, &ignored);
+            else if (completed < n)
                 failed = completed;
-            }
         }
         for (int64_t done = 0; done < n && !parallel; ++done) {
             double dissipated = 0.0;
-            int advanced = advance(m, s, step, s->x, s->v, s->x, s->v, h, &dissipated);
-            if (advanced < 0) {
-                status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
-                failed = done;
-                break;
-            }
-            if (!advanced) {
+            if (!euler_in_place(m, s, h, &dissipated)) {
                 failed = done;
                 break;
             }
             s->t += h;
             s->steps += 1;
             s->dissipated += dissipated;
-        }
-        if (failed >= 0 && !parallel) {
-            memcpy(s->x, s->x_next, bytes);
-            memcpy(s->v, s->v_next, bytes);
-            s->t = x0_t;
-            s->steps = x0_steps;
-            s->dissipated = x0_dissipated;
-            for (int64_t done = 0; done < failed; ++done) {
-                double dissipated = 0.0;
-                advance(m, s, step, s->x, s->v, s->x, s->v, h, &dissipated);
-                s->t += h;
-                s->steps += 1;
-                s->dissipated += dissipated;
-            }
         }
     } else {
         /* Double-buffered: a step reads one half and writes the other, so the last

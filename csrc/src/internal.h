@@ -54,6 +54,9 @@ int ms_air_has_wind(const ms_air* air);
 /* The external force array, or NULL when it is zero everywhere (s->external_active). */
 const double* ms_active_external(const ms_state* s);
 
+/* The second half of the double buffer (s->x_next, s->v_next), allocated on first use. */
+int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
+
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
@@ -96,14 +99,22 @@ void ms_move_colliders(ms_model* m, double h);
 
 /* Multithreaded explicit/symplectic Euler (threads.c): used for networks of at least
    MS_PARALLEL_MIN_SPRINGS springs when more than one thread is allowed and no constraint,
-   energy loss or face force is on (ms_parallel_eligible).  Steps in place and stops after
-   the first step that leaves a non-finite value; returns the number of finite steps (t,
-   steps and dissipated advanced for them).  *failed is set when threads could not be
+   energy loss or face force is on (ms_parallel_eligible).  Steps in place, checking each
+   step before writing it, and stops before the first step that would leave a non-finite
+   value; returns the number of steps taken (t, steps and dissipated advanced for them).  *failed is set when threads could not be
    started, and then nothing has changed. */
 #define MS_PARALLEL_MIN_SPRINGS 10000
 int ms_thread_count(const ms_model* m);
 int ms_parallel_eligible(const ms_model* m);
 int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, int* failed);
+
+/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
+   from x, v and the force f with step h: ms_euler_check returns 1 if every new value would
+   be finite, without writing; ms_euler_commit writes it in place. */
+int ms_euler_check(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                   int explicit_euler, int64_t begin, int64_t end);
+void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
+                     int64_t begin, int64_t end);
 
 /* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
    alias them.  s->f receives the force at the start of the step and s->inv_mass must hold

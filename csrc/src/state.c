@@ -4,8 +4,9 @@
 
 #include "internal.h"
 
-/* x, v, f, external, x_next, v_next (nnode x 3 each), then inv_mass (nnode). */
-static size_t state_bytes(int64_t nnode) { return sizeof(double) * 19 * (size_t)nnode; }
+/* x, v, f (nnode x 3 each), then inv_mass (nnode).  The external force and the second
+   half of the double buffer are separate allocations made on first use. */
+static size_t state_bytes(int64_t nnode) { return sizeof(double) * 10 * (size_t)nnode; }
 
 static size_t work_bytes(int64_t nnode) { return sizeof(double) * 9 * (size_t)nnode; }
 
@@ -28,10 +29,10 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->x = buffer;
     s->v = buffer + n3;
     s->f = buffer + 2 * n3;
-    s->external = buffer + 3 * n3;
-    s->x_next = buffer + 4 * n3;
-    s->v_next = buffer + 5 * n3;
-    s->inv_mass = buffer + 6 * n3;
+    s->inv_mass = buffer + 3 * n3;
+    s->external = NULL;
+    s->x_next = NULL;
+    s->v_next = NULL;
     s->work = NULL;
     s->implicit_work = NULL;
     s->self_work = NULL;
@@ -44,6 +45,14 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
     ms_state* copy = ms_state_create(m, err);
     if (copy == NULL) return NULL;
     memcpy(copy->buffer, s->buffer, state_bytes(m->nnode));
+    if (s->external != NULL) {
+        double* external = ms_state_external(m, copy, err);
+        if (external == NULL) {
+            ms_state_destroy(copy);
+            return NULL;
+        }
+        memcpy(external, s->external, sizeof(double) * 3 * (size_t)m->nnode);
+    }
     copy->t = s->t;
     copy->steps = s->steps;
     copy->dissipated = s->dissipated;
@@ -55,6 +64,8 @@ void ms_state_destroy(ms_state* s) {
     if (s == NULL) return;
     free(s->work);
     free(s->implicit_work);
+    free(s->external);
+    free(s->x_next); /* v_next shares its allocation */
     ms_self_work_free(s->self_work);
     free(s->buffer);
     free(s);
@@ -74,12 +85,36 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
 int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {
     if (ms_check_finite_vectors(s->x, m->nnode, "x", err)) return MS_ERR_VALUE;
     if (ms_check_finite_vectors(s->v, m->nnode, "v", err)) return MS_ERR_VALUE;
-    if (ms_check_finite_vectors(s->external, m->nnode, "external", err)) return MS_ERR_VALUE;
+    if (s->external != NULL && ms_check_finite_vectors(s->external, m->nnode, "external", err))
+        return MS_ERR_VALUE;
     ms_error_clear(err);
     return MS_OK;
 }
 
 const double* ms_active_external(const ms_state* s) { return s->external_active ? s->external : NULL; }
+
+double* ms_state_external(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->external == NULL) {
+        s->external = calloc(3 * (size_t)m->nnode, sizeof(double));
+        if (s->external == NULL) {
+            ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the external force of %lld nodes",
+                         (long long)m->nnode);
+            return NULL;
+        }
+    }
+    ms_error_clear(err);
+    return s->external;
+}
+
+int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->x_next != NULL) return MS_OK;
+    s->x_next = calloc(6 * (size_t)m->nnode, sizeof(double));
+    if (s->x_next == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the step buffers of %lld nodes",
+                            (long long)m->nnode);
+    s->v_next = s->x_next + 3 * (size_t)m->nnode;
+    return MS_OK;
+}
 
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {
     if (s->work != NULL) return MS_OK;

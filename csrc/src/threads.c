@@ -70,7 +70,7 @@ struct worker {
     double* buffer;                   /* 3 x (touch_end - touch_begin) */
     double power;                     /* W taken out by its dampers and its nodes' drag */
     int sense;                        /* its side of the barrier */
-    int bad;                          /* its nodes became non-finite in this step */
+    int bad;                          /* its nodes would become non-finite in this step */
 };
 
 int ms_thread_count(const ms_model* m) {
@@ -117,26 +117,8 @@ static void node_phase(worker* w, double t) {
         const double* part = other->buffer - 3 * other->touch_begin;
         for (int64_t q = 3 * begin; q < 3 * end; ++q) f[q] += part[q];
     }
-    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int64_t i = w->node_begin; i < w->node_end; ++i) {
-        const double weight = h * st->inv_mass[i];
-        for (int a = 0; a < 3; ++a) {
-            const int64_t q = 3 * i + a;
-            double position, velocity;
-            if (tm->explicit_euler) {
-                position = x[q] + h * v[q];
-                velocity = v[q] + weight * f[q];
-            } else {
-                velocity = v[q] + weight * f[q];
-                position = x[q] + h * velocity;
-            }
-            v[q] = velocity;
-            x[q] = position;
-            probe[a] += position - position;
-            probe[3 + a] += velocity - velocity;
-        }
-    }
-    w->bad = !(probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0);
+    /* checked only: a worker writes its nodes once every worker's check has passed */
+    w->bad = !ms_euler_check(st->inv_mass, x, v, f, h, tm->explicit_euler, w->node_begin, w->node_end);
 }
 
 static void* run_worker(void* argument) {
@@ -162,7 +144,9 @@ static void* run_worker(void* argument) {
             bad |= tm->workers[k].bad;
             power += tm->workers[k].power;
         }
-        if (bad) break; /* every worker sees the same flags and stops at the same step */
+        /* every worker sees the same flags and power and stops before the same step */
+        if (bad || !isfinite(tm->h * power)) break;
+        ms_euler_commit(st->inv_mass, st->x, st->v, st->f, tm->h, tm->explicit_euler, w->node_begin, w->node_end);
         t += tm->h;
         if (w->id == 0) {
             st->t += tm->h;
@@ -170,7 +154,8 @@ static void* run_worker(void* argument) {
             st->dissipated += tm->h * power;
             tm->completed = step + 1;
         }
-        /* the next spring phase overwrites the buffers and powers everyone just read */
+        /* the next spring phase reads every node's new x and v and overwrites the buffers
+           and powers everyone just read */
         spin_barrier_wait(&tm->barrier, &w->sense);
     }
     return NULL;

@@ -142,7 +142,11 @@ static uint64_t fnv1a(const void* data, size_t size) {
     return hash;
 }
 
-/* Everything observable about a state, copied out so it can be compared bitwise. */
+/* The state's external force array, allocated on first use. */
+#define EXTERNAL(m, s) ms_state_external((m), (s), NULL)
+
+/* Everything observable about a state, copied out so it can be compared bitwise (an
+   external force that was never allocated counts as zeros). */
 typedef struct snapshot {
     double* arrays; /* x, v, f, external: 4 x nnode x 3 */
     double t;
@@ -157,10 +161,21 @@ static int snapshot_take(const ms_model* m, const ms_state* s, snapshot* out) {
     memcpy(out->arrays, s->x, block * sizeof(double));
     memcpy(out->arrays + block, s->v, block * sizeof(double));
     memcpy(out->arrays + 2 * block, s->f, block * sizeof(double));
-    memcpy(out->arrays + 3 * block, s->external, block * sizeof(double));
+    if (s->external != NULL)
+        memcpy(out->arrays + 3 * block, s->external, block * sizeof(double));
+    else
+        memset(out->arrays + 3 * block, 0, block * sizeof(double));
     out->t = s->t;
     out->steps = s->steps;
     out->dissipated = s->dissipated;
+    return 1;
+}
+
+/* True if the external force (NULL: zeros) is bitwise the saved one. */
+static int external_equal(const double* external, const double* saved, size_t count) {
+    if (external != NULL) return memcmp(external, saved, count * sizeof(double)) == 0;
+    for (size_t q = 0; q < count; ++q)
+        if (saved[q] != 0.0 || signbit(saved[q])) return 0;
     return 1;
 }
 
@@ -170,7 +185,7 @@ static int snapshot_equal(const ms_model* m, const ms_state* s, const snapshot* 
     size_t block = 3 * (size_t)m->nnode;
     return memcmp(s->x, snap->arrays, bytes) == 0 && memcmp(s->v, snap->arrays + block, bytes) == 0 &&
            memcmp(s->f, snap->arrays + 2 * block, bytes) == 0 &&
-           memcmp(s->external, snap->arrays + 3 * block, bytes) == 0 &&
+           external_equal(s->external, snap->arrays + 3 * block, block) &&
            memcmp(&s->t, &snap->t, sizeof s->t) == 0 && s->steps == snap->steps &&
            memcmp(&s->dissipated, &snap->dissipated, sizeof s->dissipated) == 0;
 }
@@ -471,9 +486,9 @@ static int test_diagnostics_two_nodes(void) {
        drag * v, plus the external force on node 1.  Dissipated power is
        c ((v1 - v0).n)^2 + drag (|v0|^2 + |v1|^2) = 2 + 0.5 * 5. */
     m->opt.drag = 0.5;
-    s->external[3] = 1.0;
-    s->external[4] = 2.0;
-    s->external[5] = 3.0;
+    EXTERNAL(m, s)[3] = 1.0;
+    EXTERNAL(m, s)[4] = 2.0;
+    EXTERNAL(m, s)[5] = 3.0;
     double f[6];
     double power = ms_forces(m, s->x, s->v, s->external, 0.0, f);
     ENSURE_NEAR(power, 4.5, 1e-12);
@@ -971,8 +986,8 @@ static int test_external_force(void) {
     m->opt.integrator = MS_RK4;
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    s->external[0] = 4.0;
-    s->external[1] = 2.0 * 9.81;
+    EXTERNAL(m, s)[0] = 4.0;
+    EXTERNAL(m, s)[1] = 2.0 * 9.81;
     ENSURE(ms_step(m, s, 0.1, 10, &err) == MS_OK);
     ENSURE_NEAR(s->x[0], 0.5 * 2.0 * 1.0, 1e-12);
     ENSURE_NEAR(s->v[0], 2.0, 1e-12);
@@ -999,7 +1014,7 @@ static int test_pinned_node_kinematics(void) {
         ms_error err = fresh_error();
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        s->external[1] = 100.0;
+        EXTERNAL(m, s)[1] = 100.0;
         ENSURE(ms_step(m, s, 1e-3, 500, &err) == MS_OK);
         ENSURE_NEAR(s->x[0], 0.5 * 0.5, 1e-12);
         ENSURE(s->x[1] == 0.0);
@@ -1563,7 +1578,7 @@ static int step_bad_arguments(ms_integrator integrator) {
     ms_error err = fresh_error();
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    s->external[5] = 0.25;
+    EXTERNAL(m, s)[5] = 0.25;
     ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
@@ -1616,10 +1631,10 @@ static int step_bad_arguments(ms_integrator integrator) {
     ENSURE(ms_state_check(m, s, &err) == MS_ERR_VALUE);
     ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
     s->v[2] = before.arrays[3 * m->nnode + 2];
-    s->external[4] = -INFINITY;
+    EXTERNAL(m, s)[4] = -INFINITY;
     ENSURE(ms_state_check(m, s, &err) == MS_ERR_VALUE);
     ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
-    s->external[4] = 0.0;
+    EXTERNAL(m, s)[4] = 0.0;
     ENSURE(snapshot_equal(m, s, &before));
     ENSURE(ms_state_check(m, s, &err) == MS_OK);
 
@@ -1690,7 +1705,7 @@ static int test_state_copy_independent(void) {
         ms_error err = fresh_error();
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        s->external[10] = 0.5;
+        EXTERNAL(m, s)[10] = 0.5;
         ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
         ms_state* copy = ms_state_copy(m, s, &err);
         ENSURE(copy != NULL);
@@ -1727,6 +1742,48 @@ static int test_state_copy_independent(void) {
     return 0;
 }
 
+static int test_storage_on_first_use(void) {
+    /* A symplectic Euler system without constraints holds x, v, f and 1/m only: the
+       external force and the double buffer appear when something needs them. */
+    ms_model* m = make_cloth(4, 1, 8u);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(s->external == NULL && s->x_next == NULL && s->v_next == NULL);
+    ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
+    ENSURE(s->external == NULL && s->x_next == NULL);
+
+    /* a copy of a state without an external force has none either, and steps the same */
+    ms_state* copy = ms_state_copy(m, s, &err);
+    ENSURE(copy != NULL && copy->external == NULL);
+
+    double* external = ms_state_external(m, s, &err);
+    ENSURE(external != NULL && err.status == MS_OK);
+    ENSURE(ms_state_external(m, s, &err) == external);
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) ENSURE(external[q] == 0.0);
+    /* a zero external force changes nothing */
+    size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
+    ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
+    ENSURE(ms_step(m, copy, 1e-3, 20, &err) == MS_OK);
+    ENSURE(memcmp(s->x, copy->x, bytes) == 0 && memcmp(s->v, copy->v, bytes) == 0);
+    ms_state_destroy(copy);
+
+    /* a copy of a state with one gets its own */
+    external[7] = 2.5;
+    copy = ms_state_copy(m, s, &err);
+    ENSURE(copy != NULL && copy->external != NULL && copy->external != s->external);
+    ENSURE(memcmp(copy->external, s->external, bytes) == 0);
+    ms_state_destroy(copy);
+
+    m->opt.integrator = MS_VELOCITY_VERLET;
+    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    ENSURE(s->x_next != NULL && s->v_next == s->x_next + 3 * m->nnode);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 static int test_state_reset(void) {
     ms_model* m = make_cloth(4, 1, 21u);
     ENSURE(m != NULL);
@@ -1736,7 +1793,7 @@ static int test_state_reset(void) {
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     ENSURE(s->v[7] == 0.3);
-    s->external[9] = 0.125;
+    EXTERNAL(m, s)[9] = 0.125;
     size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
     double* first_run = malloc(bytes);
     ENSURE(first_run != NULL);
@@ -1750,7 +1807,7 @@ static int test_state_reset(void) {
     ENSURE(s->t == 0.0 && s->steps == 0 && s->dissipated == 0.0);
     for (int64_t i = 0; i < 3 * m->nnode; ++i) {
         ENSURE(s->f[i] == 0.0);
-        ENSURE(s->external[i] == (i == 9 ? 0.125 : 0.0));
+        ENSURE(EXTERNAL(m, s)[i] == (i == 9 ? 0.125 : 0.0));
     }
     ENSURE(ms_step(m, s, 1e-3, 50, &err) == MS_OK);
     ENSURE(memcmp(s->x, first_run, bytes) == 0);
@@ -1848,6 +1905,7 @@ int main(void) {
         TEST(test_step_bad_arguments),
         TEST(test_model_copy_independent),
         TEST(test_state_copy_independent),
+        TEST(test_storage_on_first_use),
         TEST(test_state_reset),
         TEST(test_determinism),
     };

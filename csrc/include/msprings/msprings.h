@@ -157,7 +157,8 @@ typedef struct ms_state {
     double* x;           /* positions (m)                               (nnode x 3) */
     double* v;           /* velocities (m/s)                            (nnode x 3) */
     double* f;           /* total force at the start of the last step (N) (nnode x 3) */
-    double* external;    /* user force added every step (N)             (nnode x 3) */
+    double* external;    /* user force added every step (N)             (nnode x 3)
+                            NULL (zero everywhere) until ms_state_external is called */
     double t;            /* simulated time (s) */
     int64_t steps;       /* steps taken since creation or reset */
     double dissipated;   /* energy removed by dampers, drag and energy_loss (J) */
@@ -166,13 +167,15 @@ typedef struct ms_state {
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* x_next;      /* other half of the position double buffer    (nnode x 3) */
-    double* v_next;      /* other half of the velocity double buffer    (nnode x 3) */
+    double* v_next;      /* other half of the velocity double buffer    (nnode x 3)
+                            both allocated on first use by a step that needs them:
+                            Verlet, RK4, implicit Euler, or a step with constraints */
     double* work;        /* Verlet/RK4 stage storage, allocated on first use (nnode x 9) */
     double* implicit_work; /* implicit solver storage, allocated on first use
                               (nnode x 27 + nspring x 5) */
     void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
     ms_solver_stats solver;
-    void* buffer;        /* the one allocation that x .. v_next live in */
+    void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
 
 typedef struct ms_energy {
@@ -239,6 +242,11 @@ void ms_state_destroy(ms_state* s);
 /* Back to the initial positions and velocities; t, steps, dissipated and f zeroed;
    the external force is kept. */
 void ms_state_reset(const ms_model* m, ms_state* s);
+
+/* The external force array (nnode x 3), allocated as zeros on first use so that a
+   system without external forces does not carry one; NULL (with err set) only if memory
+   runs out.  The pointer stays valid for the life of the state. */
+double* ms_state_external(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Checks that positions, velocities and external forces are finite. */
 int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
