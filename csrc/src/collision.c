@@ -136,8 +136,10 @@ double ms_collider_distance(const ms_collider* c, const double center[3], const 
             const double along = r[0] * axis[0] + r[1] * axis[1] + r[2] * axis[2];
             double radial[3] = {r[0] - along * axis[0], r[1] - along * axis[1], r[2] - along * axis[2]};
             const double rho = length3(radial);
-            if (rho > 0.0)
-                for (int a = 0; a < 3; ++a) radial[a] /= rho;
+            if (rho > 0.0) {
+                const double inv_rho = 1.0 / rho;
+                for (int a = 0; a < 3; ++a) radial[a] *= inv_rho;
+            }
             else {
                 /* on the axis: any direction perpendicular to it */
                 const double helper[3] = {fabs(axis[0]) < 0.9 ? 1.0 : 0.0, fabs(axis[0]) < 0.9 ? 0.0 : 1.0, 0.0};
@@ -150,7 +152,8 @@ double ms_collider_distance(const ms_collider* c, const double center[3], const 
             const double dr = rho - c->size[0], dh = fabs(along) - c->size[1];
             if (dr > 0.0 && dh > 0.0) {
                 const double length = sqrt(dr * dr + dh * dh);
-                for (int a = 0; a < 3; ++a) normal[a] = (dr * radial[a] + dh * side * axis[a]) / length;
+                const double inv_length = 1.0 / length;
+                for (int a = 0; a < 3; ++a) normal[a] = (dr * radial[a] + dh * side * axis[a]) * inv_length;
                 return length;
             }
             if (dr > dh) {
@@ -167,9 +170,9 @@ double ms_collider_distance(const ms_collider* c, const double center[3], const 
 }
 
 /* First point of the relative segment r0 -> r1 (collider frame, collider at the origin)
-   closer than thickness to the surface, by sphere tracing on the exact distance.
-   Returns the fraction t in (0, 1], or -1 if the segment stays outside. */
-static double first_contact(const ms_collider* c, const double r0[3], const double r1[3]) {
+   closer than thickness to the surface, by sphere tracing on the exact distance; start_gap
+   is the gap at r0.  Returns the fraction t in (0, 1], or -1 if the segment stays outside. */
+static double first_contact(const ms_collider* c, const double r0[3], const double r1[3], double start_gap) {
     static const double origin[3] = {0.0, 0.0, 0.0};
     const double travel[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
     const double distance = length3(travel);
@@ -177,7 +180,7 @@ static double first_contact(const ms_collider* c, const double r0[3], const doub
     double normal[3], t = 0.0;
     for (int iteration = 0; iteration < 100; ++iteration) {
         const double p[3] = {r0[0] + t * travel[0], r0[1] + t * travel[1], r0[2] + t * travel[2]};
-        const double gap = ms_collider_distance(c, origin, p, normal) - c->thickness;
+        const double gap = iteration == 0 ? start_gap : ms_collider_distance(c, origin, p, normal) - c->thickness;
         if (gap <= 1e-9 * distance) return t;
         t += gap / distance;
         if (t > 1.0) return -1.0;
@@ -221,13 +224,18 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
             static const double origin[3] = {0.0, 0.0, 0.0};
             double normal[3], moved[3];
             const double start_gap = ms_collider_distance(c, origin, r0, normal) - c->thickness;
-            const double end_gap = ms_collider_distance(c, origin, r1, normal) - c->thickness;
             const double travel = sqrt((r1[0] - r0[0]) * (r1[0] - r0[0]) + (r1[1] - r0[1]) * (r1[1] - r0[1]) +
                                        (r1[2] - r0[2]) * (r1[2] - r0[2]));
+            /* The signed distances are 1-Lipschitz, so a node that started farther from the
+               surface than its whole path is long cannot have come within the thickness: no
+               contact, as the full test below would find.  The margin covers the rounding
+               of the distances, which grows with the coordinates. */
+            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + travel + c->thickness;
+            if (start_gap > travel + 1e-12 * scale) continue;
             double end_normal[3];
-            ms_collider_distance(c, origin, r1, end_normal);
+            const double end_gap = ms_collider_distance(c, origin, r1, end_normal) - c->thickness;
             double t = -1.0;
-            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1); /* entered during the step? */
+            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
             int through_entry = 0;
             if (t >= 0.0) {
                 const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
