@@ -73,10 +73,10 @@ import numpy as np
 
 try:  # as part of the benchmarks package (python -m msprings bench)
     from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, import_msprings,
-                         load_average, round_steps, spring_lengths)
+                         keep_freed_memory, load_average, round_steps, spring_lengths)
 except ImportError:  # as a script: python benchmarks/bench_core.py
     from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, import_msprings,
-                        load_average, round_steps, spring_lengths)
+                        keep_freed_memory, load_average, round_steps, spring_lengths)
 
 #: Time step of every scene (s).
 TIME_STEP = 1e-3
@@ -1747,9 +1747,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_seconds = 0.05 if args.quick else 1.0
     chain_seconds = 0.02 if args.quick else 0.2
     repeat_steps = 20 if args.quick else REPEAT_STEPS
+    allocator = keep_freed_memory()  # NumPy's temporaries: see common.keep_freed_memory
     msprings = import_msprings()
     compiler = _compiler_command()
     machine = machine_lines(msprings, compiler)  # before the run, for its load average
+    machine.append(f"- Memory allocator: {allocator}, so that the NumPy step's temporaries do not cost page "
+                   "faults in some runs and not in others")
     counters = _cpu_counters()
     out: list[str] = []
 

@@ -69,11 +69,11 @@ from typing import Callable, Sequence
 import numpy as np
 
 try:  # as part of the benchmarks package (python -m msprings bench)
-    from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, load_average,
-                         round_steps, spring_lengths)
+    from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector,
+                         keep_freed_memory, load_average, round_steps, spring_lengths)
 except ImportError:  # as a script: python benchmarks/bench_peers.py
-    from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector, load_average,
-                        round_steps, spring_lengths)
+    from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector,
+                        keep_freed_memory, load_average, round_steps, spring_lengths)
 
 # ---------------------------------------------------------------------------------------------
 # scene constants (BENCH.md, cloth-N)
@@ -1016,6 +1016,8 @@ def machine_lines(msprings: ModuleType, run_seconds: float, repeats: int,
         f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
         f"- Python {platform.python_version()}, NumPy {np.__version__}, "
         f"msprings {getattr(msprings, '__version__', 'unknown')}",
+        f"- Memory allocator: {_ALLOCATOR[0] if _ALLOCATOR else 'defaults'}, so that the NumPy step's "
+        "temporaries do not cost page faults in some runs and not in others",
     ]
     for name in ("numba", "taichi", "warp"):
         library = _LIBRARIES.get(name) or load_library(name)
@@ -1035,6 +1037,8 @@ def machine_lines(msprings: ModuleType, run_seconds: float, repeats: int,
 
 
 _START_LOAD: list[str] = []
+#: What keep_freed_memory() did, for the machine section.
+_ALLOCATOR: list[str] = []
 
 
 def check_lines(result: SceneResult) -> list[str]:
@@ -1184,6 +1188,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--repeats must be >= 1, --run-seconds > 0, --retries and --max-others "
                      ">= 0 and every size >= 3")
     _START_LOAD[:] = [load_average()]
+    _ALLOCATOR[:] = [keep_freed_memory()]  # NumPy's temporaries: see common.keep_freed_memory
 
     root = Path(__file__).resolve().parent.parent
     if str(root) not in sys.path:

@@ -103,3 +103,24 @@ def format_seconds(value: float) -> str:
     if value >= 1e-3:
         return f"{value * 1e3:.2f} ms"
     return f"{value * 1e6:.1f} us"
+
+
+def keep_freed_memory() -> str:
+    """Stops glibc's malloc from handing freed memory back to the system, and says what was done.
+
+    NumPy takes its temporaries from malloc.  With glibc's default, self-adjusting thresholds
+    the top of the heap is trimmed and grown again from step to step depending on the order
+    of allocations, so a step can pay hundreds of page faults that a slightly different step
+    does not (here the NumPy step without contact did, and ran about twice as long as with
+    it).  Fixed thresholds (32 MiB for mmap, 1 GiB for trimming) keep every temporary in
+    reused heap memory, so NumPy peers are measured at their best.  msprings allocates
+    nothing while stepping.  Call it once, before anything is timed."""
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return "allocator defaults (not glibc)"
+    import ctypes
+
+    libc = ctypes.CDLL(None)
+    m_trim_threshold, m_mmap_threshold = -1, -3  # mallopt parameters, <malloc.h>
+    if libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 32 << 20):
+        return "glibc malloc with fixed thresholds (`mallopt`: M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 1 GiB)"
+    return "glibc malloc defaults (`mallopt` refused fixed thresholds)"

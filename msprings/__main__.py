@@ -204,7 +204,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_parser.add_argument("-q", "--quiet", action="store_true")
     commands.add_parser("info", help="version and build information")
     bench_parser = commands.add_parser("bench", help="the side-by-side benchmarks (from the source tree)")
-    bench_parser.add_argument("suite", nargs="?", default="core", choices=("core", "implicit", "peers", "self_collision"))
+    bench_parser.add_argument("suite", nargs="?", default="core",
+                              choices=("core", "implicit", "peers", "self_collision", "contact"))
     bench_parser.add_argument("--quick", action="store_true", help="short runs: rough numbers")
     args = parser.parse_args(argv)
     try:
