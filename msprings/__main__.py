@@ -161,10 +161,17 @@ def info() -> int:
     return 0
 
 
+#: The benchmark suites in the source tree's ``benchmarks/`` folder, in the order ``bench all`` runs them.
+BENCH_SUITES = ("core", "implicit", "peers", "self_collision", "contact")
+
+
 def bench(suite: str, quick: bool) -> int:
-    """Runs one of the benchmarks in the source tree's ``benchmarks/`` folder."""
+    """Runs one of the benchmarks in the source tree's ``benchmarks/`` folder (``"all"``: each in
+    turn); returns the largest exit status."""
     import importlib
 
+    if suite == "all":
+        return max([bench(name, quick) for name in BENCH_SUITES])
     root = Path(__file__).resolve().parent.parent
     if not (root / "benchmarks" / f"bench_{suite}.py").exists():
         raise ValueError(f"benchmarks/bench_{suite}.py not found: run this from a source checkout of msprings")
@@ -205,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("info", help="version and build information")
     bench_parser = commands.add_parser("bench", help="the side-by-side benchmarks (from the source tree)")
     bench_parser.add_argument("suite", nargs="?", default="core",
-                              choices=("core", "implicit", "peers", "self_collision", "contact"))
+                              choices=(*BENCH_SUITES, "all"))
     bench_parser.add_argument("--quick", action="store_true", help="short runs: rough numbers")
     args = parser.parse_args(argv)
     try:
