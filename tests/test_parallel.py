@@ -84,7 +84,8 @@ def test_threaded_divergence_rolls_back_bitwise() -> None:
     with pytest.warns(msprings.StabilityWarning):
         reference.step(big, error.step - 1)
     assert np.array_equal(s.x, reference.x) and np.array_equal(s.v, reference.v)
-    assert s.t == reference.t
+    assert s.t == reference.t and s.steps == reference.steps
+    assert s.energy().dissipated == reference.energy().dissipated
 
 
 def test_threads_setting_is_validated() -> None:

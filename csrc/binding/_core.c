@@ -424,7 +424,7 @@ static PyObject* System_tension(SystemObject* self, PyObject* Py_UNUSED(ignored)
 
 static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_idle(self) < 0) return NULL;
-    ms_forces(self->model, self->state->x, self->state->v, self->state->external, self->state->t, self->state->f);
+    ms_state_forces(self->model, self->state);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
 
@@ -661,7 +661,8 @@ static PyMethodDef System_methods[] = {
      "ends together."},
     {"update_forces", (PyCFunction)System_update_forces, METH_NOARGS,
      "update_forces()\n--\n\nEvaluate the total force on every node at the current state into f and return "
-     "the f view (N)."},
+     "the f view (N).  It is summed as a step on one thread sums it, so it equals the f such a step from this "
+     "state leaves behind (a step on several threads sums in another order: equal to round-off)."},
     {"vertex_normals", (PyCFunction)System_vertex_normals, METH_NOARGS,
      "vertex_normals()\n--\n\nArea-weighted unit normals of the triangles at every node, (n, 3); zero for a node in "
      "no triangle."},
@@ -707,6 +708,8 @@ VIEW_GETTER(f, self->state->f, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
 static PyObject* get_external(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
+    /* allocating it changes the state: not while another thread steps */
+    if (self->state->external == NULL && require_idle(self) < 0) return NULL;
     ms_error err;
     double* external = ms_state_external(self->model, self->state, &err);
     if (external == NULL) return raise_ms_error(&err);

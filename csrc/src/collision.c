@@ -213,6 +213,11 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
         const double* start = c->center;
         const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
                                start[2] + h * c->velocity[2]};
+        /* The skip below needs a distance that grows no faster than the path: true for a
+           unit axis (as adding or setting a collider leaves it), not for one written
+           through ms_model_find_collider's pointer with another length. */
+        const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+        const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
         for (int64_t i = 0; i < m->nnode; ++i) {
             if (inv_mass[i] == 0.0) continue;
             double* xi = x + 3 * i;
@@ -231,7 +236,7 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
                contact, as the full test below would find.  The margin covers the rounding
                of the distances, which grows with the coordinates. */
             const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + travel + c->thickness;
-            if (start_gap > travel + 1e-12 * scale) continue;
+            if (lipschitz && start_gap > travel + 1e-12 * scale) continue;
             double end_normal[3];
             const double end_gap = ms_collider_distance(c, origin, r1, end_normal) - c->thickness;
             double t = -1.0;

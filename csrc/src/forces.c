@@ -10,10 +10,10 @@
    no force rather than a NaN or an arbitrary one. */
 #define MS_MIN_LENGTH_SQUARED 1e-24
 
-/* A damper's power c u^2 is summed only for closing speeds |u| above this (m/s): below it
-   u^2 would be a subnormal number, which x86 processors handle many times slower than a
-   normal one, and a cloth starting at rest has most of its springs there for its first
-   steps.  What is left out is below c 1e-200 W per spring. */
+/* A damper's power c u^2 is summed only for closing speeds |u| above this (m/s).  Below
+   about 1.5e-154 m/s, u^2 is a subnormal number, which x86 processors handle many times
+   slower than a normal one, and a cloth starting at rest has most of its springs there for
+   its first steps.  What is left out is below c 1e-200 W per spring. */
 #define MS_MIN_POWER_SPEED 1e-100
 
 /* The closing speed that counts towards a damper's power. */
@@ -236,4 +236,11 @@ double ms_step_forces(const ms_model* m, const double* x, const double* v, const
                       double* f) {
     const double power = node_forces(m, x, v, external, t, f);
     return power + ms_spring_forces(m->sorted_springs, m->sorted_params, 0, m->nspring, x, v, f);
+}
+
+double ms_state_forces(ms_model* m, ms_state* s) {
+    ms_model_refresh_sorted(m);
+    int active = 0; /* as ms_step decides it: a zero external force is not read */
+    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !active; ++q) active = s->external[q] != 0.0;
+    return ms_step_forces(m, s->x, s->v, active ? s->external : NULL, s->t, s->f);
 }

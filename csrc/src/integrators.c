@@ -16,8 +16,8 @@
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
 
-/* The two Euler methods update each node from its own old values only, so x_out and v_out
-   may be x and v themselves (the step driver updates in place when it can). */
+/* The two Euler methods as double-buffered steps, for steps with constraints, colliders or
+   energy loss; without them the driver steps in place (euler_in_place below). */
 
 int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
                            double* v_out, double h, double* dissipated) {

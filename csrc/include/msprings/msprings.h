@@ -268,6 +268,11 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
 double ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
                  double* f);
 
+/* The total force (as ms_forces) at the state's own positions, velocities, external force
+   and time, written to s->f and summed exactly as a step sums it, so that it equals the
+   s->f a step from this state leaves behind.  Returns the power as ms_forces does. */
+double ms_state_forces(ms_model* m, ms_state* s);
+
 /* The wind velocity (m/s) at point p and time t:
    W + A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, 0.5 sin(omega t)). */
 void ms_wind(const ms_air* air, const double p[3], double t, double out[3]);
