@@ -330,7 +330,8 @@ class System(_core.System):
             # 2 / (sqrt(omega^2 + gamma^2 / 4) + gamma / 2) falls as omega and gamma grow, so
             # upper bounds on both give a step that is surely stable: no Lanczos needed.
             omega2_bound, gamma_bound = self._eigenvalue_bounds()
-            if dt * (math.sqrt(omega2_bound + 0.25 * gamma_bound**2) + 0.5 * gamma_bound) < 2.0:
+            # hypot: no overflow for the huge rates of very strong drag or dampers
+            if dt * (math.hypot(math.sqrt(omega2_bound), 0.5 * gamma_bound) + 0.5 * gamma_bound) < 2.0:
                 return
         limits = getattr(self, "_stability_limits", None)
         if limits is None:
@@ -378,6 +379,15 @@ class System(_core.System):
         if name == "implicit_euler":
             return math.inf
         omega2, gamma = self._max_eigenvalues()
+        if not (math.isfinite(omega2) and math.isfinite(gamma)):
+            # The Lanczos estimate squares its rates and overflows beyond about 1e154 1/s
+            # (drag or dampers that strong); the Gershgorin upper bounds stay finite and give
+            # a smaller, still safe limit.
+            bound_omega2, bound_gamma = self._eigenvalue_bounds()
+            omega2 = omega2 if math.isfinite(omega2) else bound_omega2
+            gamma = gamma if math.isfinite(gamma) else bound_gamma
+            if not (math.isfinite(omega2) and math.isfinite(gamma)):
+                return 0.0  # no step a double can hold is stable
         omega = math.sqrt(max(omega2, 0.0))
         if omega == 0.0 and gamma == 0.0:
             return math.inf

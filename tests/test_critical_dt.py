@@ -164,6 +164,19 @@ def test_drag_alone_limits_explicit_steps_to_two_over_its_rate() -> None:
     assert s.critical_dt("symplectic_euler") == pytest.approx(8.0, rel=1e-3)
 
 
+
+@pytest.mark.parametrize("drag", [1e100, 1e200, 1e300])
+def test_very_strong_drag_still_gives_two_over_its_rate_and_warns(drag: float) -> None:
+    """Rates beyond about 1e154 1/s overflow the Lanczos estimate (it squares them); the
+    limit then comes from the Gershgorin bound, which for drag alone is the rate itself,
+    and a step above it still warns instead of failing."""
+    s = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 1]], mass=2.0, drag=drag)
+    assert s.critical_dt("symplectic_euler") == pytest.approx(4.0 / drag, rel=1e-3)
+    assert s.critical_dt("explicit_euler") == pytest.approx(4.0 / drag, rel=1e-3)
+    with pytest.warns(msprings.StabilityWarning, match="exceeds the stability limit"):
+        s.step(1e-3)
+
+
 # --------------------------------------------------------------------------------------
 # The chain pinned at one end: closed-form highest frequency
 
