@@ -17,12 +17,11 @@ down the sides, at N = 80 down to the ground.  A node is "in contact" when it li
 node the contact rule moved sits at exactly ``thickness``.  The benchmark requires at least
 20 % of the nodes in contact in the settled state.
 
-Rows, each timed from fresh copies of the settled state, all on one thread:
+Rows, each timed from fresh copies of the settled state, all on one thread but the last:
 
 * **msprings, colliders**: ``s.step(h, n)`` on ``s.copy()`` with ``s.threads = 1``.  (A system
-  with colliders steps on one thread whatever ``s.threads`` says: only collider-free systems
-  are eligible for the worker threads.  It also steps through the double buffer, as every
-  system with a constraint after the integrator does.)
+  with colliders steps through the double buffer, as every system with a constraint after
+  the integrator does.)
 * **msprings, colliders removed**: the same copy with both colliders removed
   (``s.remove_collider``): an in-place symplectic Euler step.  The difference from the row
   above is what contact handling costs msprings per step.
@@ -43,6 +42,8 @@ Rows, each timed from fresh copies of the settled state, all on one thread:
   inside the solid picks the nearest surface.  Colliders are static here, so velocities are
   relative to a surface at rest.
 * **NumPy, no contact**: the same step without the contact pass: what contact costs in NumPy.
+* **msprings, colliders, all cores**: the first row with ``s.threads = 0``: the network is
+  large enough for the worker threads, and each applies the contacts of its own nodes.
 
 msprings also sweeps each node's path over the step (from its position at the start of the
 step to where the integrator, and any earlier collider, put it) when the node started the
@@ -125,6 +126,9 @@ TOLERANCE = 1e-9
 CONTACT_TOLERANCE = 1e-6
 #: Fewest nodes in contact in the settled state, as a fraction of all nodes.
 MIN_CONTACT_FRACTION = 0.2
+#: The name of the row of msprings with colliders on every online core.
+ALL_CORES = "msprings, colliders, all cores"
+
 #: Springs shorter than sqrt of this (m^2) exert no force (msprings' own cut-off).
 MIN_LENGTH_SQUARED = 1e-24
 
@@ -133,6 +137,13 @@ def _single_threaded(system: Any) -> Any:
     """Asks for one thread when the build has a thread setting; returns the system."""
     if hasattr(type(system), "threads"):
         system.threads = 1
+    return system
+
+
+def _all_cores(system: Any) -> Any:
+    """Asks for all online cores when the build has a thread setting; returns the system."""
+    if hasattr(type(system), "threads"):
+        system.threads = 0
     return system
 
 
@@ -495,7 +506,8 @@ def calibrate(contender: Contender, seconds: float) -> int:
 
 
 def contenders(base: Any) -> list[Contender]:
-    """The four rows of a scene, in the order they take turns."""
+    """The five rows of a scene, in the order they take turns: the four on one thread, then
+    msprings with colliders on all cores."""
     with_contact = numpy_stepper(base, True)
     no_contact = numpy_stepper(base, False)
     return [
@@ -505,6 +517,7 @@ def contenders(base: Any) -> list[Contender]:
                   lambda system, n: system.step(TIME_STEP, n)),
         Contender("NumPy, contact", lambda: peer_state(base), with_contact),
         Contender("NumPy, no contact", lambda: peer_state(base), no_contact),
+        Contender(ALL_CORES, lambda: _all_cores(base.copy()), lambda system, n: system.step(TIME_STEP, n)),
     ]
 
 
@@ -512,7 +525,7 @@ def measure(rows: list[Contender], seconds: float, repeats: int) -> None:
     """Median time per step of every row: the msprings rows run the same number of steps,
     the NumPy rows theirs; each run on a fresh copy of the settled state after one untimed
     step, the rows taking turns."""
-    rows[0].steps = rows[1].steps = calibrate(rows[0], seconds)
+    rows[0].steps = rows[1].steps = rows[4].steps = calibrate(rows[0], seconds)
     rows[2].steps = rows[3].steps = calibrate(rows[2], seconds)
     for _ in range(repeats):
         for row in rows:
@@ -574,9 +587,9 @@ def report(scenes: list[Scene], repeats: int, quick: bool, msprings: ModuleType,
         "`python -m msprings run tablecloth`)",
         f"- Settled by {SETTLE_STEPS} untimed steps ({SETTLE_STEPS * TIME_STEP:g} s simulated); in contact: "
         f"within thickness + {CONTACT_TOLERANCE:g} m of the table or the ground",
-        "- Threads: `s.threads = 1` on every msprings system. A system with colliders steps on one thread "
-        "whatever that setting says (only collider-free systems use the worker threads), through the double "
-        "buffer; without colliders msprings steps in place",
+        f"- Threads: `s.threads = 1` on every msprings row but the last, `{ALL_CORES}` (`s.threads = 0`: "
+        f"{os.cpu_count()} threads here, each applying the contacts of its own nodes). With colliders msprings "
+        "steps through the double buffer; without them it steps in place",
         f"- Timing: median of {repeats} runs per row, each on a fresh copy of the settled state (`s.copy()`, "
         "or copies of its x and v for NumPy) after one untimed step, the rows taking turns; the msprings rows "
         "run the same number of steps, the NumPy rows theirs",
@@ -623,7 +636,8 @@ def report(scenes: list[Scene], repeats: int, quick: bool, msprings: ModuleType,
         "|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     peer_of = {"msprings, colliders": "NumPy, contact", "msprings, colliders removed": "NumPy, no contact",
-               "NumPy, contact": "NumPy, contact", "NumPy, no contact": "NumPy, no contact"}
+               "NumPy, contact": "NumPy, contact", "NumPy, no contact": "NumPy, no contact",
+               ALL_CORES: "NumPy, contact"}
     for scene in scenes:
         for row in scene.rows:
             ratio = scene.row(peer_of[row.name]).per_step / row.per_step

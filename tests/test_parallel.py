@@ -1,7 +1,7 @@
 """Multithreaded stepping of large networks: same physics, bitwise repeatable, safe rollback.
 
 Networks with at least 10,000 springs stepped with explicit or symplectic Euler and no
-constraints run on ``s.threads`` worker threads (0 = all cores).  Each worker sums its
+constraints (colliders are allowed) run on ``s.threads`` worker threads (0 = all cores).  Each worker sums its
 springs into a private buffer and the buffers are added in worker order, so a run is
 bitwise repeatable for a given thread count and differs from one thread only by the
 order of floating-point additions.
@@ -101,3 +101,65 @@ def test_threads_setting_is_validated() -> None:
     s.threads = 3  # more threads than cores is allowed
     s.step(2e-4, 5)
     assert s.copy().threads == 3
+
+
+# ---- contact on threads -------------------------------------------------------------------
+
+
+def draping_cloth() -> msprings.System:
+    """The cloth without pins, 0.3 m above a sphere that rises at 0.5 m/s (a kinematic
+    collider, so its surface velocity enters the contact) and a floor plane, with friction
+    on both: within the steps below the cloth lands on the sphere."""
+    s = cloth(N, spacing=0.1, mass=0.01, k=500.0, c=0.05, pinned=[])
+    s.x[:, 1] += 0.3
+    middle = s.x.mean(axis=0)
+    s.add_sphere((middle[0], -1.0, middle[2]), 1.2, friction=0.4, thickness=0.01, velocity=(0.0, 0.5, 0.0))
+    s.add_plane((0.0, -2.0, 0.0), friction=0.3, thickness=0.01)
+    return s
+
+
+def test_contact_on_threads_agrees_with_one_thread_and_repeats_bitwise() -> None:
+    """With colliders the threaded step goes through the double buffer and each worker
+    applies the contacts of its own nodes: the same contacts as one thread up to the order
+    of the spring sums, the colliders moved once per step, and the same bits every run."""
+    one = draping_cloth()
+    one.threads = 1
+    two, again = one.copy(), one.copy()
+    two.threads = again.threads = 2
+    dt = 2e-4
+    for system in (one, two, again):
+        system.step(dt, 1001)  # odd: the newest state ends in the other half of the buffer
+    assert two.steps == one.steps == 1001 and two.t == one.t
+    np.testing.assert_allclose(two.x, one.x, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(two.v, one.v, rtol=0, atol=1e-6)
+    assert two.dissipated == pytest.approx(one.dissipated, rel=1e-9)
+    assert np.array_equal(two.x, again.x) and np.array_equal(two.v, again.v)
+    assert two.dissipated == again.dissipated
+    # the sphere rose by 1001 dt 0.5 m/s, once per step, on both
+    for system in (one, two):
+        assert system.colliders[0].center[1] == pytest.approx(-1.0 + 1001 * dt * 0.5, abs=1e-12)
+    # contact happened and held: nodes rest on the sphere, none inside it
+    centre = np.asarray(two.colliders[0].center)
+    distance = np.linalg.norm(two.x - centre, axis=1)
+    assert (distance < 1.2 + 0.011).sum() > 50
+    assert distance.min() >= 1.2 + 0.01 - 1e-9
+
+
+def test_threaded_contact_divergence_rolls_back_bitwise() -> None:
+    s = draping_cloth()
+    s.threads = 2
+    s.step(2e-4, 101)  # settle into contact, ending an odd number of turns in
+    reference = s.copy()
+    big = 50.0 * s.critical_dt()
+    with pytest.warns(msprings.StabilityWarning), pytest.raises(msprings.DivergenceError) as caught:
+        s.step(big, 100_000)
+    finite_steps = caught.value.step - 1 - 101
+    assert finite_steps > 0
+    assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+    with pytest.warns(msprings.StabilityWarning):
+        reference.step(big, finite_steps)
+    assert np.array_equal(s.x, reference.x) and np.array_equal(s.v, reference.v)
+    assert s.t == reference.t and s.steps == reference.steps
+    assert s.dissipated == reference.dissipated
+    for mine, theirs in zip(s.colliders, reference.colliders):
+        assert np.array_equal(mine.center, theirs.center)  # moved only by the finite steps

@@ -1031,8 +1031,9 @@ static PyGetSetDef System_getset[] = {
      NULL},
     {"threads", (getter)get_threads, (setter)set_threads,
      "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
-     "without constraints: 0 (default) = all online cores, 1 = single-threaded. Results are bitwise "
-     "repeatable for a given thread count.",
+     "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed): "
+     "0 (default) = all online cores, 1 = single-threaded. Results are bitwise repeatable for a given "
+     "thread count.",
      NULL},
     {"self_collision", (getter)get_self_collision, (setter)set_self_collision,
      "Self-collision distance (m): after each step, nodes closer than this that no spring joins are pushed "

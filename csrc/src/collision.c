@@ -204,8 +204,12 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
-double ms_collide(const ms_model* m, const double* restrict inv_mass, const double* restrict x_old,
-                  double* restrict x, double* restrict v, double h) {
+double ms_collide(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v, double h) {
+    return ms_collide_nodes(m, inv_mass, x_old, x, v, h, 0, m->nnode);
+}
+
+double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, const double* restrict x_old,
+                        double* restrict x, double* restrict v, double h, int64_t begin, int64_t end_node) {
     double dissipated = 0.0;
     const double* g = m->opt.gravity;
     for (int64_t k = 0; k < m->ncollider; ++k) {
@@ -218,7 +222,7 @@ double ms_collide(const ms_model* m, const double* restrict inv_mass, const doub
            through ms_model_find_collider's pointer with another length. */
         const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
         const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
-        for (int64_t i = 0; i < m->nnode; ++i) {
+        for (int64_t i = begin; i < end_node; ++i) {
             if (inv_mass[i] == 0.0) continue;
             double* xi = x + 3 * i;
             double* vi = v + 3 * i;

@@ -16,54 +16,49 @@
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
 
+/* The Euler update of nodes [begin, end) from x, v and the force f into x_out and v_out,
+   which do not alias them.  Returns 1 if every new value is finite. */
+int ms_euler_into(const double* restrict inv_mass, const double* restrict x, const double* restrict v,
+                  const double* restrict f, double h, int explicit_euler, int64_t begin, int64_t end,
+                  double* restrict x_out, double* restrict v_out) {
+    /* independent probes per component keep the finiteness check off the critical path */
+    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    for (int64_t i = begin; i < end; ++i) {
+        const double w = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            double position, velocity;
+            if (explicit_euler) {
+                position = x[q] + h * v[q]; /* x' = x + h v;  v' = v + h a(x, v) */
+                velocity = v[q] + w * f[q];
+            } else {
+                velocity = v[q] + w * f[q]; /* v' = v + h a(x, v);  x' = x + h v' */
+                position = x[q] + h * velocity;
+            }
+            x_out[q] = position;
+            v_out[q] = velocity;
+            PROBE(probe[a], position);
+            PROBE(probe[3 + a], velocity);
+        }
+    }
+    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+}
+
 /* The two Euler methods as double-buffered steps, for steps with constraints, colliders or
    energy loss; without them the driver steps in place (euler_in_place below). */
 
 int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
                            double* v_out, double h, double* dissipated) {
-    /* x' = x + h v;  v' = v + h a(x, v) */
     const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
-    const double* restrict f = s->f;
-    const double* restrict inv_mass = s->inv_mass;
-    /* independent probes per component keep the finiteness check off the critical path */
-    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int64_t i = 0; i < m->nnode; ++i) {
-        const double w = h * inv_mass[i];
-        for (int a = 0; a < 3; ++a) {
-            const int64_t q = 3 * i + a;
-            const double position = x[q] + h * v[q];
-            const double velocity = v[q] + w * f[q];
-            x_out[q] = position;
-            v_out[q] = velocity;
-            PROBE(probe[a], position);
-            PROBE(probe[3 + a], velocity);
-        }
-    }
     *dissipated = h * power;
-    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+    return ms_euler_into(s->inv_mass, x, v, s->f, h, 1, 0, m->nnode, x_out, v_out);
 }
 
 int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
                              double* v_out, double h, double* dissipated) {
-    /* v' = v + h a(x, v);  x' = x + h v' */
     const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
-    const double* restrict f = s->f;
-    const double* restrict inv_mass = s->inv_mass;
-    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int64_t i = 0; i < m->nnode; ++i) {
-        const double w = h * inv_mass[i];
-        for (int a = 0; a < 3; ++a) {
-            const int64_t q = 3 * i + a;
-            const double velocity = v[q] + w * f[q];
-            const double position = x[q] + h * velocity;
-            v_out[q] = velocity;
-            x_out[q] = position;
-            PROBE(probe[a], position);
-            PROBE(probe[3 + a], velocity);
-        }
-    }
     *dissipated = h * power;
-    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+    return ms_euler_into(s->inv_mass, x, v, s->f, h, 0, 0, m->nnode, x_out, v_out);
 }
 
 /* The Euler update of nodes [begin, end) from x, v and the force f: written in place when
@@ -331,12 +326,22 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         }
     } else {
         /* Double-buffered: a step reads one half and writes the other, so the last
-           finite state is always intact (these integrators read x and v after writing). */
+           finite state is always intact (these integrators read x and v after writing).
+           Euler steps whose only addition is contact with colliders may use threads. */
+        int parallel = ms_parallel_eligible(m);
+        if (parallel) {
+            int unavailable = 0;
+            const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
+            if (unavailable)
+                parallel = 0; /* no threads to be had: one thread below */
+            else if (completed < n)
+                failed = completed;
+        }
         double* x = s->x;
         double* v = s->v;
         double* x_next = s->x_next;
         double* v_next = s->v_next;
-        for (int64_t done = 0; done < n; ++done) {
+        for (int64_t done = 0; done < n && !parallel; ++done) {
             double dissipated = 0.0;
             int advanced = advance(m, s, step, x, v, x_next, v_next, h, &dissipated);
             if (advanced < 0) {

@@ -88,6 +88,12 @@ void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, doubl
    gravitational energy added by the projection. */
 double ms_collide(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v, double h);
 
+/* ms_collide for nodes [begin, end) only.  Each node meets the colliders in their order
+   and independently of the other nodes, so splitting the nodes changes no node's result
+   (only the order in which the removed energy is summed). */
+double ms_collide_nodes(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v,
+                        double h, int64_t begin, int64_t end);
+
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
    m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed
    (J), or a negative value if its storage could not be allocated. */
@@ -99,14 +105,18 @@ void ms_move_colliders(ms_model* m, double h);
 
 /* Multithreaded explicit/symplectic Euler (threads.c): used for networks of at least
    MS_PARALLEL_MIN_SPRINGS springs when more than one thread is allowed and no constraint,
-   energy loss or face force is on (ms_parallel_eligible).  Steps in place, checking each
-   step before writing it, and stops before the first step that would leave a non-finite
-   value; returns the number of steps taken (t, steps and dissipated advanced for them).  *failed is set when threads could not be
+   energy loss or face force is on (ms_parallel_eligible); colliders are allowed.  Without
+   colliders it steps in place, checking each step before writing it; with them it steps
+   through the double buffer (s->x_next, s->v_next, which must be allocated), each worker
+   applying the contacts of its own nodes, and moves the colliders after every step.  It
+   stops before the first step that would leave a non-finite value and returns the number
+   of steps taken (t, steps and dissipated advanced for them; the state is left in s->x and
+   s->v).  *failed is set when threads could not be
    started, and then nothing has changed. */
 #define MS_PARALLEL_MIN_SPRINGS 10000
 int ms_thread_count(const ms_model* m);
 int ms_parallel_eligible(const ms_model* m);
-int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, int* failed);
+int64_t ms_parallel_euler(ms_model* m, ms_state* s, double h, int64_t n, int* failed);
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
    from x, v and the force f with step h: ms_euler_check returns 1 if every new value would
@@ -115,6 +125,11 @@ int ms_euler_check(const double* inv_mass, const double* x, const double* v, con
                    int explicit_euler, int64_t begin, int64_t end);
 void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
                      int64_t begin, int64_t end);
+
+/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
+   from x, v and f into x_out and v_out (no aliasing); returns 1 if all of it is finite. */
+int ms_euler_into(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
 /* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
    alias them.  s->f receives the force at the start of the step and s->inv_mass must hold

@@ -47,11 +47,13 @@ static void spin_barrier_wait(spin_barrier* b, int* local_sense) {
 
 typedef struct team {
     const ms_model* m;
+    ms_model* movable; /* the same model, for moving the colliders after a step (worker 0) */
     ms_state* s;
     double h;
     int64_t n;
     int count;
     int explicit_euler;
+    int buffered;      /* colliders: through the double buffer, with contact at each worker */
     spin_barrier barrier;
     pthread_mutex_t lock;
     pthread_cond_t gate;
@@ -69,6 +71,7 @@ struct worker {
     int64_t touch_begin, touch_end;   /* nodes its springs touch: its buffer's range */
     double* buffer;                   /* 3 x (touch_end - touch_begin) */
     double power;                     /* W taken out by its dampers and its nodes' drag */
+    double contact;                   /* J taken out by contact at its nodes in this step */
     int sense;                        /* its side of the barrier */
     int bad;                          /* its nodes would become non-finite in this step */
 };
@@ -88,25 +91,30 @@ int ms_parallel_eligible(const ms_model* m) {
     const int face_forces = m->nface > 0 && air->density > 0.0 &&
                             (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0);
     return (m->opt.integrator == MS_SYMPLECTIC_EULER || m->opt.integrator == MS_EXPLICIT_EULER) &&
-           m->nspring >= MS_PARALLEL_MIN_SPRINGS && ms_thread_count(m) > 1 && m->ncollider == 0 &&
+           m->nspring >= MS_PARALLEL_MIN_SPRINGS && ms_thread_count(m) > 1 &&
            !m->opt.strain_limiting && m->opt.self_collision == 0.0 && m->opt.energy_loss == 0.0 && !face_forces;
 }
 
-static void spring_phase(worker* w) {
+/* The state a step reads (x, v) and, with the double buffer, the one it writes (next). */
+typedef struct halves {
+    double *x, *v, *x_next, *v_next;
+} halves;
+
+static void spring_phase(worker* w, const halves* now) {
     const ms_model* m = w->team->m;
     memset(w->buffer, 0, sizeof(double) * 3 * (size_t)(w->touch_end - w->touch_begin));
     /* the buffer covers nodes [touch_begin, touch_end): shift it so it is indexed by node */
-    w->power = ms_spring_forces(m->sorted_springs, m->sorted_params, w->spring_begin, w->spring_end,
-                                w->team->s->x, w->team->s->v, w->buffer - 3 * w->touch_begin);
+    w->power = ms_spring_forces(m->sorted_springs, m->sorted_params, w->spring_begin, w->spring_end, now->x,
+                                now->v, w->buffer - 3 * w->touch_begin);
 }
 
-static void node_phase(worker* w, double t) {
+static void node_phase(worker* w, double t, const halves* now) {
     team* tm = w->team;
     const ms_model* m = tm->m;
     ms_state* st = tm->s;
     const double h = tm->h;
-    double* restrict x = st->x;
-    double* restrict v = st->v;
+    double* restrict x = now->x;
+    double* restrict v = now->v;
     double* restrict f = st->f;
     /* the nodes' own forces, then every worker's spring buffer in worker order */
     w->power += ms_node_forces(m, x, v, ms_active_external(st), t, w->node_begin, w->node_end, f);
@@ -117,8 +125,22 @@ static void node_phase(worker* w, double t) {
         const double* part = other->buffer - 3 * other->touch_begin;
         for (int64_t q = 3 * begin; q < 3 * end; ++q) f[q] += part[q];
     }
-    /* checked only: a worker writes its nodes once every worker's check has passed */
-    w->bad = !ms_euler_check(st->inv_mass, x, v, f, h, tm->explicit_euler, w->node_begin, w->node_end);
+    const int64_t begin = w->node_begin, end = w->node_end;
+    if (!tm->buffered) {
+        /* checked only: a worker writes its nodes once every worker's check has passed */
+        w->bad = !ms_euler_check(st->inv_mass, x, v, f, h, tm->explicit_euler, begin, end);
+        return;
+    }
+    /* into the other half, then contact for these nodes (each node on its own, so it
+       does not matter which worker does it), then the finiteness of the result */
+    int finite = ms_euler_into(st->inv_mass, x, v, f, h, tm->explicit_euler, begin, end, now->x_next, now->v_next);
+    w->contact = 0.0;
+    if (finite) {
+        w->contact = ms_collide_nodes(m, st->inv_mass, x, now->x_next, now->v_next, h, begin, end);
+        finite = ms_all_finite(now->x_next + 3 * begin, 3 * (size_t)(end - begin)) &&
+                 ms_all_finite(now->v_next + 3 * begin, 3 * (size_t)(end - begin));
+    }
+    w->bad = !finite;
 }
 
 static void* run_worker(void* argument) {
@@ -133,26 +155,38 @@ static void* run_worker(void* argument) {
         if (!run) return NULL;
     }
     double t = st->t;
+    halves now = {st->x, st->v, st->x_next, st->v_next};
     for (int64_t step = 0; step < tm->n; ++step) {
-        spring_phase(w);
+        spring_phase(w, &now);
         spin_barrier_wait(&tm->barrier, &w->sense);
-        node_phase(w, t);
+        node_phase(w, t, &now);
         spin_barrier_wait(&tm->barrier, &w->sense);
         int bad = 0;
-        double power = 0.0;
+        double power = 0.0, contact = 0.0;
         for (int k = 0; k < tm->count; ++k) {
             bad |= tm->workers[k].bad;
             power += tm->workers[k].power;
+            contact += tm->workers[k].contact;
         }
-        /* every worker sees the same flags and power and stops before the same step */
-        if (bad || !isfinite(tm->h * power)) break;
-        ms_euler_commit(st->inv_mass, st->x, st->v, st->f, tm->h, tm->explicit_euler, w->node_begin, w->node_end);
+        const double dissipated = tm->h * power + contact;
+        /* every worker sees the same flags and sums and stops before the same step */
+        if (bad || !isfinite(dissipated)) break;
+        if (tm->buffered) {
+            /* the new state is complete in the other half: every worker turns to it */
+            halves turned = {now.x_next, now.v_next, now.x, now.v};
+            now = turned;
+        } else {
+            ms_euler_commit(st->inv_mass, now.x, now.v, st->f, tm->h, tm->explicit_euler, w->node_begin,
+                            w->node_end);
+        }
         t += tm->h;
         if (w->id == 0) {
             st->t += tm->h;
             st->steps += 1;
-            st->dissipated += tm->h * power;
+            st->dissipated += dissipated;
             tm->completed = step + 1;
+            /* nobody reads the colliders again before the next node phase */
+            if (tm->buffered) ms_move_colliders(tm->movable, tm->h);
         }
         /* the next spring phase reads every node's new x and v and overwrites the buffers
            and powers everyone just read */
@@ -161,13 +195,15 @@ static void* run_worker(void* argument) {
     return NULL;
 }
 
-int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, int* failed) {
+int64_t ms_parallel_euler(ms_model* m, ms_state* s, double h, int64_t n, int* failed) {
     const int count = ms_thread_count(m);
     team tm;
     worker workers[MS_MAX_THREADS];
     memset(&tm, 0, sizeof tm);
     tm.m = m;
+    tm.movable = m;
     tm.s = s;
+    tm.buffered = m->ncollider > 0;
     tm.h = h;
     tm.n = n;
     tm.count = count;
@@ -224,6 +260,12 @@ int64_t ms_parallel_euler(const ms_model* m, ms_state* s, double h, int64_t n, i
     if (completed < 0) {
         *failed = 1; /* resources: the caller falls back to one thread */
         return 0;
+    }
+    if (tm.buffered && completed % 2 == 1) {
+        /* an odd number of turns left the newest state in the other half: bring it home */
+        const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+        memcpy(s->x, s->x_next, bytes);
+        memcpy(s->v, s->v_next, bytes);
     }
     return completed;
 }
