@@ -108,10 +108,10 @@ import numpy as np
 
 try:  # as part of the benchmarks package (python -m msprings bench)
     from .common import (cpu_model, format_rate, format_seconds, import_msprings, keep_freed_memory, load_average,
-                         round_steps)
+                         parse_quick_repeats, round_steps)
 except ImportError:  # as a script: python benchmarks/bench_contact.py
     from common import (cpu_model, format_rate, format_seconds, import_msprings, keep_freed_memory, load_average,
-                        round_steps)
+                        parse_quick_repeats, round_steps)
 
 SIZES = (40, 80)
 #: Time step (s): the one ``python -m msprings run tablecloth`` uses.
@@ -704,15 +704,7 @@ def report(scenes: list[Scene], repeats: int, quick: bool, msprings: ModuleType,
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description="Contact cost per step on tablecloth-40 and tablecloth-80.")
-    parser.add_argument("--quick", action="store_true", help="short timed runs, 2 repeats (a smoke test)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default 5, 2 with --quick)")
-    args = parser.parse_args(argv)
-    if args.repeats is None:
-        args.repeats = 2 if args.quick else 5
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    return args
+    return parse_quick_repeats("Contact cost per step on tablecloth-40 and tablecloth-80.", "short timed runs, 2 repeats (a smoke test)", argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

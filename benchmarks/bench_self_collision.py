@@ -45,9 +45,9 @@ from typing import Any, Sequence
 import numpy as np
 
 try:  # as part of the benchmarks package (python -m msprings bench)
-    from .common import cloth_geometry, import_msprings
+    from .common import cloth_geometry, import_msprings, parse_quick_repeats
 except ImportError:  # as a script: python benchmarks/bench_self_collision.py
-    from common import cloth_geometry, import_msprings
+    from common import cloth_geometry, import_msprings, parse_quick_repeats
 
 SIZES = (64, 128)
 SPACING = 0.625
@@ -210,15 +210,7 @@ def report(rows: list[Row], distance: float, repeats: int, quick: bool, msprings
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Command-line options."""
-    parser = argparse.ArgumentParser(description="Self-collision cost per step on cloth-64 and cloth-128.")
-    parser.add_argument("--quick", action="store_true", help="short runs, 2 repeats (a smoke test)")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default 5, 2 with --quick)")
-    args = parser.parse_args(argv)
-    if args.repeats is None:
-        args.repeats = 2 if args.quick else 5
-    if args.repeats < 1:
-        parser.error("--repeats must be >= 1")
-    return args
+    return parse_quick_repeats("Self-collision cost per step on cloth-64 and cloth-128.", "short runs, 2 repeats (a smoke test)", argv)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

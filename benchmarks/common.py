@@ -2,12 +2,14 @@
 machine facts and number formats."""
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import platform
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Sequence
 
 import numpy as np
 
@@ -124,3 +126,17 @@ def keep_freed_memory() -> str:
     if libc.mallopt(m_trim_threshold, 1 << 30) and libc.mallopt(m_mmap_threshold, 32 << 20):
         return "glibc malloc with fixed thresholds (`mallopt`: M_MMAP_THRESHOLD 32 MiB, M_TRIM_THRESHOLD 1 GiB)"
     return "glibc malloc defaults (`mallopt` refused fixed thresholds)"
+
+
+def parse_quick_repeats(description: str, quick_help: str, argv: Sequence[str] | None) -> argparse.Namespace:
+    """The options of a benchmark that has only ``--quick`` and ``--repeats`` (timed runs per
+    row: 5 by default, 2 with ``--quick``)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--quick", action="store_true", help=quick_help)
+    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default 5, 2 with --quick)")
+    args = parser.parse_args(argv)
+    if args.repeats is None:
+        args.repeats = 2 if args.quick else 5
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+    return args
