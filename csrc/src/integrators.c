@@ -16,11 +16,15 @@
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
 
-/* The Euler update of nodes [begin, end) from x, v and the force f into x_out and v_out,
-   which do not alias them.  Returns 1 if every new value is finite. */
-int ms_euler_into(const double* restrict inv_mass, const double* restrict x, const double* restrict v,
-                  const double* restrict f, double h, int explicit_euler, int64_t begin, int64_t end,
-                  double* restrict x_out, double* restrict v_out) {
+/* The Euler update of nodes [begin, end) from x, v and the force f, written to x_out and
+   v_out (which may be x and v themselves: each value is read before it is written), or,
+   with x_out NULL, only checked.  Returns 1 if every new value is finite.  A step in place
+   checks first and commits only a finite update, so the state before it needs no copy: a
+   divergence leaves it untouched.  Check and write evaluate the same expressions, so the
+   check speaks for the values written. */
+static inline int euler_update(const double* restrict inv_mass, const double* x, const double* v,
+                               const double* restrict f, double h, int explicit_euler, int64_t begin, int64_t end,
+                               double* x_out, double* v_out) {
     /* independent probes per component keep the finiteness check off the critical path */
     double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     for (int64_t i = begin; i < end; ++i) {
@@ -35,13 +39,30 @@ int ms_euler_into(const double* restrict inv_mass, const double* restrict x, con
                 velocity = v[q] + w * f[q]; /* v' = v + h a(x, v);  x' = x + h v' */
                 position = x[q] + h * velocity;
             }
-            x_out[q] = position;
-            v_out[q] = velocity;
+            if (x_out != NULL) {
+                x_out[q] = position;
+                v_out[q] = velocity;
+            }
             PROBE(probe[a], position);
             PROBE(probe[3 + a], velocity);
         }
     }
     return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
+}
+
+int ms_euler_into(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
+    return euler_update(inv_mass, x, v, f, h, explicit_euler, begin, end, x_out, v_out);
+}
+
+int ms_euler_check(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                   int explicit_euler, int64_t begin, int64_t end) {
+    return euler_update(inv_mass, x, v, f, h, explicit_euler, begin, end, NULL, NULL);
+}
+
+void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
+                     int64_t begin, int64_t end) {
+    euler_update(inv_mass, x, v, f, h, explicit_euler, begin, end, x, v);
 }
 
 /* The two Euler methods as double-buffered steps, for steps with constraints, colliders or
@@ -59,50 +80,6 @@ int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, co
     const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
     *dissipated = h * power;
     return ms_euler_into(s->inv_mass, x, v, s->f, h, 0, 0, m->nnode, x_out, v_out);
-}
-
-/* The Euler update of nodes [begin, end) from x, v and the force f: written in place when
-   commit is non-zero, otherwise only checked.  Returns 1 if every new value is finite.  A
-   step in place checks first and commits only a finite update, so the state before it
-   needs no copy: a divergence leaves it untouched.  Both passes evaluate the same
-   expressions, so the check speaks for the values the commit writes. */
-static inline int euler_update(const double* restrict inv_mass, double* restrict x, double* restrict v,
-                               const double* restrict f, double h, int explicit_euler, int64_t begin, int64_t end,
-                               int commit) {
-    double probe[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
-    for (int64_t i = begin; i < end; ++i) {
-        const double w = h * inv_mass[i];
-        for (int a = 0; a < 3; ++a) {
-            const int64_t q = 3 * i + a;
-            double position, velocity;
-            if (explicit_euler) {
-                position = x[q] + h * v[q];
-                velocity = v[q] + w * f[q];
-            } else {
-                velocity = v[q] + w * f[q];
-                position = x[q] + h * velocity;
-            }
-            if (commit) {
-                x[q] = position;
-                v[q] = velocity;
-            } else {
-                PROBE(probe[a], position);
-                PROBE(probe[3 + a], velocity);
-            }
-        }
-    }
-    return probe[0] + probe[1] + probe[2] + probe[3] + probe[4] + probe[5] == 0.0;
-}
-
-int ms_euler_check(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                   int explicit_euler, int64_t begin, int64_t end) {
-    /* commit = 0: x and v are only read */
-    return euler_update(inv_mass, (double*)x, (double*)v, f, h, explicit_euler, begin, end, 0);
-}
-
-void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
-                     int64_t begin, int64_t end) {
-    euler_update(inv_mass, x, v, f, h, explicit_euler, begin, end, 1);
 }
 
 /* One Euler step in place (no constraints, colliders or energy loss).  Returns 1 if it
@@ -302,18 +279,22 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     int status = MS_OK;
     int64_t failed = -1; /* index within this call of a step that diverged */
 
+    /* Large Euler networks step on the worker threads (in place, or through the double
+       buffer when there are colliders); the loops below are for everything else, or for
+       when no threads could be started. */
+    int parallel = ms_parallel_eligible(m);
+    if (parallel) {
+        int unavailable = 0;
+        const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
+        if (unavailable)
+            parallel = 0; /* no threads to be had: one thread below */
+        else if (completed < n)
+            failed = completed;
+    }
+
     if (in_place) {
         /* Each step checks its update before writing it, so no copy of the state is
            kept: touching only x, v and f is what makes the Euler methods fast and small. */
-        int parallel = ms_parallel_eligible(m);
-        if (parallel) {
-            int unavailable = 0;
-            const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
-            if (unavailable)
-                parallel = 0; /* no threads to be had: one thread below */
-            else if (completed < n)
-                failed = completed;
-        }
         for (int64_t done = 0; done < n && !parallel; ++done) {
             double dissipated = 0.0;
             if (!euler_in_place(m, s, h, &dissipated)) {
@@ -326,17 +307,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         }
     } else {
         /* Double-buffered: a step reads one half and writes the other, so the last
-           finite state is always intact (these integrators read x and v after writing).
-           Euler steps whose only addition is contact with colliders may use threads. */
-        int parallel = ms_parallel_eligible(m);
-        if (parallel) {
-            int unavailable = 0;
-            const int64_t completed = ms_parallel_euler(m, s, h, n, &unavailable);
-            if (unavailable)
-                parallel = 0; /* no threads to be had: one thread below */
-            else if (completed < n)
-                failed = completed;
-        }
+           finite state is always intact (these integrators read x and v after writing). */
         double* x = s->x;
         double* v = s->v;
         double* x_next = s->x_next;

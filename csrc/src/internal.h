@@ -127,7 +127,8 @@ void ms_euler_commit(const double* inv_mass, double* x, double* v, const double*
                      int64_t begin, int64_t end);
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
-   from x, v and f into x_out and v_out (no aliasing); returns 1 if all of it is finite. */
+   from x, v and f into x_out and v_out (which may be x and v); returns 1 if all of it is
+   finite. */
 int ms_euler_into(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
