@@ -157,6 +157,10 @@ def info() -> int:
     print(f"integrators: {', '.join(INTEGRATORS)}")
     print(f"threads: {os.cpu_count()} cores online; systems use all of them by default (System.threads = 0) "
           f"for explicit/symplectic Euler runs of >= 10,000 springs")
+    if _core.avx2():
+        print("vector code: AVX2 (springs in blocks of four nodes, Euler update four nodes at a time)")
+    else:
+        print("vector code: none on this processor or build (no AVX2); the same physics in plain code")
     print(f"example: cloth(40) has {cloth(40).n_springs} springs")
     return 0
 

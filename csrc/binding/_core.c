@@ -1093,8 +1093,16 @@ static PyObject* core_version(PyObject* module, PyObject* Py_UNUSED(ignored)) {
     return PyUnicode_FromString(MS_VERSION);
 }
 
+static PyObject* core_avx2(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    (void)module;
+    return PyBool_FromLong(ms_avx2_supported());
+}
+
 static PyMethodDef core_methods[] = {
     {"version", core_version, METH_NOARGS, "version()\n--\n\nVersion of the C core."},
+    {"avx2", core_avx2, METH_NOARGS,
+     "avx2()\n--\n\nTrue if steps use the AVX2 vector code on this processor (springs in blocks of "
+     "four nodes, the Euler update four nodes at a time)."},
     {NULL, NULL, 0, NULL}};
 
 static int core_exec(PyObject* module) {

@@ -157,12 +157,116 @@ static inline double spring_group(const int32_t* restrict pairs, const double* r
     return power;
 }
 
-double ms_spring_forces(const int32_t* restrict pairs, const double* restrict params, int64_t begin, int64_t end,
-                        const double* restrict x, const double* restrict v, double* restrict f) {
+#if defined(MS_AVX2_CODE)
+/* The positions (or velocities) of four consecutive nodes, p[0..11] = x0 y0 z0 x1 ..., as
+   the vectors of their x, y and z components. */
+MS_AVX2 static inline void load_nodes(const double* p, __m256d* x, __m256d* y, __m256d* z) {
+    const __m256d a = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p)), _mm_loadu_pd(p + 6), 1);
+    const __m256d b = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + 2)), _mm_loadu_pd(p + 8), 1);
+    const __m256d c = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p + 4)), _mm_loadu_pd(p + 10), 1);
+    /* a = x0 y0 x2 y2, b = z0 x1 z2 x3, c = y1 z1 y3 z3 */
+    *x = _mm256_shuffle_pd(a, b, 0xA);
+    *y = _mm256_shuffle_pd(a, c, 0x5);
+    *z = _mm256_shuffle_pd(b, c, 0xA);
+}
+
+/* p[0..11] (four consecutive nodes, as load_nodes) plus or minus the vectors x, y, z. */
+MS_AVX2 static inline void add_nodes(double* p, __m256d x, __m256d y, __m256d z, int subtract) {
+    const __m256d a = _mm256_unpacklo_pd(x, y);     /* x0 y0 x2 y2 */
+    const __m256d b = _mm256_shuffle_pd(z, x, 0xA); /* z0 x1 z2 x3 */
+    const __m256d c = _mm256_unpackhi_pd(y, z);     /* y1 z1 y3 z3 */
+    const __m256d part0 = _mm256_permute2f128_pd(a, b, 0x20); /* x0 y0 z0 x1 */
+    const __m256d part1 = _mm256_permute2f128_pd(c, a, 0x30); /* y1 z1 x2 y2 */
+    const __m256d part2 = _mm256_permute2f128_pd(b, c, 0x31); /* z2 x3 y3 z3 */
+    if (subtract) {
+        _mm256_storeu_pd(p, _mm256_sub_pd(_mm256_loadu_pd(p), part0));
+        _mm256_storeu_pd(p + 4, _mm256_sub_pd(_mm256_loadu_pd(p + 4), part1));
+        _mm256_storeu_pd(p + 8, _mm256_sub_pd(_mm256_loadu_pd(p + 8), part2));
+    } else {
+        _mm256_storeu_pd(p, _mm256_add_pd(_mm256_loadu_pd(p), part0));
+        _mm256_storeu_pd(p + 4, _mm256_add_pd(_mm256_loadu_pd(p + 4), part1));
+        _mm256_storeu_pd(p + 8, _mm256_add_pd(_mm256_loadu_pd(p + 8), part2));
+    }
+}
+
+/* A block (ms_model_sort_springs): nodes a..a+3 with k springs each, sorted springs
+   [s, s + 4 k).  Spring j of the four nodes is one vector, one lane per node; each node's
+   force is summed over j in a register and added to f once at the end, like a group's.
+   The same formula as spring_group, term for term.  Returns the dampers' power. */
+MS_AVX2 static double spring_block(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                   int64_t k, int64_t a, const double* restrict x, const double* restrict v,
+                                   double* restrict f) {
+    __m256d xa, ya, za, ua, va, wa;
+    load_nodes(x + 3 * a, &xa, &ya, &za);
+    load_nodes(v + 3 * a, &ua, &va, &wa);
+    const __m256d min_length2 = _mm256_set1_pd(MS_MIN_LENGTH_SQUARED), one = _mm256_set1_pd(1.0);
+    const __m256d min_speed = _mm256_set1_pd(MS_MIN_POWER_SPEED);
+    const __m256d magnitude_bits = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL));
+    __m256d sum_x = _mm256_setzero_pd(), sum_y = _mm256_setzero_pd(), sum_z = _mm256_setzero_pd();
+    __m256d sum_power = _mm256_setzero_pd();
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t r = s + MS_BLOCK_NODES * j;
+        const int64_t b = pairs[2 * r + 1]; /* the first node's other end; the others follow it */
+        __m256d xb, yb, zb, ub, vb, wb;
+        load_nodes(x + 3 * b, &xb, &yb, &zb);
+        load_nodes(v + 3 * b, &ub, &vb, &wb);
+        const __m256d dx = _mm256_sub_pd(xb, xa), dy = _mm256_sub_pd(yb, ya), dz = _mm256_sub_pd(zb, za);
+        const __m256d du = _mm256_sub_pd(ub, ua), dv = _mm256_sub_pd(vb, va), dw = _mm256_sub_pd(wb, wa);
+        const double* p = params + 3 * r;
+        const __m256d rest = _mm256_loadu_pd(p), stiffness = _mm256_loadu_pd(p + 4);
+        const __m256d damping = _mm256_loadu_pd(p + 8);
+        const __m256d length2 =
+            _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(dx, dx), _mm256_mul_pd(dy, dy)), _mm256_mul_pd(dz, dz));
+        const __m256d length = _mm256_sqrt_pd(length2);
+        const __m256d inv_length =
+            _mm256_and_pd(_mm256_cmp_pd(length2, min_length2, _CMP_GT_OQ), _mm256_div_pd(one, length));
+        const __m256d closing = _mm256_mul_pd(
+            _mm256_add_pd(_mm256_add_pd(_mm256_mul_pd(du, dx), _mm256_mul_pd(dv, dy)), _mm256_mul_pd(dw, dz)),
+            inv_length);
+        const __m256d magnitude = _mm256_mul_pd(
+            _mm256_add_pd(_mm256_mul_pd(stiffness, _mm256_sub_pd(length, rest)), _mm256_mul_pd(damping, closing)),
+            inv_length);
+        const __m256d fx = _mm256_mul_pd(magnitude, dx), fy = _mm256_mul_pd(magnitude, dy);
+        const __m256d fz = _mm256_mul_pd(magnitude, dz);
+        sum_x = _mm256_add_pd(sum_x, fx);
+        sum_y = _mm256_add_pd(sum_y, fy);
+        sum_z = _mm256_add_pd(sum_z, fz);
+        add_nodes(f + 3 * b, fx, fy, fz, 1);
+        const __m256d counted = _mm256_and_pd(
+            _mm256_cmp_pd(_mm256_and_pd(closing, magnitude_bits), min_speed, _CMP_GT_OQ), closing);
+        sum_power = _mm256_add_pd(sum_power, _mm256_mul_pd(_mm256_mul_pd(damping, counted), counted));
+    }
+    add_nodes(f + 3 * a, sum_x, sum_y, sum_z, 0);
+    double lanes[4];
+    _mm256_storeu_pd(lanes, sum_power);
+    return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+#endif
+
+int ms_avx2_supported(void) {
+#if defined(MS_AVX2_CODE)
+    return __builtin_cpu_supports("avx2");
+#else
+    return 0;
+#endif
+}
+
+double ms_spring_forces(const ms_model* m, int64_t begin, int64_t end, const double* restrict x,
+                        const double* restrict v, double* restrict f) {
+    const int32_t* restrict pairs = m->sorted_springs;
+    const double* restrict params = m->sorted_params;
     double power = 0.0;
     int64_t s = begin;
     while (s < end) {
         const int64_t a = pairs[2 * s];
+#if defined(MS_AVX2_CODE)
+        const int64_t k = m->spring_blocks[a];
+        if (k > 0) {
+            power += spring_block(pairs, params, s, k, a, x, v, f);
+            s += MS_BLOCK_NODES * k;
+            continue;
+        }
+#endif
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
         power += spring_group(pairs, params, s, e, a, x, v, f);
@@ -235,7 +339,7 @@ double ms_forces(const ms_model* m, const double* x, const double* v, const doub
 double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
                       double* f) {
     const double power = node_forces(m, x, v, external, t, f);
-    return power + ms_spring_forces(m->sorted_springs, m->sorted_params, 0, m->nspring, x, v, f);
+    return power + ms_spring_forces(m, 0, m->nspring, x, v, f);
 }
 
 double ms_state_forces(ms_model* m, ms_state* s) {

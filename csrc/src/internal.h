@@ -23,9 +23,22 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
-/* Fills m->spring_order (springs by lower node index) and sorted_springs, and sets
-   spring_order_ready. */
+/* Nodes per block, and the most springs per node that a block holds (see
+   ms_model_sort_springs). */
+#define MS_BLOCK_NODES 4
+#define MS_MAX_BLOCK_SPRINGS 255
+
+/* Fills m->spring_order (springs by lower node, then upper node), sorted_springs and
+   spring_blocks, and sets spring_order_ready.  Where four consecutive nodes a..a+3 have
+   the same number k of springs to their higher neighbours and the j-th spring of each
+   reaches the same distance up the numbering (as in a grid), their 4 k springs form a
+   block: stored in the order (j, node), spring_blocks[a] = k, and their parameters in
+   sorted_params as, for each j, the four rest lengths, then the four k, then the four c. */
 void ms_model_sort_springs(ms_model* m);
+
+/* The first position r' >= r in the sorted springs at which ms_spring_forces may start
+   (not inside a block); nspring if none. */
+int64_t ms_model_unit_start(const ms_model* m, int64_t r);
 
 /* Copies rest, k and c into sorted_params in spring_order (sorting first if needed):
    done by ms_step after checking the values, since views may have changed them. */
@@ -41,12 +54,20 @@ double ms_step_forces(const ms_model* m, const double* x, const double* v, const
 double ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
                       int64_t begin, int64_t end, double* f);
 
-/* Spring forces of springs [begin, end) given as index pairs and (rest, k, c) triples,
-   added to f (which may be offset so that only part of the nodes is addressable); returns
-   the power of their dampers (W).  The pairs must be grouped by their first node and have
-   no spring from a node to itself (as m->sorted_springs). */
-double ms_spring_forces(const int32_t* pairs, const double* params, int64_t begin, int64_t end, const double* x,
-                        const double* v, double* f);
+/* Vector code for x86-64 processors with AVX2, compiled beside the plain code (unless
+   MS_NO_AVX2 is defined) and chosen at run time (ms_avx2_supported): the spring blocks (ms_model_sort_springs makes blocks only
+   where it runs) and the Euler update. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(MS_NO_AVX2)
+#define MS_AVX2_CODE 1
+#define MS_AVX2 __attribute__((target("avx2")))
+#include <immintrin.h>
+#endif
+
+/* Spring forces of the sorted springs [begin, end) (m->sorted_springs and sorted_params,
+   after ms_model_refresh_sorted), added to f (which may be offset so that only part of the
+   nodes is addressable); returns the power of their dampers (W).  begin and end must be
+   unit starts (ms_model_unit_start). */
+double ms_spring_forces(const ms_model* m, int64_t begin, int64_t end, const double* x, const double* v, double* f);
 
 /* Non-zero if the air has any wind or gusts. */
 int ms_air_has_wind(const ms_air* air);

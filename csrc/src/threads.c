@@ -104,7 +104,7 @@ static void spring_phase(worker* w, const halves* now) {
     const ms_model* m = w->team->m;
     memset(w->buffer, 0, sizeof(double) * 3 * (size_t)(w->touch_end - w->touch_begin));
     /* the buffer covers nodes [touch_begin, touch_end): shift it so it is indexed by node */
-    w->power = ms_spring_forces(m->sorted_springs, m->sorted_params, w->spring_begin, w->spring_end, now->x,
+    w->power = ms_spring_forces(m, w->spring_begin, w->spring_end, now->x,
                                 now->v, w->buffer - 3 * w->touch_begin);
 }
 
@@ -216,8 +216,8 @@ int64_t ms_parallel_euler(ms_model* m, ms_state* s, double h, int64_t n, int* fa
         memset(w, 0, sizeof *w);
         w->team = &tm;
         w->id = k;
-        w->spring_begin = m->nspring * k / count;
-        w->spring_end = m->nspring * (k + 1) / count;
+        w->spring_begin = ms_model_unit_start(m, m->nspring * k / count);
+        w->spring_end = ms_model_unit_start(m, m->nspring * (k + 1) / count);
         w->node_begin = m->nnode * k / count;
         w->node_end = m->nnode * (k + 1) / count;
         int64_t low = m->nnode, high = 0;

@@ -1845,6 +1845,69 @@ static uint64_t cloth_hash(ms_integrator integrator, int one_call) {
     return hash;
 }
 
+static int test_spring_blocks(void) {
+    /* A 12 x 12 cloth: in rows 0..9 the nodes of columns 1..9 have the same six springs up
+       the numbering (+1, +2, +11, +12, +13, +24), so columns 1-4 and 5-8 form blocks where
+       the processor has the vector code for them (x86-64 with AVX2); in row 10 the same
+       columns, without the +24; in row 11 columns 0-3 and 4-7 with +1 and +2. */
+    const int side = 12;
+    ms_model* m = make_cloth(side, 1, 5u);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    uint64_t seed = 77u;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) {
+        s->x[q] += 0.02 * lcg_uniform(&seed);
+        s->v[q] = lcg_uniform(&seed);
+    }
+    ms_state_forces(m, s); /* sorts the springs */
+    const int vector = ms_avx2_supported();
+    int blocks = 0;
+    for (int64_t a = 0; a < m->nnode; ++a) {
+        if (m->spring_blocks[a] == 0) continue;
+        ++blocks;
+        const int64_t row = a / side, col = a % side;
+        if (row < side - 1) {
+            ENSURE(col == 1 || col == 5);
+            ENSURE(m->spring_blocks[a] == (row < side - 2 ? 6 : 5));
+        } else {
+            ENSURE(col == 0 || col == 4);
+            ENSURE(m->spring_blocks[a] == 2);
+        }
+    }
+    ENSURE(blocks == (vector ? 2 * side : 0));
+    /* in a block, spring j of nodes a..a+3 sits at 4 j + q and reaches equally far */
+    for (int64_t r = 0; r < m->nspring;) {
+        const int64_t a = m->sorted_springs[2 * r], k = m->spring_blocks[a];
+        if (k == 0) {
+            ++r;
+            continue;
+        }
+        for (int64_t j = 0; j < k; ++j)
+            for (int64_t q = 0; q < 4; ++q) {
+                const int32_t* pair = m->sorted_springs + 2 * (r + 4 * j + q);
+                ENSURE(pair[0] == a + q && pair[1] - pair[0] == m->sorted_springs[2 * (r + 4 * j) + 1] - a);
+                const int32_t* user = m->springs + 2 * (int64_t)m->spring_order[r + 4 * j + q];
+                ENSURE((user[0] == pair[0] && user[1] == pair[1]) || (user[0] == pair[1] && user[1] == pair[0]));
+            }
+        r += 4 * k;
+    }
+    /* the step's forces (blocks) equal the forces summed spring by spring in the user's order */
+    const double power = ms_state_forces(m, s);
+    double* f = malloc(sizeof(double) * 3 * (size_t)m->nnode);
+    ENSURE(f != NULL);
+    const double reference_power = ms_forces(m, s->x, s->v, NULL, s->t, f);
+    double scale = 0.0;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) scale = fmax(scale, fabs(f[q]));
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) ENSURE_NEAR(s->f[q], f[q], 1e-13 * scale);
+    ENSURE_NEAR(power, reference_power, 1e-12 * reference_power);
+    free(f);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 static int test_determinism(void) {
     uint64_t hashes[MS_INTEGRATOR_COUNT];
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
@@ -1908,6 +1971,7 @@ int main(void) {
         TEST(test_storage_on_first_use),
         TEST(test_state_reset),
         TEST(test_determinism),
+        TEST(test_spring_blocks),
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

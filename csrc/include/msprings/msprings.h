@@ -137,12 +137,16 @@ typedef struct ms_model {
     double* x_initial;   /* positions that ms_state_reset restores (m)  (nnode x 3)   */
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
     int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
-    int32_t* spring_order; /* springs sorted by their lower node index: the order in which
-                              a step visits them, for locality        (nspring)     */
+    int32_t* spring_order; /* springs sorted by their lower node index (in blocks, see
+                              ms_model_sort_springs): the order in which a step visits
+                              them, for locality                      (nspring)     */
     int32_t* sorted_springs; /* springs[spring_order[r]] for each r, lower
                                 node first                            (nspring x 2) */
-    double* sorted_params; /* (rest, k, c) of spring_order[r], refreshed from rest, k
-                              and c at every ms_step call             (nspring x 3) */
+    double* sorted_params; /* (rest, k, c) of spring_order[r] (in blocks: by kind),
+                              refreshed from rest, k and c at every ms_step call
+                                                                      (nspring x 3) */
+    uint8_t* spring_blocks; /* k if nodes a..a+3 form a block of 4 k springs in the sorted
+                               copies (set at a block's first node), else 0 (nnode)   */
     int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
@@ -309,6 +313,13 @@ void ms_spring_tension(const ms_model* m, const ms_state* s, double* out);
 /* Cheap upper bounds (Gershgorin row sums, O(nodes + springs)) on the two eigenvalues
    that ms_max_eigenvalues estimates. */
 void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_bound, double* gamma_bound);
+
+/* ---- build ---------------------------------------------------------------------- */
+
+/* Non-zero if steps use the AVX2 vector code (x86-64 builds with GCC or Clang, on a
+   processor that has AVX2): springs in blocks of four nodes, the Euler update four nodes
+   at a time.  Elsewhere the same physics runs in plain (or SSE2) code. */
+int ms_avx2_supported(void);
 
 /* ---- names ---------------------------------------------------------------------- */
 
