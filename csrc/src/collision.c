@@ -204,12 +204,13 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
-double ms_collide(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v, double h) {
-    return ms_collide_nodes(m, inv_mass, x_old, x, v, h, 0, m->nnode);
+double ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h) {
+    return ms_collide_nodes(m, s->inv_mass, s->clearance, x_old, x, v, h, 0, m->nnode);
 }
 
-double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, const double* restrict x_old,
-                        double* restrict x, double* restrict v, double h, int64_t begin, int64_t end_node) {
+double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, double* restrict clearance,
+                        const double* restrict x_old, double* restrict x, double* restrict v, double h,
+                        int64_t begin, int64_t end_node) {
     double dissipated = 0.0;
     const double* g = m->opt.gravity;
     for (int64_t k = 0; k < m->ncollider; ++k) {
@@ -222,6 +223,7 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, cons
            through ms_model_find_collider's pointer with another length. */
         const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
         const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+        double* known = clearance != NULL && lipschitz ? clearance + k * m->nnode : NULL;
         for (int64_t i = begin; i < end_node; ++i) {
             if (inv_mass[i] == 0.0) continue;
             double* xi = x + 3 * i;
@@ -230,17 +232,34 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, cons
             const double* xo = x_old + 3 * i;
             const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
             const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+            const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+            /* The signed distances are 1-Lipschitz, so a node that starts farther from the
+               surface than its whole path is long cannot come within the thickness: no
+               contact, as the full test below would find, and its gap at the end is at
+               least the difference.  known[i] keeps that lower bound from step to step
+               (0: none), so a node far from the collider is passed over with no distance
+               evaluated until its paths add up to its last known gap.  The path's L1 length
+               bounds its length; the margins cover the rounding of the distances, which
+               grows with the coordinates. */
+            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
+                                 fabs(path[2]) + c->thickness;
+            const double margin = 1e-12 * scale;
+            if (known != NULL) {
+                const double bound = fabs(path[0]) + fabs(path[1]) + fabs(path[2]) + margin;
+                if (known[i] > bound) {
+                    known[i] -= bound;
+                    continue;
+                }
+            }
             static const double origin[3] = {0.0, 0.0, 0.0};
             double normal[3], moved[3];
             const double start_gap = ms_collider_distance(c, origin, r0, normal) - c->thickness;
-            const double travel = sqrt((r1[0] - r0[0]) * (r1[0] - r0[0]) + (r1[1] - r0[1]) * (r1[1] - r0[1]) +
-                                       (r1[2] - r0[2]) * (r1[2] - r0[2]));
-            /* The signed distances are 1-Lipschitz, so a node that started farther from the
-               surface than its whole path is long cannot have come within the thickness: no
-               contact, as the full test below would find.  The margin covers the rounding
-               of the distances, which grows with the coordinates. */
-            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + travel + c->thickness;
-            if (lipschitz && start_gap > travel + 1e-12 * scale) continue;
+            const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+            if (lipschitz && start_gap > travel + margin) {
+                if (known != NULL) known[i] = start_gap - travel - margin;
+                continue;
+            }
+            if (known != NULL) known[i] = 0.0;
             double end_normal[3];
             const double end_gap = ms_collider_distance(c, origin, r1, end_normal) - c->thickness;
             double t = -1.0;

@@ -288,7 +288,7 @@ static int advance(const ms_model* m, ms_state* s, ms_step_function step, const 
             if (removed < 0.0) return -1;
             *dissipated += removed;
         }
-        if (m->ncollider > 0) *dissipated += ms_collide(m, s->inv_mass, x, x_next, v_next, h);
+        if (m->ncollider > 0) *dissipated += ms_collide(m, s, x, x_next, v_next, h);
         finite = ms_all_finite(x_next, 3 * (size_t)m->nnode) && ms_all_finite(v_next, 3 * (size_t)m->nnode);
     }
     return finite && isfinite(*dissipated);
@@ -312,6 +312,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
                          m->ncollider == 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0 &&
                          m->opt.energy_loss == 0.0;
     if (!in_place && ms_state_ensure_next(m, s, err)) return MS_ERR_MEMORY;
+    if (m->ncollider > 0) ms_state_clearance(m, s);
 
     for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
     s->velocity_forces = has_velocity_forces(m);

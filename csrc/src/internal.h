@@ -81,6 +81,12 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
+/* s->clearance sized for the model's colliders and set to 0 (no gap known): done at the
+   start of every ms_step call with colliders, since between calls the positions and the
+   colliders may have been changed from outside.  NULL if there are no colliders or no
+   memory (contact then works without it). */
+double* ms_state_clearance(const ms_model* m, ms_state* s);
+
 /* Implicit solver storage: per node dv, rhs, r, z, p, Ap, diagonal, forces, delta
    (3 each); per spring the unit vector and the two tangent stiffness coefficients. */
 #define MS_IMPLICIT_NODE_DOUBLES 27
@@ -107,13 +113,15 @@ void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, doubl
    which moved from x_old during a step of size h: projection out of the collider, then
    restitution and friction.  Returns the energy removed (J): kinetic energy lost minus the
    gravitational energy added by the projection. */
-double ms_collide(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v, double h);
+double ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h);
 
 /* ms_collide for nodes [begin, end) only.  Each node meets the colliders in their order
    and independently of the other nodes, so splitting the nodes changes no node's result
-   (only the order in which the removed energy is summed). */
-double ms_collide_nodes(const ms_model* m, const double* inv_mass, const double* x_old, double* x, double* v,
-                        double h, int64_t begin, int64_t end);
+   (only the order in which the removed energy is summed).  clearance (nnode x ncollider,
+   from ms_state_clearance, or NULL) carries each node's known gap from step to step, so
+   a node far from a collider is passed over without evaluating its distance. */
+double ms_collide_nodes(const ms_model* m, const double* inv_mass, double* clearance, const double* x_old,
+                        double* x, double* v, double h, int64_t begin, int64_t end);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
    m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed

@@ -36,6 +36,8 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->work = NULL;
     s->implicit_work = NULL;
     s->self_work = NULL;
+    s->clearance = NULL;
+    s->clearance_count = 0;
     ms_state_reset(m, s);
     ms_error_clear(err);
     return s;
@@ -67,6 +69,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->external);
     free(s->x_next); /* v_next shares its allocation */
     ms_self_work_free(s->self_work);
+    free(s->clearance);
     free(s->buffer);
     free(s);
 }
@@ -114,6 +117,17 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err) {
                             (long long)m->nnode);
     s->v_next = s->x_next + 3 * (size_t)m->nnode;
     return MS_OK;
+}
+
+double* ms_state_clearance(const ms_model* m, ms_state* s) {
+    const int64_t count = m->nnode * m->ncollider;
+    if (count != s->clearance_count) {
+        free(s->clearance);
+        s->clearance = count > 0 ? malloc(sizeof(double) * (size_t)count) : NULL;
+        s->clearance_count = s->clearance != NULL ? count : 0;
+    }
+    if (s->clearance != NULL) memset(s->clearance, 0, sizeof(double) * (size_t)count);
+    return s->clearance;
 }
 
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {

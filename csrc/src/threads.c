@@ -136,7 +136,7 @@ static void node_phase(worker* w, double t, const halves* now) {
     int finite = ms_euler_into(st->inv_mass, x, v, f, h, tm->explicit_euler, begin, end, now->x_next, now->v_next);
     w->contact = 0.0;
     if (finite) {
-        w->contact = ms_collide_nodes(m, st->inv_mass, x, now->x_next, now->v_next, h, begin, end);
+        w->contact = ms_collide_nodes(m, st->inv_mass, st->clearance, x, now->x_next, now->v_next, h, begin, end);
         finite = ms_all_finite(now->x_next + 3 * begin, 3 * (size_t)(end - begin)) &&
                  ms_all_finite(now->v_next + 3 * begin, 3 * (size_t)(end - begin));
     }

@@ -1908,6 +1908,59 @@ static int test_spring_blocks(void) {
     return 0;
 }
 
+static int test_contact_many_steps_per_call(void) {
+    /* A cloth falling onto a sphere and the ground: one call of 150 steps (the contact pass
+       carries the nodes' known gaps from step to step) equals 150 calls of one step bit for
+       bit, also after a third collider is added and the sphere removed between calls. */
+    ms_model* m = make_cloth(10, 0, 9u);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_collider sphere = {0};
+    sphere.type = MS_SPHERE;
+    sphere.center[0] = 0.45, sphere.center[1] = -0.4, sphere.center[2] = 0.45;
+    sphere.size[0] = 0.3;
+    sphere.friction = 0.3;
+    sphere.thickness = 0.005;
+    ms_collider ground = {0};
+    ground.type = MS_PLANE;
+    ground.center[1] = -1.0;
+    ground.axis[1] = 1.0;
+    ground.velocity[1] = 0.2;
+    const int64_t sphere_id = ms_model_add_collider(m, &sphere, &err);
+    ENSURE(sphere_id >= 0 && ms_model_add_collider(m, &ground, &err) >= 0);
+    ms_model* m_each = ms_model_copy(m, &err);
+    ENSURE(m_each != NULL);
+    ms_state* one = ms_state_create(m, &err);
+    ms_state* each = ms_state_create(m_each, &err);
+    ENSURE(one != NULL && each != NULL);
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    for (int round = 0; round < 3; ++round) {
+        if (round == 1) {
+            ms_collider box = {0};
+            box.type = MS_BOX;
+            box.center[0] = 0.2, box.center[1] = -0.8, box.center[2] = 0.2;
+            box.size[0] = box.size[1] = box.size[2] = 0.15;
+            ENSURE(ms_model_add_collider(m, &box, &err) >= 0 && ms_model_add_collider(m_each, &box, &err) >= 0);
+        } else if (round == 2) {
+            ENSURE(ms_model_remove_collider(m, sphere_id, &err) == MS_OK);
+            ENSURE(ms_model_remove_collider(m_each, sphere_id, &err) == MS_OK);
+        }
+        ENSURE(ms_step(m, one, 2e-3, 150, &err) == MS_OK);
+        for (int k = 0; k < 150; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+        ENSURE(memcmp(one->x, each->x, bytes) == 0 && memcmp(one->v, each->v, bytes) == 0);
+        ENSURE(one->dissipated == each->dissipated);
+    }
+    /* the cloth did reach the colliders */
+    double lowest = INFINITY;
+    for (int64_t i = 0; i < m->nnode; ++i) lowest = fmin(lowest, one->x[3 * i + 1]);
+    ENSURE(lowest < -0.5);
+    ms_state_destroy(one);
+    ms_state_destroy(each);
+    ms_model_destroy(m);
+    ms_model_destroy(m_each);
+    return 0;
+}
+
 static int test_determinism(void) {
     uint64_t hashes[MS_INTEGRATOR_COUNT];
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
@@ -1972,6 +2025,7 @@ int main(void) {
         TEST(test_state_reset),
         TEST(test_determinism),
         TEST(test_spring_blocks),
+        TEST(test_contact_many_steps_per_call),
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {

@@ -178,6 +178,9 @@ typedef struct ms_state {
     double* implicit_work; /* implicit solver storage, allocated on first use
                               (nnode x 27 + nspring x 5) */
     void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
+    double* clearance;   /* per collider and node, a lower bound on the node's gap to the
+                            collider, valid within one ms_step call (nnode x ncollider) */
+    int64_t clearance_count; /* entries allocated in clearance */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
