@@ -98,7 +98,9 @@ int ms_model_remove_collider(ms_model* m, int64_t id, ms_error* err) {
 
 static double length3(const double v[3]) { return sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]); }
 
-double ms_collider_distance(const ms_collider* c, const double center[3], const double p[3], double normal[3]) {
+/* ms_collider_distance, inlined into the contact loops. */
+static inline double collider_distance(const ms_collider* c, const double center[3], const double p[3],
+                                       double normal[3]) {
     const double r[3] = {p[0] - center[0], p[1] - center[1], p[2] - center[2]};
     switch (c->type) {
         case MS_PLANE: {
@@ -169,6 +171,10 @@ double ms_collider_distance(const ms_collider* c, const double center[3], const 
     }
 }
 
+double ms_collider_distance(const ms_collider* c, const double center[3], const double p[3], double normal[3]) {
+    return collider_distance(c, center, p, normal);
+}
+
 /* First point of the relative segment r0 -> r1 (collider frame, collider at the origin)
    closer than thickness to the surface, by sphere tracing on the exact distance; start_gap
    is the gap at r0.  Returns the fraction t in (0, 1], or -1 if the segment stays outside. */
@@ -180,7 +186,7 @@ static double first_contact(const ms_collider* c, const double r0[3], const doub
     double normal[3], t = 0.0;
     for (int iteration = 0; iteration < 100; ++iteration) {
         const double p[3] = {r0[0] + t * travel[0], r0[1] + t * travel[1], r0[2] + t * travel[2]};
-        const double gap = iteration == 0 ? start_gap : ms_collider_distance(c, origin, p, normal) - c->thickness;
+        const double gap = iteration == 0 ? start_gap : collider_distance(c, origin, p, normal) - c->thickness;
         if (gap <= 1e-9 * distance) return t;
         t += gap / distance;
         if (t > 1.0) return -1.0;
@@ -253,7 +259,7 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
             }
             static const double origin[3] = {0.0, 0.0, 0.0};
             double normal[3], moved[3];
-            const double start_gap = ms_collider_distance(c, origin, r0, normal) - c->thickness;
+            const double start_gap = collider_distance(c, origin, r0, normal) - c->thickness;
             const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
             if (lipschitz && start_gap > travel + margin) {
                 if (known != NULL) known[i] = start_gap - travel - margin;
@@ -261,14 +267,14 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
             }
             if (known != NULL) known[i] = 0.0;
             double end_normal[3];
-            const double end_gap = ms_collider_distance(c, origin, r1, end_normal) - c->thickness;
+            const double end_gap = collider_distance(c, origin, r1, end_normal) - c->thickness;
             double t = -1.0;
             if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
             int through_entry = 0;
             if (t >= 0.0) {
                 const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
                                        r0[2] + t * (r1[2] - r0[2])};
-                const double gap = ms_collider_distance(c, origin, hit, normal) - c->thickness;
+                const double gap = collider_distance(c, origin, hit, normal) - c->thickness;
                 /* Out through the face it came in by when the end is outside again (it
                    crossed a thin collider) or nearest to another face (it went deep): onto
                    the tangent plane at the entry point, keeping its motion along the
