@@ -460,6 +460,35 @@ def test_many_steps_in_one_call_equal_one_step_per_call(threads: int) -> None:
     assert one.x[free, 1].min() > -3.0  # the rising plane held the hanging edges
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_push_by_a_later_collider_is_seen_by_an_earlier_one(threads: int) -> None:
+    """A rising plane with restitution 1 (listed second) kicks a node up towards a fixed
+    ceiling (listed first).  The kick moves the node after the ceiling has looked at it in
+    the same step; within one call of many steps the ceiling must still stop the node,
+    exactly as a call per step does."""
+
+    def kicked() -> msprings.System:
+        # the node of interest, and (for threads = 2) a chain of pinned nodes for the springs
+        count = 1 if threads == 1 else 10_002
+        positions = np.zeros((count, 3))
+        positions[1:, 0] = 5.0 + np.arange(count - 1)
+        springs = np.stack((np.arange(1, count - 1), np.arange(2, count)), axis=1)
+        pinned = np.arange(count) > 0
+        system = msprings.System(positions, springs, pinned=pinned, gravity=(0.0, 0.0, 0.0))
+        system.threads = threads
+        system.add_plane((0.0, 0.0485, 0.0), (0.0, -1.0, 0.0))
+        system.add_plane((0.0, -0.001, 0.0), (0.0, 1.0, 0.0), velocity=(0.0, 1.0, 0.0), restitution=1.0)
+        return system
+
+    one, each = kicked(), kicked()
+    one.step(0.002, 13)
+    for _ in range(13):
+        each.step(0.002)
+    assert np.array_equal(one.x, each.x) and np.array_equal(one.v, each.v)
+    assert one.x[0, 1] == pytest.approx(0.0485, abs=1e-12)  # stopped at the ceiling
+    assert one.v[0, 1] <= 0.0
+
+
 # ---- no tunnelling --------------------------------------------------------------------------
 
 

@@ -313,6 +313,10 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
             dissipated += 0.5 * mass * (speed2 - speed2_after) +
                           mass * (g[0] * (moved[0] - xi[0]) + g[1] * (moved[1] - xi[1]) + g[2] * (moved[2] - xi[2]));
             for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+            /* The push moved the node after the colliders before this one took its gap:
+               their bounds no longer hold (the next step's path starts after the push). */
+            if (clearance != NULL)
+                for (int64_t e = 0; e < k; ++e) clearance[e * m->nnode + i] = 0.0;
         }
     }
     return dissipated;
