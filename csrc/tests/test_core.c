@@ -1961,6 +1961,42 @@ static int test_contact_many_steps_per_call(void) {
     return 0;
 }
 
+static int test_contact_push_towards_an_earlier_collider(void) {
+    /* A rising plane with restitution 1, listed second, kicks a free node up into a fixed
+       ceiling listed first: the ceiling must stop it within one call of many steps as it
+       does with one call per step. */
+    ms_error err = fresh_error();
+    ms_model* m = ms_model_create(1, 0, 0, &err);
+    ENSURE(m != NULL);
+    m->mass[0] = 1.0;
+    m->opt.gravity[1] = 0.0;
+    ms_collider ceiling = {0};
+    ceiling.type = MS_PLANE;
+    ceiling.center[1] = 0.0485;
+    ceiling.axis[1] = -1.0;
+    ms_collider kicker = {0};
+    kicker.type = MS_PLANE;
+    kicker.center[1] = -0.001;
+    kicker.axis[1] = 1.0;
+    kicker.velocity[1] = 1.0;
+    kicker.restitution = 1.0;
+    ENSURE(ms_model_add_collider(m, &ceiling, &err) >= 0 && ms_model_add_collider(m, &kicker, &err) >= 0);
+    ms_model* m_each = ms_model_copy(m, &err);
+    ENSURE(m_each != NULL);
+    ms_state* one = ms_state_create(m, &err);
+    ms_state* each = ms_state_create(m_each, &err);
+    ENSURE(one != NULL && each != NULL);
+    ENSURE(ms_step(m, one, 2e-3, 13, &err) == MS_OK);
+    for (int k = 0; k < 13; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+    ENSURE(memcmp(one->x, each->x, 3 * sizeof(double)) == 0 && memcmp(one->v, each->v, 3 * sizeof(double)) == 0);
+    ENSURE_NEAR(one->x[1], 0.0485, 1e-12);
+    ms_state_destroy(one);
+    ms_state_destroy(each);
+    ms_model_destroy(m);
+    ms_model_destroy(m_each);
+    return 0;
+}
+
 static int test_determinism(void) {
     uint64_t hashes[MS_INTEGRATOR_COUNT];
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
@@ -2026,6 +2062,7 @@ int main(void) {
         TEST(test_determinism),
         TEST(test_spring_blocks),
         TEST(test_contact_many_steps_per_call),
+        TEST(test_contact_push_towards_an_earlier_collider),
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
