@@ -11,9 +11,37 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "the msprings C core (msprings._core) is not built: install with `pip install -e .` "
         "(or `pip install .` and run from outside the source tree)"
     ) from error
+from . import _core
 from ._system import Energy, SolverWarning, StabilityWarning, System, damping_for_ratio
 
 __version__ = "0.1.0"
+
+
+def set_num_threads(n: int) -> None:
+    """Set how many worker threads the systems of this process use when their own
+    ``threads`` is 0 (the default).
+
+    Worker threads step large networks (at least 10,000 springs) with explicit or
+    symplectic Euler; see :attr:`System.threads`, which overrides this setting for one
+    system when it is not 0.  ``n = 0`` (the initial setting) means all online cores and
+    ``n = 1`` a single thread; results are bitwise repeatable for a given thread count.
+    Takes effect at the next :meth:`System.step` of every system.
+
+    Raises
+    ------
+    TypeError
+        ``n`` is not an integer.
+    ValueError
+        ``n`` is negative or above 1024; the setting is unchanged.
+    """
+    _core.set_num_threads(n)
+
+
+def get_num_threads() -> int:
+    """The number of worker threads that a system whose ``threads`` is 0 uses: the value
+    given to :func:`set_num_threads`, or the number of online cores (at most 64)."""
+    return _core.get_num_threads()
+
 
 __all__ = [
     "INTEGRATORS",
@@ -24,4 +52,6 @@ __all__ = [
     "System",
     "__version__",
     "damping_for_ratio",
+    "get_num_threads",
+    "set_num_threads",
 ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from . import INTEGRATORS, DivergenceError, System, __version__, _core
+from . import INTEGRATORS, DivergenceError, System, __version__, _core, get_num_threads
 
 
 def _scene_table() -> dict[str, tuple[Callable[..., System], str, float, float]]:
@@ -155,8 +155,8 @@ def info() -> int:
     print(f"msprings {__version__} (C core {_core.version()})")
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
     print(f"integrators: {', '.join(INTEGRATORS)}")
-    print(f"threads: {os.cpu_count()} cores online; systems use all of them by default (System.threads = 0) "
-          f"for explicit/symplectic Euler runs of >= 10,000 springs")
+    print(f"threads: {os.cpu_count()} cores; systems whose threads is 0 use {get_num_threads()} "
+          f"(msprings.set_num_threads) for explicit/symplectic Euler runs of >= 10,000 springs")
     if _core.avx2():
         print("vector code: AVX2 (springs in blocks of four nodes, Euler update four nodes at a time)")
     else:

@@ -9,6 +9,8 @@ order of floating-point additions.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -101,6 +103,38 @@ def test_threads_setting_is_validated() -> None:
     s.threads = 3  # more threads than cores is allowed
     s.step(2e-4, 5)
     assert s.copy().threads == 3
+
+
+def test_process_wide_thread_setting() -> None:
+    """msprings.set_num_threads sets the threads of every system whose own threads is 0, at
+    its next step; a system's own non-zero threads wins.  A run equals, bit for bit, a run
+    with that many threads set on the system itself."""
+    base = cloth_system(drag=0.01)
+    one, two = base.copy(), base.copy()
+    one.threads, two.threads = 1, 2
+    for system in (one, two):
+        system.step(2e-4, 100)
+    assert not np.array_equal(one.x, two.x)  # the thread count shows in the rounding
+    try:
+        for count, expected in ((1, one), (2, two)):
+            msprings.set_num_threads(count)
+            assert msprings.get_num_threads() == count
+            by_default = base.copy()
+            assert by_default.threads == 0
+            by_default.step(2e-4, 100)
+            assert np.array_equal(by_default.x, expected.x) and np.array_equal(by_default.v, expected.v)
+        msprings.set_num_threads(1)
+        own = base.copy()
+        own.threads = 2  # the system's own setting wins
+        own.step(2e-4, 100)
+        assert np.array_equal(own.x, two.x)
+        for bad, error in ((-1, ValueError), (1025, ValueError), (1.5, TypeError), (True, TypeError)):
+            with pytest.raises(error):
+                msprings.set_num_threads(bad)  # type: ignore[arg-type]
+        assert msprings.get_num_threads() == 1
+    finally:
+        msprings.set_num_threads(0)
+    assert msprings.get_num_threads() == min(os.sysconf("SC_NPROCESSORS_ONLN"), 64)
 
 
 # ---- contact on threads -------------------------------------------------------------------

@@ -22,6 +22,7 @@
 typedef struct {
     PyObject* system_type;
     PyObject* divergence_error;
+    int num_threads; /* worker threads of systems whose threads is 0 (0: all online cores) */
 } module_state;
 
 typedef struct {
@@ -360,6 +361,9 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     int status = MS_OK;
     const int64_t chunk = chunk_steps(model);
     const int release = (int64_t)n * (model->nnode + model->nspring) > 20000;
+    module_state* st = state_of_type(Py_TYPE(self));
+    if (st == NULL) return NULL;
+    model->default_threads = st->num_threads;
     self->busy = 1;
     for (long long done = 0; done < n && status == MS_OK;) {
         int64_t count = n - done < chunk ? n - done : chunk;
@@ -1032,8 +1036,8 @@ static PyGetSetDef System_getset[] = {
     {"threads", (getter)get_threads, (setter)set_threads,
      "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
      "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed): "
-     "0 (default) = all online cores, 1 = single-threaded. Results are bitwise repeatable for a given "
-     "thread count.",
+     "0 (default) = the process-wide setting of msprings.set_num_threads (all online cores unless set), "
+     "1 = single-threaded. Results are bitwise repeatable for a given thread count.",
      NULL},
     {"self_collision", (getter)get_self_collision, (setter)set_self_collision,
      "Self-collision distance (m): after each step, nodes closer than this that no spring joins are pushed "
@@ -1098,7 +1102,38 @@ static PyObject* core_avx2(PyObject* module, PyObject* Py_UNUSED(ignored)) {
     return PyBool_FromLong(ms_avx2_supported());
 }
 
+/* The thread-count argument of set_num_threads: an integer in [0, 1024], else -1 with an
+   exception set. */
+static int thread_request(PyObject* value, const char* name) {
+    if (PyBool_Check(value) || !PyIndex_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
+        return -1;
+    }
+    long number = PyLong_AsLong(value);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (number < 0 || number > 1024) {
+        PyErr_Format(PyExc_ValueError, "%s = %ld must be between 0 (all online cores) and 1024", name, number);
+        return -1;
+    }
+    return (int)number;
+}
+
+static PyObject* core_set_num_threads(PyObject* module, PyObject* value) {
+    const int number = thread_request(value, "n");
+    if (number < 0) return NULL;
+    ((module_state*)PyModule_GetState(module))->num_threads = number;
+    Py_RETURN_NONE;
+}
+
+static PyObject* core_get_num_threads(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    return PyLong_FromLong(ms_resolve_threads(((module_state*)PyModule_GetState(module))->num_threads));
+}
+
 static PyMethodDef core_methods[] = {
+    {"set_num_threads", core_set_num_threads, METH_O,
+     "set_num_threads(n)\n--\n\nWorker threads of every system whose threads is 0 (0: all online cores)."},
+    {"get_num_threads", core_get_num_threads, METH_NOARGS,
+     "get_num_threads()\n--\n\nWorker threads that a system whose threads is 0 uses."},
     {"version", core_version, METH_NOARGS, "version()\n--\n\nVersion of the C core."},
     {"avx2", core_avx2, METH_NOARGS,
      "avx2()\n--\n\nTrue if steps use the AVX2 vector code on this processor (springs in blocks of "

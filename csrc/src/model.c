@@ -103,6 +103,7 @@ ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
     memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring, m->nface));
     copy->opt = m->opt;
     copy->spring_order_ready = m->spring_order_ready;
+    copy->default_threads = m->default_threads;
     if (m->ncollider > 0) {
         copy->colliders = malloc(sizeof(ms_collider) * (size_t)m->ncollider);
         if (copy->colliders == NULL) {
@@ -149,7 +150,7 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
                             "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
                             opt->self_collision);
     if (opt->threads < 0)
-        return ms_error_set(err, MS_ERR_VALUE, "threads = %d must be >= 0 (0 = all cores)", opt->threads);
+        return ms_error_set(err, MS_ERR_VALUE, "threads = %d must be >= 0 (0 = the default)", opt->threads);
     const ms_air* air = &opt->air;
     if (!isfinite(air->density) || air->density < 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "air_density = %g must be finite and >= 0 (kg/m^3)", air->density);

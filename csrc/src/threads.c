@@ -76,14 +76,18 @@ struct worker {
     int bad;                          /* its nodes would become non-finite in this step */
 };
 
-int ms_thread_count(const ms_model* m) {
-    int threads = m->opt.threads;
+int ms_resolve_threads(int n) {
+    int threads = n;
     if (threads <= 0) {
         long online = sysconf(_SC_NPROCESSORS_ONLN);
         threads = online > 0 ? (int)online : 1;
     }
     if (threads > MS_MAX_THREADS) threads = MS_MAX_THREADS;
     return threads;
+}
+
+int ms_thread_count(const ms_model* m) {
+    return ms_resolve_threads(m->opt.threads > 0 ? m->opt.threads : m->default_threads);
 }
 
 int ms_parallel_eligible(const ms_model* m) {

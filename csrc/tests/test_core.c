@@ -1997,6 +1997,24 @@ static int test_contact_push_towards_an_earlier_collider(void) {
     return 0;
 }
 
+static int test_thread_counts(void) {
+    /* A request of n > 0 threads means n (at most 64), 0 all online cores; a model's own
+       threads wins over its default_threads, which a copy keeps. */
+    ENSURE(ms_resolve_threads(3) == 3 && ms_resolve_threads(1000) == 64);
+    const int online = ms_resolve_threads(0);
+    ENSURE(online >= 1 && online <= 64);
+    ms_model* m = make_cloth(4, 1, 3u);
+    ENSURE(m != NULL);
+    ENSURE(m->opt.threads == 0 && m->default_threads == 0);
+    m->default_threads = 5;
+    ms_error err = fresh_error();
+    ms_model* copy = ms_model_copy(m, &err);
+    ENSURE(copy != NULL && copy->default_threads == 5);
+    ms_model_destroy(copy);
+    ms_model_destroy(m);
+    return 0;
+}
+
 static int test_determinism(void) {
     uint64_t hashes[MS_INTEGRATOR_COUNT];
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
@@ -2061,6 +2079,7 @@ int main(void) {
         TEST(test_state_reset),
         TEST(test_determinism),
         TEST(test_spring_blocks),
+        TEST(test_thread_counts),
         TEST(test_contact_many_steps_per_call),
         TEST(test_contact_push_towards_an_earlier_collider),
     };

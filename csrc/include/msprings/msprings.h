@@ -86,7 +86,8 @@ typedef struct ms_options {
     ms_implicit_options implicit;
     ms_air air;
     int threads;         /* worker threads for large networks (explicit and symplectic Euler
-                            without constraints); 0 (default) = all online cores, 1 = none */
+                            without constraints); 0 (default) = the model's default_threads
+                            (all online cores unless set), 1 = none */
 } ms_options;
 
 /* What the implicit solver did in the last step. */
@@ -148,6 +149,8 @@ typedef struct ms_model {
     uint8_t* spring_blocks; /* k if nodes a..a+3 form a block of 4 k springs in the sorted
                                copies (set at a block's first node), else 0 (nnode)   */
     int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
+    int default_threads; /* worker threads when opt.threads is 0: 0 = all online cores; set by
+                            the caller (the Python binding's process-wide setting) */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
     /* colliders: a list that may grow and shrink; not shared with Python as memory */
@@ -316,6 +319,12 @@ void ms_spring_tension(const ms_model* m, const ms_state* s, double* out);
 /* Cheap upper bounds (Gershgorin row sums, O(nodes + springs)) on the two eigenvalues
    that ms_max_eigenvalues estimates. */
 void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_bound, double* gamma_bound);
+
+/* ---- threads -------------------------------------------------------------------- */
+
+/* The number of worker threads that a request means: n > 0 is n (at most 64), 0 is the
+   number of online cores. */
+int ms_resolve_threads(int n);
 
 /* ---- build ---------------------------------------------------------------------- */
 
