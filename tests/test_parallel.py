@@ -93,7 +93,7 @@ def test_threaded_divergence_rolls_back_bitwise() -> None:
 def test_threads_setting_is_validated() -> None:
     s = cloth_system()
     assert s.threads == 0
-    for bad in (-1,):
+    for bad in (-1, 1025):
         with pytest.raises(ValueError):
             s.threads = bad
     for bad in (1.5, "2", None):

@@ -854,21 +854,29 @@ static PyObject* get_threads(SystemObject* self, void* closure) {
     if (require_ready(self) < 0) return NULL;
     return PyLong_FromLong(self->model->opt.threads);
 }
-static int set_threads(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "threads") < 0 || require_idle(self) < 0) return -1;
+/* A thread count (System.threads, set_num_threads): an integer in [0, 1024], else -1 with
+   an exception set. */
+static int thread_request(PyObject* value, const char* name) {
     if (PyBool_Check(value) || !PyIndex_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "threads must be an integer, not %.100s", Py_TYPE(value)->tp_name);
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
         return -1;
     }
     long number = PyLong_AsLong(value);
     if (number == -1 && PyErr_Occurred()) return -1;
-    if (number > 1024 || number < INT32_MIN) {
-        PyErr_Format(PyExc_ValueError, "threads = %ld is out of range", number);
+    if (number < 0 || number > 1024) {
+        PyErr_Format(PyExc_ValueError, "%s = %ld must be between 0 and 1024", name, number);
         return -1;
     }
+    return (int)number;
+}
+
+static int set_threads(SystemObject* self, PyObject* value, void* closure) {
+    (void)closure;
+    if (refuse_delete(value, "threads") < 0 || require_idle(self) < 0) return -1;
+    const int number = thread_request(value, "threads");
+    if (number < 0) return -1;
     ms_options opt = self->model->opt;
-    opt.threads = (int)number;
+    opt.threads = number;
     return commit_options(self, &opt);
 }
 
@@ -1100,22 +1108,6 @@ static PyObject* core_version(PyObject* module, PyObject* Py_UNUSED(ignored)) {
 static PyObject* core_avx2(PyObject* module, PyObject* Py_UNUSED(ignored)) {
     (void)module;
     return PyBool_FromLong(ms_avx2_supported());
-}
-
-/* The thread-count argument of set_num_threads: an integer in [0, 1024], else -1 with an
-   exception set. */
-static int thread_request(PyObject* value, const char* name) {
-    if (PyBool_Check(value) || !PyIndex_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    long number = PyLong_AsLong(value);
-    if (number == -1 && PyErr_Occurred()) return -1;
-    if (number < 0 || number > 1024) {
-        PyErr_Format(PyExc_ValueError, "%s = %ld must be between 0 (all online cores) and 1024", name, number);
-        return -1;
-    }
-    return (int)number;
 }
 
 static PyObject* core_set_num_threads(PyObject* module, PyObject* value) {
