@@ -18,9 +18,12 @@ msprings[plot]``); ``import msprings`` does not load it.
 """
 from __future__ import annotations
 
+import base64
+import io
 import math
+import uuid
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -30,13 +33,16 @@ import numpy as np
 from matplotlib import animation as mpl_animation
 from matplotlib import colormaps
 from matplotlib.axes import Axes
-from matplotlib.colors import Colormap, Normalize
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Colormap, Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import MaxNLocator
 from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 from mpl_toolkits.mplot3d.axes3d import Axes3D
 from numpy.typing import ArrayLike
+from PIL import Image
 
 from . import stability
 from ._core import DivergenceError
@@ -66,11 +72,11 @@ TENSION_LABEL = "spring tension (N), > 0 pulling"
 ColorBy = Literal["strain", "tension"] | None
 Drawable = System | Trajectory | Mapping[str, Any]
 
-# Shading: colour = base * (AMBIENT + (1 - AMBIENT) |n . LIGHT|), two-sided so a cloth seen
-# from behind is lit like its front.  LIGHT is in matplotlib's coordinates (third axis up):
-# from above, over the default viewpoint's left shoulder.
-_LIGHT = np.array([0.3, -0.5, 1.0]) / np.linalg.norm([0.3, -0.5, 1.0])
-_AMBIENT = 0.35
+# Shading (see _Light): the light's offset from the viewer's direction, upwards and
+# sideways on the screen, and the share of the colour that does not depend on it.
+_LIGHT_UP = 1.1
+_LIGHT_SIDE = 0.8
+_AMBIENT = 0.25
 _SURFACE_COLOR = (0.93, 0.87, 0.72, 1.0)
 _SOLID_COLOR = (0.52, 0.58, 0.68, 1.0)
 _PLANE_COLOR = (0.55, 0.55, 0.55, 0.3)
@@ -83,9 +89,21 @@ _MARGIN = 0.04  # margin around the scene, as a fraction of its largest extent
 _THINNEST = 0.25  # shortest axis, as a fraction of the longest
 _CELLS_ACROSS = 16  # collider surfaces are cut into cells about 1/16 of the scene across
 _DIVERGED_COLOR = "tab:red"
+# "auto" hides the springs of a drawn surface with more springs than this, and shows free
+# nodes only where springs are drawn and there are at most this many nodes.
+_AUTO_SPRINGS_MOST = 1000
+_AUTO_NODES_MOST = 2000
+# Below these magnitudes a colour scale would show round-off only (a system at rest).
+_ROUND_OFF = {"strain": 1e-9, "tension": 1e-6}
+_ANIMATION_SIZE = (6.0, 4.8)  # inches: 600 x 480 pixels at matplotlib's default 100 dpi
+_GIF_COLORS = 64
 # compare_integrators treats a value beyond this as overflowed (matplotlib's tick and scale
 # arithmetic itself overflows near the largest float).
 _BLOWN_UP = 1e200
+# compare_integrators' shared scale: it holds runs within _RANGE_FACTOR times the typical
+# magnitude and is at least _SMALLEST_SPAN of it tall.
+_RANGE_FACTOR = 1e3
+_SMALLEST_SPAN = 1e-3
 
 _METHOD_COLORS = {
     "explicit_euler": "tab:red",
@@ -100,8 +118,27 @@ _ENERGY_COLORS = {
     "spring": "tab:green",
     "gravity": "tab:blue",
     "dissipated": "tab:orange",
+    "work": "tab:cyan",
     "mechanical": "tab:purple",
     "total": "black",
+}
+_ENERGY_LABELS = {
+    "mechanical": "mechanical (kinetic + spring + gravity)",
+    "total": "total (mechanical + dissipated - work)",
+}
+# The mechanisms of the ledger that remove energy (the rest are sources of work).
+_DISSIPATIVE = ("dampers", "drag", "contact", "energy_loss")
+_LEDGER_COLORS = {
+    "dampers": "tab:orange",
+    "drag": "tab:olive",
+    "contact": "tab:brown",
+    "energy_loss": "tab:pink",
+    "wind": "tab:cyan",
+    "external": "tab:blue",
+    "pins": "black",
+    "colliders": "tab:gray",
+    "constraints": "tab:purple",
+    "user": "tab:red",
 }
 
 
@@ -384,30 +421,154 @@ def collider_polygons(collider: Collider | Mapping[str, Any], *, around: ArrayLi
     return _shape_polygons(shape, points, float(cell))
 
 
+# ---- colour scales ---------------------------------------------------------------------
+
+
+@dataclass
+class _ColorScale:
+    """The colour scale of a picture (or of every frame of an animation): a symmetric range
+    ``-limit .. limit`` of the quantity, or ``limit=None`` when every value is below the
+    quantity's round-off threshold and the picture shows a neutral colour instead."""
+
+    quantity: str
+    label: str
+    cmap: Colormap
+    limit: float | None
+
+    def norm(self) -> Normalize:
+        limit = 1.0 if self.limit is None else self.limit
+        return Normalize(-limit, limit)
+
+    def colors(self, values: np.ndarray, norm: Normalize, neutral: Sequence[float]) -> np.ndarray:
+        """RGBA (P, 4) of ``values`` under ``norm``; the neutral colour where NaN."""
+        colors = np.tile(np.asarray(to_rgba(neutral), dtype=float), (len(values), 1))
+        known = np.isfinite(values)
+        colors[known] = self.cmap(norm(values[known]))
+        return colors
+
+    def flat_note(self) -> str:
+        unit = " N" if self.quantity == "tension" else ""
+        return (f"no colour scale: every spring {self.quantity} is below {_ROUND_OFF[self.quantity]:g}{unit} "
+                "(round-off; at rest)")
+
+
+def _color_scale(values: Sequence[np.ndarray], quantity: str, label: str, cmap: str | Colormap | None,
+                 vmax: float | None) -> _ColorScale:
+    """One scale for every array in ``values`` (all panels or frames): symmetric about 0 and
+    holding every finite value, or flat when they are all round-off."""
+    colormap = colormaps[cmap] if isinstance(cmap, str) else (cmap or colormaps[_DEFAULT_CMAP])
+    if vmax is not None:
+        if not (isinstance(vmax, (int, float)) and vmax > 0 and math.isfinite(vmax)):
+            raise ValueError(f"vmax must be > 0 and finite, got {vmax!r}")
+        return _ColorScale(quantity, label, colormap, float(vmax))
+    largest = 0.0
+    for array in values:
+        finite = np.abs(array[np.isfinite(array)])
+        if finite.size:
+            largest = max(largest, float(finite.max()))
+    limit = largest if largest >= _ROUND_OFF[quantity] else None
+    return _ColorScale(quantity, label, colormap, limit)
+
+
 # ---- shading ---------------------------------------------------------------------------
 
 
-def _polygon_normals(polygons: Sequence[np.ndarray]) -> np.ndarray:
-    """Unit normals (P, 3) of polygons by Newell's method (robust for any convex polygon)."""
-    normals = np.empty((len(polygons), 3))
-    for index, polygon in enumerate(polygons):
-        normals[index] = np.cross(polygon, np.roll(polygon, -1, axis=0)).sum(axis=0)
+def _triangle_normals(triangles: np.ndarray) -> np.ndarray:
+    """Unit normals (F, 3) of triangles (F, 3, 3)."""
+    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
     return normals / np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
 
 
-def _shade(normals: np.ndarray, base: Sequence[float]) -> np.ndarray:
-    """RGBA (P, 4): ``base`` darkened by the angle between each (screen) normal and the light."""
-    light = _AMBIENT + (1.0 - _AMBIENT) * np.abs(normals @ _LIGHT)
-    colors = np.tile(np.asarray(base, dtype=float), (len(normals), 1))
-    colors[:, :3] *= light[:, None]
-    return colors
+def _depth_biased(polygons: np.ndarray, eye: np.ndarray, *, near: bool) -> np.ndarray:
+    """Polygons (P, k, 3), k = 3 or 4, as pentagons (P, 5, 3) whose extra corners repeat
+    the corner nearest to the viewer (``near``) or farthest from it: the drawn shape is the
+    same, but mplot3d, which paints polygons in the order of their mean corner depth, sees
+    it moved that way.  A cloth lying on a table is then painted after the table top under
+    it, though the two are nearly at the same depth."""
+    corners = polygons.shape[1]
+    depth = polygons @ eye  # larger: nearer to the viewer
+    chosen = np.argmax(depth, axis=1) if near else np.argmin(depth, axis=1)
+    order = (np.arange(corners)[None, :] + chosen[:, None] + 1) % corners  # chosen corner last
+    order = np.concatenate([order, np.repeat(order[:, -1:], 5 - corners, axis=1)], axis=1)
+    return np.take_along_axis(polygons, order[:, :, None], axis=1)
 
 
-def _triangle_shading(triangles: np.ndarray) -> np.ndarray:
-    """Shaded RGBA (F, 4) of screen-space triangles (F, 3, 3)."""
-    normals = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
-    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
-    return _shade(normals, _SURFACE_COLOR)
+def _pentagon_normals(polygons: np.ndarray) -> np.ndarray:
+    """Unit normals (P, 3) of flat polygons (P, 5, 3) (from their first three corners,
+    which are distinct)."""
+    return _triangle_normals(polygons[:, :3])
+
+
+def _collider_pentagons(polygons: Sequence[np.ndarray], eye: np.ndarray) -> np.ndarray:
+    """A collider's screen-space polygons as pentagons (P, 5, 3) moved away from the viewer
+    for the depth order (see _depth_biased)."""
+    groups = [np.array([_screen(p) for p in polygons if len(p) == corners]) for corners in (3, 4)]
+    return np.concatenate([np.zeros((0, 5, 3))] + [_depth_biased(group, eye, near=False)
+                                                   for group in groups if len(group)])
+
+
+class _Light:
+    """Lambert shading from a light above and beside the viewer, placed relative to the
+    viewpoint so that every viewpoint is lit from the front.  Faces are two-sided: a
+    cloth seen from behind is lit like its front.  Colour = base * (AMBIENT + (1 -
+    AMBIENT) max(n . light, 0)) with n the face normal turned towards the viewer."""
+
+    def __init__(self, elevation: float, azimuth: float) -> None:
+        # The viewer's direction in matplotlib's data coordinates (the second axis is
+        # drawn reversed: see _Drawing.fit).
+        elev, azim = np.radians([elevation, azimuth])
+        self.eye = np.array([np.cos(elev) * np.cos(azim), -np.cos(elev) * np.sin(azim), np.sin(elev)])
+        up = np.array([0.0, 0.0, 1.0]) - np.sin(elev) * self.eye  # the screen's up direction
+        if np.linalg.norm(up) < 1e-6:  # looking straight down or up
+            up = np.array([-np.cos(azim), np.sin(azim), 0.0])
+        up /= np.linalg.norm(up)
+        light = self.eye + _LIGHT_UP * up - _LIGHT_SIDE * np.cross(self.eye, up)
+        self.direction = light / np.linalg.norm(light)
+
+    def intensity(self, normals: np.ndarray) -> np.ndarray:
+        facing = np.where((normals @ self.eye)[:, None] < 0.0, -normals, normals)
+        return _AMBIENT + (1.0 - _AMBIENT) * np.clip(facing @ self.direction, 0.0, 1.0)
+
+    def shade(self, normals: np.ndarray, base: np.ndarray) -> np.ndarray:
+        """RGBA (P, 4): ``base`` (P, 4) or (4,) darkened by each face's angle to the light."""
+        colors = np.array(np.broadcast_to(base, (len(normals), 4)), dtype=float)
+        colors[:, :3] *= self.intensity(normals)[:, None]
+        return colors
+
+
+def _edge_springs(faces: np.ndarray, springs: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the springs that run along an edge of a face (each once)."""
+    if len(faces) == 0 or len(springs) == 0:
+        return np.zeros(0, dtype=np.int64)
+    keys = np.minimum(springs[:, 0], springs[:, 1]) * n + np.maximum(springs[:, 0], springs[:, 1])
+    ends = np.stack([faces, np.roll(faces, -1, axis=1)], axis=-1).reshape(-1, 2)
+    edge_keys = np.unique(ends.min(axis=1) * n + ends.max(axis=1))
+    return np.flatnonzero(np.isin(keys, edge_keys))
+
+
+class _SurfaceValues:
+    """Per-face colour values from per-spring ones, smoothed over the surface: each node
+    takes the mean over the springs along the face edges that meet there, each face the
+    mean of its corners (NaN where nothing is known)."""
+
+    def __init__(self, faces: np.ndarray, springs: np.ndarray, n: int) -> None:
+        self.faces = faces
+        self.n = n
+        self.edges = _edge_springs(faces, springs, n)
+        self.ends = springs[self.edges]
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        picked = values[self.edges]
+        known = np.isfinite(picked)
+        ends, picked = self.ends[known], picked[known]
+        total = np.bincount(ends[:, 0], picked, self.n) + np.bincount(ends[:, 1], picked, self.n)
+        count = np.bincount(ends[:, 0], minlength=self.n) + np.bincount(ends[:, 1], minlength=self.n)
+        nodes = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        corners = nodes[self.faces]
+        known_corners = np.isfinite(corners)
+        corner_count = known_corners.sum(axis=1)
+        corner_total = np.where(known_corners, corners, 0.0).sum(axis=1)
+        return np.where(corner_count > 0, corner_total / np.maximum(corner_count, 1), np.nan)
 
 
 # ---- drawing ---------------------------------------------------------------------------
@@ -416,16 +577,17 @@ def _triangle_shading(triangles: np.ndarray) -> np.ndarray:
 # Layout of a new figure (fractions of its size): the 3-D axes, and a colour bar clear
 # of the tick labels that mplot3d draws outside the axes' own rectangle.
 # The 3-D box (with its tick labels) is zoomed to fill _BOX_REGION, below the title.
-_AXES_RECT = (0.0, 0.0, 0.82, 0.88)
-_BOX_REGION = (0.01, 0.01, 0.83, 0.87)
-_COLORBAR_RECT = (0.86, 0.22, 0.022, 0.56)
-_AXES_RECT_ALONE = (0.0, 0.0, 1.0, 0.88)
-_BOX_REGION_ALONE = (0.01, 0.01, 0.99, 0.87)
-_LARGEST_ZOOM = 1.5
+_AXES_RECT = (0.0, 0.0, 0.82, 0.9)
+_BOX_REGION = (0.01, 0.01, 0.83, 0.89)
+_COLORBAR_RECT = (0.86, 0.2, 0.022, 0.6)
+_AXES_RECT_ALONE = (0.0, 0.0, 1.0, 0.9)
+_BOX_REGION_ALONE = (0.01, 0.06, 0.99, 0.89)
+_LARGEST_ZOOM = 2.2
+_NOTE_POSITION = (0.01, 0.01)  # figure fraction: the note of a flat colour scale
 
 
-def _new_axes(figsize: tuple[float, float] | None) -> Axes3D:
-    figure = plt.figure(figsize=figsize or (7.5, 6.0))
+def _new_axes(figsize: tuple[float, float] | None, default: tuple[float, float] = (7.5, 6.0)) -> Axes3D:
+    figure = plt.figure(figsize=figsize or default)
     return figure.add_axes(_AXES_RECT, projection="3d")
 
 
@@ -470,31 +632,92 @@ def _zoom_to_fit(ax: Axes3D, aspect: Sequence[float], with_colorbar: bool) -> No
             artist.set_visible(True)
 
 
-def _symmetric_limit(values: np.ndarray | None) -> float:
-    """Half-width of a colour scale centred on 0 that holds every finite value."""
-    if values is None:
-        return 1.0
-    finite = np.abs(values[np.isfinite(values)])
-    largest = float(finite.max()) if finite.size else 0.0
-    return largest if largest > 0 else 1e-3
+def _check_view(elev: float | None, azim: float | None) -> tuple[float, float]:
+    """The viewpoint (degrees): the default where not given."""
+    view = []
+    for name, value, default in (("elev", elev, _VIEW[0]), ("azim", azim, _VIEW[1])):
+        if value is None:
+            view.append(default)
+        elif isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite angle in degrees, got {value!r}")
+        else:
+            view.append(float(value))
+    return view[0], view[1]
+
+
+def _check_choice(name: str, value: Any) -> None:
+    if not (isinstance(value, bool) or value == "auto"):
+        raise ValueError(f"{name} must be True, False or 'auto', not {value!r}")
+
+
+@dataclass
+class _Plan:
+    """What a picture of a scene shows: the surface, the springs, and what carries the
+    colour (the springs when they are drawn, else the faces, each face the smoothed mean of
+    the springs along its edges: see _SurfaceValues)."""
+
+    surface: bool
+    springs: bool
+    colored: Literal["springs", "faces"] | None
+    face_values: _SurfaceValues | None
+
+    def values(self, scene: _Scene, color_by: ColorBy) -> np.ndarray | None:
+        """The values the colour shows in ``scene``: per spring or per face."""
+        if self.colored is None:
+            return None
+        values = scene.spring_values(color_by)[0]
+        return values if self.face_values is None else self.face_values(values)
+
+
+def _plan(scene: _Scene, color_by: ColorBy, surface: bool, springs: bool | Literal["auto"]) -> _Plan:
+    if color_by not in ("strain", "tension", None):
+        raise ValueError(f"color_by must be 'strain', 'tension' or None, not {color_by!r}")
+    _check_choice("springs", springs)
+    drawn_surface = bool(surface) and len(scene.faces) > 0
+    m = len(scene.springs)
+    show_springs = (m > 0 and not (drawn_surface and m > _AUTO_SPRINGS_MOST)) if springs == "auto" \
+        else bool(springs) and m > 0
+    colored: Literal["springs", "faces"] | None = None
+    if color_by is not None:
+        colored = "springs" if show_springs else "faces" if drawn_surface else None
+    face_values = _SurfaceValues(scene.faces, scene.springs, len(scene.positions)) if colored == "faces" else None
+    return _Plan(drawn_surface, show_springs, colored, face_values)
+
+
+def _scene_scale(scenes: Sequence[_Scene], plan: _Plan, color_by: ColorBy, cmap: str | Colormap | None,
+                 vmax: float | None) -> _ColorScale | None:
+    """One colour scale for what the colour shows in every scene given (all the frames
+    of an animation)."""
+    if plan.colored is None:
+        return None
+    label = scenes[0].spring_values(color_by)[1]
+    quantity = "tension" if label == TENSION_LABEL else "strain"
+    values = [plan.values(scene, color_by) for scene in scenes]
+    return _color_scale([v for v in values if v is not None], quantity, label, cmap, vmax)
 
 
 class _Drawing:
-    """The artists of one drawn scene, and how to move them to another state of it."""
+    """The artists of one drawn scene, and how to move them to another state of it
+    (in place: the same artists get new vertices and colours)."""
 
-    def __init__(self, ax: Axes3D, scene: _Scene, *, color_by: ColorBy, cmap: str | Colormap | None,
-                 show_nodes: bool, show_colliders: bool, surface: bool, title: str | None, vmax: float | None,
+    def __init__(self, ax: Axes3D, scene: _Scene, *, color_by: ColorBy, plan: _Plan, scale: _ColorScale | None,
+                 show_nodes: bool | Literal["auto"], show_colliders: bool, title: str | None,
+                 view: tuple[float, float],
                  extent: np.ndarray | None = None, shifts: Sequence[np.ndarray] | None = None,
                  own_figure: bool = False) -> None:
         self.ax = ax
         self.own_figure = own_figure
         self.color_by = color_by
+        self.scale = scale
+        # One norm object for the springs, the faces and the colour bar, in every frame.
+        self.norm = None if scale is None or scale.limit is None else scale.norm()
         self.title = title
-        self.surface = surface and len(scene.faces) > 0
-        if color_by not in ("strain", "tension", None):
-            raise ValueError(f"color_by must be 'strain', 'tension' or None, not {color_by!r}")
-        values, label = scene.spring_values(color_by)
-        self.label = label
+        self.light = _Light(*view)
+        self.plan = plan
+        self.surface = plan.surface
+        self.show_springs = plan.springs
+        self.faces = scene.faces
+        m, n = len(scene.springs), len(scene.positions)
         self.positions = scene.positions
 
         # Limits are set from the scene below: no autoscaling on the way.  (mplot3d would
@@ -518,10 +741,14 @@ class _Drawing:
         ]
         self.collider_centers = [shape.center.copy() for shape in shapes]
         self.collider_is_plane = [shape.kind == "plane" for shape in shapes]
+        # Screen-space pentagons (see _depth_biased).  Colliders only move, never turn: their
+        # depth bias and shading are fixed.
+        self.collider_pentagons = [_collider_pentagons(polygons, self.light.eye)
+                                   for polygons in self.collider_polygons]
         self.collider_colors = [
-            _shade(_polygon_normals([_screen(p) for p in polygons]), _PLANE_COLOR if shape.kind == "plane"
-                   else _SOLID_COLOR)
-            for shape, polygons in zip(shapes, self.collider_polygons)
+            self.light.shade(_pentagon_normals(pentagons),
+                             np.array(_PLANE_COLOR if shape.kind == "plane" else _SOLID_COLOR))
+            for shape, pentagons in zip(shapes, self.collider_pentagons)
         ]
 
         # Surfaces and solid colliders share one collection so that mplot3d depth-sorts their
@@ -529,43 +756,42 @@ class _Drawing:
         # Every node stays on the open side of a plane, so a plane seen from that side is
         # behind everything (drawn first), and in front of everything seen from the other.
         self.solids: Poly3DCollection | None = None
-        polygons, colors = self._solid_polygons(scene)
-        if polygons:
+        pentagons, colors = self._solid_pentagons(scene)
+        if len(pentagons):
             # Edges in the face colour hide the hairline seams antialiasing leaves between cells.
-            self.solids = Poly3DCollection(polygons, facecolors=colors, edgecolors=colors, linewidths=0.4,
+            self.solids = Poly3DCollection(pentagons, facecolors=colors, edgecolors=colors, linewidths=0.3,
                                            label="surfaces", zorder=1)
             ax.add_collection3d(self.solids, autolim=False)
-        elevation, azimuth = np.radians(_VIEW)
-        # Towards the viewer in data coordinates (the z axis, matplotlib's second, is reversed).
-        eye = np.array([np.cos(elevation) * np.cos(azimuth), -np.cos(elevation) * np.sin(azimuth),
-                        np.sin(elevation)])
         self.planes: list[Poly3DCollection] = []
+        # A plane that stays put behind everything is part of the still background.
+        self.still_planes: list[Poly3DCollection] = []
         for index, shape in enumerate(shapes):
             if shape.kind == "plane":
-                behind = float(_screen(shape.axis) @ eye) >= 0.0
-                patch = Poly3DCollection(self._collider_polygons(scene, index), facecolors=self.collider_colors[index],
-                                         edgecolors=[0.35, 0.35, 0.35, 0.5], linewidths=0.3, label="plane collider",
-                                         zorder=0 if behind else 5)
+                behind = float(_screen(shape.axis) @ self.light.eye) >= 0.0
+                patch = Poly3DCollection(self._collider_pentagons(scene, index),
+                                         facecolors=self.collider_colors[index], edgecolors="none",
+                                         label="plane collider", zorder=0 if behind else 5)
                 ax.add_collection3d(patch, autolim=False)
                 self.planes.append(patch)
+                if behind and (shifts is None or not np.any(shifts[index])):
+                    self.still_planes.append(patch)
 
-        m = len(scene.springs)
-        width = float(np.clip(18.0 / math.sqrt(max(m, 1)), 0.5 if self.surface else 0.3, 2.0))
-        self.springs = Line3DCollection(self._segments(scene), linewidths=width, label="springs", zorder=2)
-        if values is not None:
-            limit = float(vmax) if vmax is not None else _symmetric_limit(values)
-            colormap = colormaps[cmap] if isinstance(cmap, str) else (cmap or colormaps[_DEFAULT_CMAP])
-            self.springs.set_cmap(colormap.with_extremes(bad="0.5"))
-            self.springs.set_norm(Normalize(-limit, limit))
-            self.springs.set_array(values)
-        else:
-            self.springs.set_color(_SPRING_COLOR)
-        ax.add_collection3d(self.springs, autolim=False)
+        self.springs: Line3DCollection | None = None
+        if self.show_springs:
+            width = float(np.clip(18.0 / math.sqrt(max(m, 1)), 0.5 if self.surface else 0.3, 2.0))
+            self.springs = Line3DCollection(self._segments(scene), linewidths=width, label="springs", zorder=2)
+            values = self._values(scene) if plan.colored == "springs" else None
+            if values is None:
+                self.springs.set_color(_SPRING_COLOR)
+            else:
+                self.springs.set_cmap(self.scale.cmap.with_extremes(bad=_SPRING_COLOR))
+                self.springs.set_norm(self.norm)
+                self.springs.set_array(values)
+            ax.add_collection3d(self.springs, autolim=False)
 
-        n = len(scene.positions)
         size_of_node = float(np.clip(30.0 / math.sqrt(n), 0.8, 5.0)) * (0.5 if self.surface else 1.0)
         self.nodes: Line2D | None = None
-        if show_nodes:
+        if show_nodes is True or (show_nodes == "auto" and self.show_springs and n <= _AUTO_NODES_MOST):
             free = _screen(scene.positions[~scene.pinned])
             (self.nodes,) = ax.plot(free[:, 0], free[:, 1], free[:, 2], linestyle="none", marker="o",
                                     markersize=size_of_node, color=_NODE_COLOR, label="nodes", zorder=3)
@@ -575,42 +801,65 @@ class _Drawing:
                                markeredgecolor="white", markeredgewidth=0.5, label="pinned nodes", zorder=4)
         self.pinned = scene.pinned.copy()
 
-        if values is not None:
-            figure = ax.get_figure()
-            if own_figure:
-                figure.colorbar(self.springs, cax=figure.add_axes(_COLORBAR_RECT), label=label)
+        figure = ax.get_figure()
+        self.colorbar = None
+        if scale is not None:
+            if scale.limit is None:
+                # No scale of round-off: a note says why everything has the neutral colour.
+                if own_figure:
+                    figure.text(*_NOTE_POSITION, scale.flat_note(), fontsize="small", color="0.3",
+                                gid="flat-colour-note")
+                else:
+                    ax.text2D(0.0, 0.0, scale.flat_note(), transform=ax.transAxes, fontsize="x-small",
+                              color="0.3", gid="flat-colour-note")
             else:
-                figure.colorbar(self.springs, ax=ax, shrink=0.55, pad=0.1, label=label)
+                mappable = self.springs if plan.colored == "springs" else ScalarMappable(self.norm, scale.cmap)
+                if own_figure:
+                    self.colorbar = figure.colorbar(mappable, cax=figure.add_axes(_COLORBAR_RECT), label=scale.label)
+                else:
+                    self.colorbar = figure.colorbar(mappable, ax=ax, shrink=0.55, pad=0.1, label=scale.label)
 
         ax.computed_zorder = False
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
         ax.set_zlabel("y (m), up")
-        ax.view_init(elev=_VIEW[0], azim=_VIEW[1])
+        ax.view_init(elev=view[0], azim=view[1])
         self.fit(extent, shifts)
         self._set_title(scene)
+
+    def _values(self, scene: _Scene) -> np.ndarray | None:
+        """The values the colour shows (per spring or per face), or None for the neutral
+        colours."""
+        if self.scale is None or self.scale.limit is None:
+            return None
+        return self.plan.values(scene, self.color_by)
 
     def _segments(self, scene: _Scene) -> np.ndarray:
         return _screen(scene.positions[scene.springs])
 
-    def _solid_polygons(self, scene: _Scene) -> tuple[list[np.ndarray], np.ndarray]:
-        """Screen-space polygons and colours of the surface and colliders for ``scene``."""
-        polygons: list[np.ndarray] = []
+    def _solid_pentagons(self, scene: _Scene) -> tuple[np.ndarray, np.ndarray]:
+        """Screen-space pentagons (P, 5, 3) and colours (P, 4) of the surface (its triangles
+        moved towards the viewer for the depth order) and of the solid colliders (moved away)
+        for ``scene`` (see _depth_biased)."""
+        pentagons = [np.zeros((0, 5, 3))]
         colors = [np.zeros((0, 4))]
         if self.surface:
-            triangles = _screen(scene.positions[scene.faces])
-            polygons += list(triangles)
-            colors.append(_triangle_shading(triangles))
+            triangles = _screen(scene.positions[self.faces])
+            values = self._values(scene) if self.plan.colored == "faces" else None
+            base = np.array(_SURFACE_COLOR) if values is None \
+                else self.scale.colors(values, self.norm, _SURFACE_COLOR)
+            pentagons.append(_depth_biased(triangles, self.light.eye, near=True))
+            colors.append(self.light.shade(_triangle_normals(triangles), base))
         for index, is_plane in enumerate(self.collider_is_plane):
             if not is_plane:
-                polygons += self._collider_polygons(scene, index)
+                pentagons.append(self._collider_pentagons(scene, index))
                 colors.append(self.collider_colors[index])
-        return polygons, np.concatenate(colors)
+        return np.concatenate(pentagons), np.concatenate(colors)
 
-    def _collider_polygons(self, scene: _Scene, index: int) -> list[np.ndarray]:
-        """Screen-space polygons of collider ``index``, moved to where it is in ``scene``."""
+    def _collider_pentagons(self, scene: _Scene, index: int) -> np.ndarray:
+        """Screen-space pentagons of collider ``index``, moved to where it is in ``scene``."""
         shift = scene.colliders[index].center - self.collider_centers[index]
-        return [_screen(polygon + shift) for polygon in self.collider_polygons[index]]
+        return self.collider_pentagons[index] + _screen(shift)
 
     def fit(self, extent: np.ndarray | None, shifts: Sequence[np.ndarray] | None = None) -> None:
         """Axis limits and box aspect (equal scale on all three axes) covering the nodes, the
@@ -645,9 +894,9 @@ class _Drawing:
         self.ax.set_ylim(high[1], low[1])
         self.ax.set_zlim(low[2], high[2])
         for axis, length in zip((self.ax.xaxis, self.ax.yaxis, self.ax.zaxis), high - low):
-            axis.set_major_locator(MaxNLocator(nbins=max(2, round(7 * length / (high - low).max()))))
+            axis.set_major_locator(MaxNLocator(nbins=max(2, round(6 * length / (high - low).max()))))
         if self.own_figure:
-            _zoom_to_fit(self.ax, tuple(high - low), with_colorbar=self.color_by is not None)
+            _zoom_to_fit(self.ax, tuple(high - low), with_colorbar=self.colorbar is not None)
         else:
             self.ax.set_box_aspect(tuple(high - low))
 
@@ -657,39 +906,44 @@ class _Drawing:
             lines.append(f"t = {scene.time:.3f} s")
         self.ax.set_title("\n".join(lines))
 
+    def artists(self) -> list[Any]:
+        """The artists that change from frame to frame, in drawing order."""
+        moving: list[Any] = [*[plane for plane in self.planes if plane not in self.still_planes],
+                             self.solids, self.springs, self.nodes, self.pins]
+        return sorted([artist for artist in moving if artist is not None], key=lambda a: a.get_zorder()) \
+            + [self.ax.title]
+
     def update(self, scene: _Scene) -> list[Any]:
         """Moves every artist to ``scene`` (same topology); returns the changed artists."""
         self.positions = scene.positions
-        self.springs.set_segments(self._segments(scene))
-        values, _ = scene.spring_values(self.color_by)
-        if values is not None:
-            self.springs.set_array(values)
-        changed: list[Any] = [self.springs, self.pins]
+        if self.springs is not None:
+            self.springs.set_segments(self._segments(scene))
+            values = self._values(scene) if self.plan.colored == "springs" else None
+            if values is not None:
+                self.springs.set_array(values)
         if self.nodes is not None:
             free = _screen(scene.positions[~self.pinned])
             self.nodes.set_data_3d(free[:, 0], free[:, 1], free[:, 2])
-            changed.append(self.nodes)
         pins = _screen(scene.positions[self.pinned])
         self.pins.set_data_3d(pins[:, 0], pins[:, 1], pins[:, 2])
         if self.solids is not None:
-            polygons, colors = self._solid_polygons(scene)
-            self.solids.set_verts(polygons)
+            pentagons, colors = self._solid_pentagons(scene)
+            self.solids.set_verts(pentagons)
             self.solids.set_facecolor(colors)
             self.solids.set_edgecolor(colors)
-            changed.append(self.solids)
         planes = iter(self.planes)
         for index, is_plane in enumerate(self.collider_is_plane):
             if is_plane:
-                patch = next(planes)
-                patch.set_verts(self._collider_polygons(scene, index))
-                changed.append(patch)
+                next(planes).set_verts(self._collider_pentagons(scene, index))
         self._set_title(scene)
-        return changed
+        return self.artists()
 
 
 def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain", cmap: str | Colormap | None = None,
-         show_nodes: bool = True, show_colliders: bool = True, surface: bool = True, title: str | None = None,
-         vmax: float | None = None, figsize: tuple[float, float] | None = None) -> Axes3D:
+         show_nodes: bool | Literal["auto"] = "auto", show_colliders: bool = True, surface: bool = True,
+         springs: bool | Literal["auto"] = "auto", title: str | None = None, vmax: float | None = None,
+         elev: float | None = None, azim: float | None = None,
+         figsize: tuple[float, float] | None = None) -> Axes3D:
     """Draws a mass-spring system in 3-D and returns the (3-D) Axes.
 
     Parameters
@@ -702,38 +956,54 @@ def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain",
     ax : mpl_toolkits.mplot3d.axes3d.Axes3D, optional
         Axes to draw into (made with ``projection="3d"``); default a new figure.
     color_by : "strain", "tension" or None
-        Colour of the springs: strain ``(l - L) / L`` (dimensionless), tension (N; a
+        What the colour shows: strain ``(l - L) / L`` (dimensionless), tension (N; a
         System's :meth:`~msprings.System.tension`, with its damper; for a frame ``k (l - L)``
-        if it carries ``k``, else strain is shown), or one plain colour.  A colour bar with
-        the quantity and unit is added.  The scale is symmetric about 0: by default blue is
-        compressed, red stretched.
+        if it carries ``k``, else strain is shown), or nothing.  It colours the springs when
+        they are drawn, else the faces (each face the mean of the springs along its edges).
+        The scale is symmetric about 0 (blue compressed, red stretched) with a colour bar.
+        When every value is round-off (|strain| < 1e-9, |tension| < 1e-6 N: a system at
+        rest), everything keeps its neutral colour and a note says so instead of a colour
+        bar of round-off.
     cmap : str or Colormap, optional
-        Colour map of the springs (default ``"coolwarm"``).
-    show_nodes : bool
-        Mark free nodes with dots.  Pinned nodes are always marked, with black squares.
+        Colour map (default ``"coolwarm"``).
+    show_nodes : bool or "auto"
+        Mark free nodes with dots; ``"auto"``: when the springs are drawn and there are at
+        most 2,000 nodes.  Pinned nodes are always marked, with black squares.
     show_colliders : bool
         Draw the colliders: a plane as a translucent square under the scene, a sphere, box
         or capped cylinder as a shaded solid.
     surface : bool
-        Draw the system's faces (``s.faces``) as triangles shaded by their orientation.
+        Draw the system's faces (``s.faces``) as triangles lit by a light over the
+        viewer's shoulder.
+    springs : bool or "auto"
+        Draw the springs as lines; ``"auto"``: unless faces are drawn and there are more
+        than 1,000 springs (they would cover the surface).
     title : str, optional
         Title; the time (s) is added on a second line when known.
     vmax : float, optional
         The colour scale runs from ``-vmax`` to ``vmax`` (strain or N); default the largest
         magnitude in the picture.
+    elev, azim : float, optional
+        Viewpoint (degrees): elevation above the floor and azimuth about the vertical
+        (matplotlib's ``view_init``); default 22 and -58.
     figsize : (float, float), optional
         Size (inches) of the new figure when ``ax`` is None.
 
     The picture keeps one scale on all three axes (lengths are true); its limits cover
     every node and collider with a small margin.  Simulation y is drawn up.
     """
+    _check_choice("show_nodes", show_nodes)
+    view = _check_view(elev, azim)
+    if ax is not None and not isinstance(ax, Axes3D):
+        raise TypeError("ax must be a 3-D Axes: make it with fig.add_subplot(projection='3d')")
+    scene = _scene(obj)
+    plan = _plan(scene, color_by, surface, springs)
+    scale = _scene_scale([scene], plan, color_by, cmap, vmax)
     own_figure = ax is None
     if ax is None:
         ax = _new_axes(figsize)
-    elif not isinstance(ax, Axes3D):
-        raise TypeError("ax must be a 3-D Axes: make it with fig.add_subplot(projection='3d')")
-    _Drawing(ax, _scene(obj), color_by=color_by, cmap=cmap, show_nodes=show_nodes, show_colliders=show_colliders,
-             surface=surface, title=title, vmax=vmax, own_figure=own_figure)
+    _Drawing(ax, scene, color_by=color_by, plan=plan, scale=scale, show_nodes=show_nodes,
+             show_colliders=show_colliders, title=title, view=view, own_figure=own_figure)
     return ax
 
 
@@ -743,17 +1013,25 @@ def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain",
 class SceneAnimation(mpl_animation.FuncAnimation):
     """A :class:`~matplotlib.animation.FuncAnimation` of a trajectory.
 
-    Attributes: ``fps`` (frames per second, used by :func:`save_animation`),
-    ``frame_count`` and ``axes`` (the 3-D Axes it draws in; ``axes.get_figure()`` is the
-    figure)."""
+    Every frame moves the same artists (new vertices, segments, marker positions and
+    colours); nothing is cleared or redrawn from scratch.  :func:`save_animation` and
+    :func:`to_html` render the axes, ticks and colour bar once and only the moving
+    artists per frame.
 
-    def __init__(self, axes: Axes3D, update: Callable[[int], list[Any]], frames: Sequence[int], interval: float,
-                 fps: float) -> None:
-        super().__init__(axes.get_figure(), update, frames=frames, interval=interval, blit=False,
+    Attributes: ``fps`` (frames per second, used by :func:`save_animation`),
+    ``interval`` (ms between frames on screen), ``frame_count``, ``axes`` (the 3-D Axes it draws in; ``axes.get_figure()`` is the
+    figure) and ``norm`` (the colour scale shared by every frame; None without colour)."""
+
+    def __init__(self, drawing: _Drawing, update: Callable[[int], list[Any]], frames: Sequence[int],
+                 interval: float, fps: float) -> None:
+        super().__init__(drawing.ax.get_figure(), update, frames=frames, interval=interval, blit=False,
                          cache_frame_data=False)
-        self.axes = axes
+        self.axes = drawing.ax
         self.fps = fps
+        self.interval = interval
         self.frame_count = len(frames)
+        self.norm = drawing.norm
+        self._drawing = drawing
         self._show = update
 
     def show_frame(self, index: int) -> None:
@@ -763,16 +1041,49 @@ class SceneAnimation(mpl_animation.FuncAnimation):
             raise IndexError(f"frame {index} is outside 0..{self.frame_count - 1}")
         self._show(index % self.frame_count)
 
+    def render(self, frames: Sequence[int] | None = None, dpi: float | None = None) -> Iterator[np.ndarray]:
+        """The pictures (height, width, 4) of ``frames`` (default all) as RGBA bytes, at
+        ``dpi`` (default the figure's).  The still parts of the figure are drawn once; each
+        frame restores them and draws the moving artists on top."""
+        figure = self.axes.get_figure()
+        order = range(self.frame_count) if frames is None else [int(index) for index in frames]
+        moving = self._drawing.artists()
+        home_canvas, home_dpi = figure.canvas, figure.dpi
+        canvas = FigureCanvasAgg(figure)
+        try:
+            if dpi is not None:
+                figure.set_dpi(dpi)
+            for artist in moving:
+                artist.set_animated(True)
+            canvas.draw()
+            still = canvas.copy_from_bbox(figure.bbox)
+            renderer = canvas.get_renderer()
+            for index in order:
+                self.show_frame(index)
+                canvas.restore_region(still)
+                for artist in moving:
+                    if hasattr(artist, "do_3d_projection"):
+                        artist.do_3d_projection()
+                    artist.draw(renderer)
+                yield np.array(canvas.buffer_rgba())
+        finally:
+            for artist in moving:
+                artist.set_animated(False)
+            figure.set_dpi(home_dpi)
+            figure.set_canvas(home_canvas)
+
 
 def animate(trajectory: Trajectory, *, fps: float = 30.0, color_by: ColorBy = "strain", interval: float | None = None,
             figsize: tuple[float, float] | None = None, every: int = 1, **draw_options: Any) -> SceneAnimation:
     """An animation of a recorded run, one frame per record (every ``every``-th record).
 
     The axis limits and the colour scale are fixed over the whole run (they cover every
-    node and collider in every frame), so the motion reads true.  ``fps`` is the frame rate
-    (frames per second) used when saving; ``interval`` the delay between frames on screen
-    (ms; default ``1000 / fps``).  Other keywords go to :func:`draw` (``cmap``,
-    ``show_nodes``, ``show_colliders``, ``surface``, ``title``, ``vmax``).  Display it with
+    node and collider in every frame; a run whose values are all round-off gets the
+    neutral colour), so the motion reads true.  ``fps`` is the frame rate (frames per
+    second) used when saving; ``interval`` the delay between frames on screen (ms;
+    default ``1000 / fps``); ``figsize`` (inches) defaults to 6 x 4.8.  Other keywords go
+    to :func:`draw` (``cmap``, ``show_nodes``, ``show_colliders``, ``surface``,
+    ``springs``, ``title``, ``vmax``, ``elev``, ``azim``).  Display it with
     :func:`to_html` in Jupyter, or save it with :func:`save_animation`.
     """
     if not isinstance(trajectory, Trajectory):
@@ -781,30 +1092,48 @@ def animate(trajectory: Trajectory, *, fps: float = 30.0, color_by: ColorBy = "s
         raise ValueError(f"every must be an integer >= 1, got {every!r}")
     if not (isinstance(fps, (int, float)) and fps > 0 and math.isfinite(fps)):
         raise ValueError(f"fps must be > 0, got {fps!r}")
-    records = list(range(0, len(trajectory), int(every)))
-    scenes = [_frame_scene(trajectory.frame(r)) for r in records]
-    if draw_options.get("vmax") is None and color_by is not None:
-        draw_options["vmax"] = _symmetric_limit(np.concatenate([s.spring_values(color_by)[0] for s in scenes]))
-    positions = trajectory.positions[records]
-    extent = np.stack([positions.min(axis=(0, 1)), positions.max(axis=(0, 1))])
-    ax = _new_axes(figsize)
-    options = {"cmap": None, "show_nodes": True, "show_colliders": True, "surface": True, "title": None,
-               "vmax": None}
+    options: dict[str, Any] = {"cmap": None, "show_nodes": "auto", "show_colliders": True, "surface": True,
+                               "springs": "auto", "title": None, "vmax": None, "elev": None, "azim": None}
     unknown = set(draw_options) - set(options)
     if unknown:
         raise TypeError(f"animate() got unexpected keyword arguments {sorted(unknown)}")
     options.update(draw_options)
+    _check_choice("show_nodes", options["show_nodes"])
+    view = _check_view(options.pop("elev"), options.pop("azim"))
+    records = list(range(0, len(trajectory), int(every)))
+    scenes = [_frame_scene(trajectory.frame(r)) for r in records]
+    plan = _plan(scenes[0], color_by, options.pop("surface"), options.pop("springs"))
+    scale = _scene_scale(scenes, plan, color_by, options.pop("cmap"), options.pop("vmax"))
+    positions = trajectory.positions[records]
+    extent = np.stack([positions.min(axis=(0, 1)), positions.max(axis=(0, 1))])
+    ax = _new_axes(figsize, _ANIMATION_SIZE)
     shifts = []
     for index, shape in enumerate(scenes[0].colliders):
         moves = np.array([scene.colliders[index].center - shape.center for scene in scenes])
         shifts.append(np.stack([moves.min(axis=0), moves.max(axis=0)]))
-    drawing = _Drawing(ax, scenes[0], color_by=color_by, extent=extent, shifts=shifts, own_figure=True, **options)
+    drawing = _Drawing(ax, scenes[0], color_by=color_by, plan=plan, scale=scale, view=view, extent=extent,
+                       shifts=shifts, own_figure=True, **options)
 
     def update(frame: int) -> list[Any]:
         return drawing.update(scenes[frame])
 
-    return SceneAnimation(ax, update, list(range(len(scenes))),
+    return SceneAnimation(drawing, update, list(range(len(scenes))),
                           1000.0 / fps if interval is None else float(interval), float(fps))
+
+
+def _palette_frames(anim: SceneAnimation, dpi: float | None) -> Image.Image:
+    """A palette of _GIF_COLORS colours for every frame: made from the first, middle and
+    last frames side by side (one palette keeps colours steady and the file small)."""
+    picks = sorted({0, anim.frame_count // 2, anim.frame_count - 1})
+    strip = np.concatenate(list(anim.render(picks, dpi)), axis=1)
+    return Image.fromarray(strip[..., :3]).quantize(_GIF_COLORS, method=Image.Quantize.MEDIANCUT,
+                                                    dither=Image.Dither.NONE)
+
+
+def _quantized_frames(anim: SceneAnimation, dpi: float | None) -> Iterator[Image.Image]:
+    palette = _palette_frames(anim, dpi)
+    for rgba in anim.render(dpi=dpi):
+        yield Image.fromarray(rgba[..., :3]).quantize(palette=palette, dither=Image.Dither.NONE)
 
 
 def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: float | None = None,
@@ -812,14 +1141,21 @@ def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: floa
     """Writes an animation to ``path``: ``.gif`` with Pillow, ``.mp4`` with ffmpeg.
 
     ``fps`` (frames per second) defaults to the animation's own (:func:`animate`), else 30;
-    ``dpi`` to the figure's.  Raises RuntimeError when ffmpeg is needed but not installed,
-    ValueError for another file type.  Returns the path.
+    ``dpi`` to the figure's.  An animation from :func:`animate` is rendered with its still
+    parts drawn once, and a GIF of it keeps one palette of 64 colours for every frame
+    (Pillow's optimiser then stores only what changes).  Raises RuntimeError when ffmpeg is
+    needed but not installed, ValueError for another file type.  Returns the path.
     """
     target = Path(path)
     rate = float(fps if fps is not None else getattr(anim, "fps", 30.0))
     suffix = target.suffix.lower()
     writer: mpl_animation.AbstractMovieWriter
     if suffix == ".gif":
+        if isinstance(anim, SceneAnimation):
+            first, *rest = _quantized_frames(anim, dpi)
+            first.save(target, format="GIF", save_all=True, append_images=rest, duration=1000.0 / rate, loop=0,
+                       optimize=True)
+            return target
         writer = mpl_animation.PillowWriter(fps=rate)
     elif suffix == ".mp4":
         if not mpl_animation.FFMpegWriter.isAvailable():
@@ -834,32 +1170,130 @@ def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: floa
     return target
 
 
+_PLAYER = """<div id="{uid}" style="display:inline-block;font-family:sans-serif;font-size:13px">
+<img alt="animation" style="display:block" src="data:image/png;base64,{first}">
+<div style="display:flex;align-items:center;gap:6px;margin-top:4px">
+<button type="button" style="width:4.5em">pause</button>
+<input type="range" min="0" max="{last}" value="0" style="flex:1">
+<span style="min-width:9em;text-align:right">frame 1 of {count}</span>
+</div>
+</div>
+<script>
+(function () {{
+  var root = document.getElementById("{uid}");
+  var frames = [{frames}];
+  var image = root.querySelector("img"), button = root.querySelector("button");
+  var slider = root.querySelector("input"), label = root.querySelector("span");
+  var current = 0, timer = null;
+  function show(index) {{
+    current = (index + frames.length) % frames.length;
+    image.src = "data:image/png;base64," + frames[current];
+    slider.value = current;
+    label.textContent = "frame " + (current + 1) + " of " + frames.length;
+  }}
+  function play() {{ timer = setInterval(function () {{ show(current + 1); }}, {interval}); button.textContent = "pause"; }}
+  function pause() {{ clearInterval(timer); timer = null; button.textContent = "play"; }}
+  button.onclick = function () {{ if (timer === null) {{ play(); }} else {{ pause(); }} }};
+  slider.oninput = function () {{ pause(); show(parseInt(slider.value, 10)); }};
+  play();
+}})();
+</script>"""
+
+
 def to_html(anim: mpl_animation.Animation) -> str:
-    """The animation as a self-contained HTML/JavaScript player (frames embedded as images)
-    for ``IPython.display.HTML`` in Jupyter: no ffmpeg needed."""
-    return anim.to_jshtml(fps=getattr(anim, "fps", None), default_mode="loop")
+    """The animation as a self-contained HTML/JavaScript player (frames embedded as PNG
+    images; play/pause and a frame slider) for ``IPython.display.HTML`` in Jupyter: no
+    ffmpeg needed.  The figure of an animation from :func:`animate` is closed afterwards,
+    so Jupyter does not show it again as a still picture below the player."""
+    if not isinstance(anim, SceneAnimation):
+        return anim.to_jshtml(fps=getattr(anim, "fps", None), default_mode="loop")
+    encoded = []
+    try:
+        for frame in _quantized_frames(anim, None):
+            buffer = io.BytesIO()
+            frame.save(buffer, format="PNG")
+            encoded.append(base64.b64encode(buffer.getvalue()).decode("ascii"))
+    finally:
+        plt.close(anim.axes.get_figure())
+    return _PLAYER.format(uid=f"msprings-animation-{uuid.uuid4().hex}", first=encoded[0], last=len(encoded) - 1,
+                          count=len(encoded), frames=",".join(f'"{frame}"' for frame in encoded),
+                          interval=max(1, round(anim.interval)))
 
 
 # ---- energy ----------------------------------------------------------------------------
 
 
-def plot_energy(trajectory: Trajectory, ax: Axes | None = None) -> Axes:
-    """The energy ledger of a run against time (s): kinetic, spring, gravity, dissipated,
-    mechanical (= kinetic + spring + gravity) and total (= mechanical + dissipated, dashed),
-    all in J.  With an exact integrator and fixed pins the total is constant; what it drifts
-    by is the integrator's error."""
+def _ledger_panel(trajectory: Trajectory, ax: Axes) -> None:
+    """Where the energy went, mechanism by mechanism (J, cumulative): what each dissipative
+    mechanism removed as stacked areas (each never negative), and the work each outside
+    source did as lines (either sign).  Mechanisms that stayed at zero are left out."""
+    from .trajectory import LEDGER_FIELDS
+
+    times = trajectory.times
+    ledger = np.asarray(trajectory.ledger)
+    columns = {name: ledger[:, index] for index, name in enumerate(LEDGER_FIELDS)}
+    used = {name: values for name, values in columns.items() if np.any(values != 0.0)}
+    removed = [name for name in _DISSIPATIVE if name in used]
+    if removed:
+        ax.stackplot(times, *[used[name] for name in removed], labels=[f"removed by {name}" for name in removed],
+                     colors=[_LEDGER_COLORS[name] for name in removed], alpha=0.55)
+    for name in used:
+        if name not in _DISSIPATIVE:
+            ax.plot(times, used[name], color=_LEDGER_COLORS[name], linewidth=1.6, label=f"work by {name}")
+    if not used:
+        ax.text(0.5, 0.5, "nothing dissipated, no work done", transform=ax.transAxes, ha="center", va="center",
+                color="0.4")
+    ax.axhline(0.0, color="0.5", linewidth=0.8)
+    ax.set_xlabel("time (s)")
+    ax.set_ylabel("cumulative energy (J)")
+    ax.set_title("Ledger by mechanism", fontsize="medium")
+    if used:
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
+    ax.grid(True, alpha=0.3)
+
+
+def plot_energy(trajectory: Trajectory, ax: Axes | Sequence[Axes] | None = None, *,
+                breakdown: bool = False) -> Axes | tuple[Axes, Axes]:
+    """The energy ledger of a run against time (s), in J: kinetic, spring, gravity,
+    dissipated (removed by dampers, drag, contact and energy loss), work (done on the
+    system from outside), mechanical (= kinetic + spring + gravity) and total
+    (= mechanical + dissipated - work, dashed).  The total is constant up to the
+    integrator's error.
+
+    With ``breakdown=True`` a second panel below shows the ledger mechanism by mechanism
+    (:data:`msprings.trajectory.LEDGER_FIELDS`): what each dissipative mechanism removed,
+    stacked, and the work of each outside source; ``ax`` is then a pair of Axes (default a
+    new figure) and the pair is returned.  Otherwise returns the Axes."""
     if not isinstance(trajectory, Trajectory):
         raise TypeError(f"plot_energy() takes a Trajectory (System.run), not {type(trajectory).__name__}")
-    if ax is None:
-        _, ax = plt.subplots(figsize=(7.0, 4.5), layout="constrained")
+    if not isinstance(breakdown, bool):
+        raise TypeError(f"breakdown must be True or False, not {breakdown!r}")
+    below: Axes | None = None
+    if breakdown:
+        if ax is None:
+            _, (ax, below) = plt.subplots(2, 1, figsize=(8.5, 7.5), sharex=True, layout="constrained",
+                                          height_ratios=(3, 2))
+        elif isinstance(ax, Sequence) and len(ax) == 2 and all(isinstance(a, Axes) for a in ax):
+            ax, below = ax
+        else:
+            raise TypeError("with breakdown=True, ax must be a pair of Axes (energies, breakdown)")
+    elif ax is None:
+        _, ax = plt.subplots(figsize=(8.5, 4.5), layout="constrained")
+    elif not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, not {type(ax).__name__}")
     for name in ENERGY_FIELDS:
-        ax.plot(trajectory.times, getattr(trajectory, name), label=name, color=_ENERGY_COLORS[name],
-                linestyle="--" if name == "total" else "-", linewidth=2.0 if name == "total" else 1.4)
-    ax.set_xlabel("time (s)")
+        ax.plot(trajectory.times, getattr(trajectory, name), label=_ENERGY_LABELS.get(name, name),
+                color=_ENERGY_COLORS[name], linestyle="--" if name == "total" else "-",
+                linewidth=2.0 if name == "total" else 1.4)
+    if below is None:
+        ax.set_xlabel("time (s)")
     ax.set_ylabel("energy (J)")
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize="small")
     ax.grid(True, alpha=0.3)
-    return ax
+    if below is None:
+        return ax
+    _ledger_panel(trajectory, below)
+    return ax, below
 
 
 # ---- stability -------------------------------------------------------------------------
@@ -1009,35 +1443,71 @@ def _run_series(system: System, dt: float, steps: int, quantity: str, node: int
     return np.array(times), np.array(values), None
 
 
+@dataclass
+class _Series:
+    """One integrator's run for compare_integrators."""
+
+    name: str
+    times: np.ndarray
+    values: np.ndarray
+    failure: _Divergence | None
+    above_limit: bool
+
+
+def _shared_range(series: Sequence[_Series]) -> tuple[float, float, list[bool]]:
+    """The vertical range (low, high) every panel shares, and which runs it holds whole.
+
+    A run is held whole when it did not diverge and stays within _RANGE_FACTOR times the
+    typical magnitude (the largest magnitude over its first twentieth, of the run where
+    that is smallest: a run blowing up from the start does not set it): a blow-up
+    then cannot stretch the axes to 10^192.  The range is at least _SMALLEST_SPAN of that
+    magnitude tall, so that a drift of round-off size (RK4's 1e-7 J) is drawn flat rather
+    than stretched into a look of a blow-up."""
+    typical = min(float(np.abs(s.values[: max(2, len(s.values) // 20)]).max()) for s in series)
+    scale = typical if typical > 0 else 1.0
+    held = [s.failure is None and float(np.abs(s.values).max()) <= _RANGE_FACTOR * scale for s in series]
+    chosen = [s.values for s, whole in zip(series, held) if whole] \
+        or [s.values[: max(2, len(s.values) // 20)] for s in series]
+    low = min(float(v.min()) for v in chosen)
+    high = max(float(v.max()) for v in chosen)
+    middle, half = 0.5 * (low + high), 0.5 * max(high - low, _SMALLEST_SPAN * scale)
+    return middle - 1.08 * half, middle + 1.08 * half, held
+
+
+def _exit(times: np.ndarray, values: np.ndarray, low: float, high: float) -> int | None:
+    """The first record outside [low, high], or None."""
+    outside = np.flatnonzero((values < low) | (values > high))
+    return int(outside[0]) if outside.size else None
+
+
 def compare_integrators(system_factory: Callable[[], System], dt: float, steps: int,
                         integrators: Sequence[str] | None = None, *,
                         quantity: str = "total", node: int = -1) -> Figure:
     """Runs the same scene with each integrator and plots a quantity against time (s), one
-    panel per integrator, side by side.
+    panel per integrator, side by side, on one shared vertical scale.
 
     ``system_factory()`` must return a fresh :class:`~msprings.System` each call; each is
     stepped ``steps`` times with ``dt`` (s).  ``quantity``: an energy of the ledger
-    (``"total"``, ``"mechanical"``, ``"kinetic"``, ``"spring"``, ``"gravity"``,
-    ``"dissipated"``; J) or ``"position"``: the height y (m) of node ``node``.  A method that
-    diverges (a non-finite state, :class:`~msprings.DivergenceError`, or the quantity
-    overflowing: beyond 1e200) is plotted up to its last finite value, marked with a red
-    cross and a line at the time of the failing step (its panel title says so); a step above the method's
-    stability limit (:class:`~msprings.StabilityWarning`) is noted in the title instead of
-    being warned.  Each panel has its own vertical scale (logarithmic when the values grow
-    a thousandfold) and a dotted line at the initial value.  Returns the Figure.
+    (:data:`msprings.trajectory.ENERGY_FIELDS`, J) or ``"position"``: the height y (m) of
+    node ``node``.
+
+    The shared scale holds every run that neither diverged nor grew beyond 1000 times the
+    typical magnitude, and is at least 0.1 % of that magnitude tall (a drift smaller than
+    that is drawn flat; the legend gives each energy's drift, last minus first value, in J).
+    A run that leaves the scale is drawn up to the edge, where a triangle marks the time it
+    left.  Each run's curve has the integrator's name as its ``gid``.  A method that diverges (a non-finite state, :class:`~msprings.DivergenceError`,
+    or the quantity overflowing beyond 1e200) is marked with a red cross and a dashed line
+    at the time of the failing step, and its panel title says so; a step above the
+    method's stability limit (:class:`~msprings.StabilityWarning`) is noted in the title
+    instead of being warned.  A dotted line marks the initial value.  Returns the Figure.
     """
     names = _integrator_list(integrators, stability.INTEGRATORS)
     if quantity not in ENERGY_FIELDS and quantity != "position":
         raise ValueError(f"quantity must be one of {ENERGY_FIELDS + ('position',)}, not {quantity!r}")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be an integer >= 1, got {steps!r}")
-    columns = min(len(names), 3)
-    rows = math.ceil(len(names) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.4 * rows), squeeze=False,
-                                layout="constrained")
-    unit = "y of node {} (m)".format(node) if quantity == "position" else f"{quantity} energy (J)"
-    for index, name in enumerate(names):
-        ax = axes.flat[index]
+    series = []
+    for name in names:
         system = system_factory()
         if not isinstance(system, System):
             raise TypeError(f"system_factory() must return a msprings.System, not {type(system).__name__}")
@@ -1051,34 +1521,53 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
             if not issubclass(entry.category, StabilityWarning):
                 warnings.warn_explicit(entry.message, entry.category, entry.filename, entry.lineno)
         above_limit = any(issubclass(entry.category, StabilityWarning) for entry in caught)
-        color = _color(name, index)
+        series.append(_Series(name, times, values, failure, above_limit))
+    low, high, _ = _shared_range(series)
+
+    columns = min(len(names), 3)
+    rows = math.ceil(len(names) / columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.6 * rows), squeeze=False,
+                                sharey=True, layout="constrained")
+    unit = "y of node {} (m)".format(node) if quantity == "position" else f"{quantity} energy (J)"
+    for index, run in enumerate(series):
+        ax = axes.flat[index]
+        times, values, failure = run.times, run.values, run.failure
+        color = _color(run.name, index)
         ax.axhline(values[0], color="0.5", linestyle=":", linewidth=1.0, label="initial")
-        ax.plot(times, values, color=color, label=name)
-        title = name
+        leaves = _exit(times, values, low, high)
+        label = run.name
+        if quantity != "position" and leaves is None and failure is None:
+            label += f" (drift {values[-1] - values[0]:+.2g} J)"
+        if leaves is None:
+            ax.plot(times, values, color=color, label=label, gid=run.name)
+            end_time, end_value = times[-1], values[-1]
+        else:
+            # Up to the edge of the scale: the crossing, interpolated between two records.
+            edge = high if values[leaves] > high else low
+            before = max(leaves - 1, 0)
+            share = 0.0 if leaves == before else (edge - values[before]) / (values[leaves] - values[before])
+            end_time = times[before] + share * (times[leaves] - times[before])
+            end_value = edge
+            ax.plot(np.append(times[:leaves], end_time), np.append(values[:leaves], edge), color=color, label=label,
+                    gid=run.name)
+            ax.plot([end_time], [edge], linestyle="none", marker="^" if edge == high else "v", markersize=9,
+                    color=color, label=f"left the scale at t = {end_time:.4g} s", clip_on=False)
+        title = run.name
         if failure is not None:
-            ax.plot(times[-1:], values[-1:], linestyle="none", marker="X", markersize=10, color=_DIVERGED_COLOR,
-                    label=f"diverged at t = {failure.time:.4g} s")
+            ax.plot([min(failure.time, dt * steps)], [end_value], linestyle="none", marker="X", markersize=10,
+                    color=_DIVERGED_COLOR, label=f"diverged at t = {failure.time:.4g} s", clip_on=False)
             ax.axvline(failure.time, color=_DIVERGED_COLOR, linestyle="--", linewidth=1.0)
             title += f"\ndiverged at t = {failure.time:.4g} s (step {failure.step}: {failure.reason})"
-        elif above_limit:
+        elif leaves is not None:
+            title += f"\nleft the scale at t = {end_time:.4g} s"
+        if failure is None and run.above_limit:
             title += "\ndt above its stability limit"
         ax.set_title(title, fontsize="medium", color=_DIVERGED_COLOR if failure is not None else "black")
         ax.set_xlabel("time (s)")
-        ax.set_ylabel(unit)
+        if index % columns == 0:
+            ax.set_ylabel(unit)
         ax.set_xlim(0.0, dt * steps)
-        # A blow-up spans hundreds of orders of magnitude: a symmetric log scale (linear
-        # near the initial value) shows how it grows.
-        typical = float(np.abs(values[: max(2, len(values) // 20)]).max())
-        if typical > 0 and float(np.abs(values).max()) > 1e3 * typical:
-            # Limits first (no autoscaling margins, which overflow near the largest float).
-            low, high = float(values.min()), float(values.max())
-            if low > 0:
-                ax.set_ylim(low / 10.0, 10.0 * high)
-                ax.set_yscale("log")
-            else:
-                ax.set_ylim(10.0 * low if low < -typical else low - typical,
-                            10.0 * high if high > typical else high + typical)
-                ax.set_yscale("symlog", linthresh=typical)
+        ax.set_ylim(low, high)
         ax.grid(True, alpha=0.3)
         ax.legend(loc="best", fontsize="x-small")
     for ax in list(axes.flat)[len(names):]:
