@@ -76,7 +76,7 @@ Drawable = System | Trajectory | Mapping[str, Any]
 # sideways on the screen, and the share of the colour that does not depend on it.
 _LIGHT_UP = 1.1
 _LIGHT_SIDE = 0.8
-_AMBIENT = 0.25
+_AMBIENT = 0.35
 _SURFACE_COLOR = (0.93, 0.87, 0.72, 1.0)
 _SOLID_COLOR = (0.52, 0.58, 0.68, 1.0)
 _PLANE_COLOR = (0.55, 0.55, 0.55, 0.3)
@@ -87,7 +87,7 @@ _DEFAULT_CMAP = "coolwarm"
 _VIEW = (22.0, -58.0)  # elevation and azimuth (degrees) of the default viewpoint
 _MARGIN = 0.04  # margin around the scene, as a fraction of its largest extent
 _THINNEST = 0.25  # shortest axis, as a fraction of the longest
-_CELLS_ACROSS = 16  # collider surfaces are cut into cells about 1/16 of the scene across
+_CELLS_ACROSS = 12  # collider surfaces are cut into cells about 1/12 of the scene across
 _DIVERGED_COLOR = "tab:red"
 # "auto" hides the springs of a drawn surface with more springs than this, and shows free
 # nodes only where springs are drawn and there are at most this many nodes.
@@ -96,7 +96,7 @@ _AUTO_NODES_MOST = 2000
 # Below these magnitudes a colour scale would show round-off only (a system at rest).
 _ROUND_OFF = {"strain": 1e-9, "tension": 1e-6}
 _ANIMATION_SIZE = (6.0, 4.8)  # inches: 600 x 480 pixels at matplotlib's default 100 dpi
-_GIF_COLORS = 64
+_GIF_COLORS = 128
 # compare_integrators treats a value beyond this as overflowed (matplotlib's tick and scale
 # arithmetic itself overflows near the largest float).
 _BLOWN_UP = 1e200
@@ -322,7 +322,7 @@ def _box_polygons(center: np.ndarray, half: np.ndarray, cell: float) -> list[np.
 
 
 def _cylinder_polygons(center: np.ndarray, axis: np.ndarray, radius: float, half_height: float,
-                       cell: float, sectors: int = 48) -> list[np.ndarray]:
+                       cell: float, sectors: int = 36) -> list[np.ndarray]:
     a = axis / np.linalg.norm(axis)
     first, second = _perpendicular_basis(a)
     angle = np.linspace(0.0, 2.0 * math.pi, sectors + 1)
@@ -704,7 +704,7 @@ class _Drawing:
                  show_nodes: bool | Literal["auto"], show_colliders: bool, title: str | None,
                  view: tuple[float, float],
                  extent: np.ndarray | None = None, shifts: Sequence[np.ndarray] | None = None,
-                 own_figure: bool = False) -> None:
+                 own_figure: bool = False, animated: bool = False) -> None:
         self.ax = ax
         self.own_figure = own_figure
         self.color_by = color_by
@@ -758,8 +758,12 @@ class _Drawing:
         self.solids: Poly3DCollection | None = None
         pentagons, colors = self._solid_pentagons(scene)
         if len(pentagons):
-            # Edges in the face colour hide the hairline seams antialiasing leaves between cells.
-            self.solids = Poly3DCollection(pentagons, facecolors=colors, edgecolors=colors, linewidths=0.3,
+            # Antialiasing leaves hairline seams between cells.  A picture hides them under edges
+            # in the face colour; an animation, where stroking every edge would double the
+            # cost of a frame, turns antialiasing off for its faces instead.
+            self.edged = not animated
+            self.solids = Poly3DCollection(pentagons, facecolors=colors, edgecolors=colors if self.edged else "none",
+                                           linewidths=0.3 if self.edged else 0.0, antialiased=self.edged,
                                            label="surfaces", zorder=1)
             ax.add_collection3d(self.solids, autolim=False)
         self.planes: list[Poly3DCollection] = []
@@ -930,7 +934,8 @@ class _Drawing:
             pentagons, colors = self._solid_pentagons(scene)
             self.solids.set_verts(pentagons)
             self.solids.set_facecolor(colors)
-            self.solids.set_edgecolor(colors)
+            if self.edged:
+                self.solids.set_edgecolor(colors)
         planes = iter(self.planes)
         for index, is_plane in enumerate(self.collider_is_plane):
             if is_plane:
@@ -1112,7 +1117,7 @@ def animate(trajectory: Trajectory, *, fps: float = 30.0, color_by: ColorBy = "s
         moves = np.array([scene.colliders[index].center - shape.center for scene in scenes])
         shifts.append(np.stack([moves.min(axis=0), moves.max(axis=0)]))
     drawing = _Drawing(ax, scenes[0], color_by=color_by, plan=plan, scale=scale, view=view, extent=extent,
-                       shifts=shifts, own_figure=True, **options)
+                       shifts=shifts, own_figure=True, animated=True, **options)
 
     def update(frame: int) -> list[Any]:
         return drawing.update(scenes[frame])
@@ -1125,15 +1130,16 @@ def _palette_frames(anim: SceneAnimation, dpi: float | None) -> Image.Image:
     """A palette of _GIF_COLORS colours for every frame: made from the first, middle and
     last frames side by side (one palette keeps colours steady and the file small)."""
     picks = sorted({0, anim.frame_count // 2, anim.frame_count - 1})
-    strip = np.concatenate(list(anim.render(picks, dpi)), axis=1)
-    return Image.fromarray(strip[..., :3]).quantize(_GIF_COLORS, method=Image.Quantize.MEDIANCUT,
-                                                    dither=Image.Dither.NONE)
+    # Every other pixel of each picture is plenty to find the colours.
+    strip = np.concatenate([rgba[::2, ::2, :3] for rgba in anim.render(picks, dpi)], axis=1)
+    return Image.fromarray(np.ascontiguousarray(strip)).quantize(_GIF_COLORS, method=Image.Quantize.MEDIANCUT,
+                                                                 dither=Image.Dither.NONE)
 
 
 def _quantized_frames(anim: SceneAnimation, dpi: float | None) -> Iterator[Image.Image]:
     palette = _palette_frames(anim, dpi)
     for rgba in anim.render(dpi=dpi):
-        yield Image.fromarray(rgba[..., :3]).quantize(palette=palette, dither=Image.Dither.NONE)
+        yield Image.fromarray(rgba, "RGBA").convert("RGB").quantize(palette=palette, dither=Image.Dither.NONE)
 
 
 def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: float | None = None,
@@ -1142,7 +1148,7 @@ def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: floa
 
     ``fps`` (frames per second) defaults to the animation's own (:func:`animate`), else 30;
     ``dpi`` to the figure's.  An animation from :func:`animate` is rendered with its still
-    parts drawn once, and a GIF of it keeps one palette of 64 colours for every frame
+    parts drawn once, and a GIF of it keeps one palette of 128 colours for every frame
     (Pillow's optimiser then stores only what changes).  Raises RuntimeError when ffmpeg is
     needed but not installed, ValueError for another file type.  Returns the path.
     """
