@@ -908,7 +908,9 @@ class _Drawing:
         lines = [self.title] if self.title else []
         if scene.time is not None:
             lines.append(f"t = {scene.time:.3f} s")
-        self.ax.set_title("\n".join(lines))
+        # Only the text: set_title would also reset the title's place above the axes,
+        # which a frame drawn over a still background does not recompute.
+        self.ax.title.set_text("\n".join(lines))
 
     def artists(self) -> list[Any]:
         """The artists that change from frame to frame, in drawing order."""
@@ -1245,7 +1247,7 @@ def _ledger_panel(trajectory: Trajectory, ax: Axes) -> None:
                      colors=[_LEDGER_COLORS[name] for name in removed], alpha=0.55)
     for name in used:
         if name not in _DISSIPATIVE:
-            ax.plot(times, used[name], color=_LEDGER_COLORS[name], linewidth=1.6, label=f"work by {name}")
+            ax.plot(times, used[name], color=_LEDGER_COLORS[name], linewidth=1.6, label=f"work by {name}", gid=name)
     if not used:
         ax.text(0.5, 0.5, "nothing dissipated, no work done", transform=ax.transAxes, ha="center", va="center",
                 color="0.4")
@@ -1269,7 +1271,8 @@ def plot_energy(trajectory: Trajectory, ax: Axes | Sequence[Axes] | None = None,
     With ``breakdown=True`` a second panel below shows the ledger mechanism by mechanism
     (:data:`msprings.trajectory.LEDGER_FIELDS`): what each dissipative mechanism removed,
     stacked, and the work of each outside source; ``ax`` is then a pair of Axes (default a
-    new figure) and the pair is returned.  Otherwise returns the Axes."""
+    new figure) and the pair is returned.  Otherwise returns the Axes.  Each line's ``gid``
+    is its field's name."""
     if not isinstance(trajectory, Trajectory):
         raise TypeError(f"plot_energy() takes a Trajectory (System.run), not {type(trajectory).__name__}")
     if not isinstance(breakdown, bool):
@@ -1288,7 +1291,7 @@ def plot_energy(trajectory: Trajectory, ax: Axes | Sequence[Axes] | None = None,
     elif not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes, not {type(ax).__name__}")
     for name in ENERGY_FIELDS:
-        ax.plot(trajectory.times, getattr(trajectory, name), label=_ENERGY_LABELS.get(name, name),
+        ax.plot(trajectory.times, getattr(trajectory, name), label=_ENERGY_LABELS.get(name, name), gid=name,
                 color=_ENERGY_COLORS[name], linestyle="--" if name == "total" else "-",
                 linewidth=2.0 if name == "total" else 1.4)
     if below is None:

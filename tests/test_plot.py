@@ -9,7 +9,10 @@ follow the recorded run, and the theoretical stability limits of the integrators
 
 from __future__ import annotations
 
+import base64
+import io
 import math
+import re
 import subprocess
 import sys
 
@@ -26,7 +29,7 @@ from mpl_toolkits.mplot3d.axes3d import Axes3D  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import msprings  # noqa: E402
-from msprings import plot, scenes, stability  # noqa: E402
+from msprings import mesh, plot, scenes, stability  # noqa: E402
 from msprings.trajectory import ENERGY_FIELDS  # noqa: E402
 
 
@@ -260,6 +263,81 @@ def test_draw_frame_tension_needs_the_stiffness():
     np.testing.assert_allclose(springs.get_array(), system.k * (lengths - system.rest), rtol=1e-12)
 
 
+def sphere_mesh(subdivisions: int = 3, stretch: float = 1.0) -> msprings.System:
+    """A closed icosphere mesh turned into springs (642 nodes, 1,920 springs, 1,280 faces at 3
+    subdivisions), its nodes moved out by ``stretch`` so every edge has strain stretch - 1."""
+    sphere = mesh.icosphere(subdivisions)
+    system = mesh.from_mesh(sphere.vertices, sphere.faces, k=100.0)
+    system.x[:] *= stretch
+    return system
+
+
+def test_draw_hides_the_springs_of_a_large_surface_and_colours_its_faces():
+    system = sphere_mesh(stretch=1.01)
+    assert system.n_springs > 1000
+    ax = plot.draw(system)
+    assert labelled(ax, "springs") == [] and labelled(ax, "nodes") == []
+    surface = only(ax, "surfaces")
+    # The colour moved to the faces: each the mean strain of its edges, 0.01 everywhere.
+    colorbar = ax.get_figure().axes[1]
+    assert colorbar.get_ylabel() == plot.STRAIN_LABEL
+    assert colorbar.get_ylim() == pytest.approx((-0.01, 0.01), rel=1e-9)
+    ax.get_figure().canvas.draw()
+    colors = surface.get_facecolor()[:, :3]
+    hue = colors / colors.max(axis=1, keepdims=True)
+    red = np.array(matplotlib.colormaps["coolwarm"](1.0)[:3])
+    np.testing.assert_allclose(hue, np.broadcast_to(red / red.max(), hue.shape), atol=1e-9)
+    # Lit: a sphere's faces range from shadow to full light.
+    brightness = colors.max(axis=1)
+    assert brightness.max() > 2.0 * brightness.min()
+    # Asked for, the springs come back and carry the colour.
+    shown = only(plot.draw(system, springs=True), "springs")
+    np.testing.assert_allclose(shown.get_array(), system.strain(), rtol=1e-12)
+
+
+def test_draw_shows_the_springs_of_a_chain_and_a_small_cloth():
+    assert len(labelled(plot.draw(scenes.chain(5)), "springs")) == 1
+    assert len(labelled(plot.draw(hanging_cloth()), "springs")) == 1
+    assert labelled(plot.draw(scenes.chain(5), springs=False), "springs") == []
+    with pytest.raises(ValueError, match="springs"):
+        plot.draw(scenes.chain(5), springs="some")
+
+
+def test_draw_at_rest_has_no_colour_bar_of_round_off():
+    system = sphere_mesh(stretch=1.0 + 1e-14)  # a strain of round-off size
+    strain = np.abs(system.strain())
+    assert 1e-15 < strain.max() < 1e-13
+    ax = plot.draw(system)
+    figure = ax.get_figure()
+    assert len(figure.axes) == 1  # no colour bar
+    notes = [text for text in figure.texts if text.get_gid() == "flat-colour-note"]
+    assert len(notes) == 1 and "round-off" in notes[0].get_text() and "1e-09" in notes[0].get_text()
+    figure.canvas.draw()
+    colors = only(ax, "surfaces").get_facecolor()[:, :3]
+    hue = colors / colors.max(axis=1, keepdims=True)
+    np.testing.assert_allclose(hue, np.broadcast_to(hue[0], hue.shape), atol=1e-9)  # one neutral colour, shaded
+    # Springs drawn at rest get the plain spring colour, no colour array.
+    springs = only(plot.draw(system, springs=True, color_by="tension"), "springs")
+    assert springs.get_array() is None
+
+
+def test_draw_takes_a_viewpoint():
+    system = hanging_cloth()
+    ax = plot.draw(system, elev=40.0, azim=30.0)
+    assert (ax.elev, ax.azim) == (40.0, 30.0)
+    default = plot.draw(system)
+    assert (default.elev, default.azim) == (22.0, -58.0)
+    # The light follows the viewpoint: the surface is lit differently.
+    for axes in (ax, default):
+        axes.get_figure().canvas.draw()
+    assert not np.allclose(only(ax, "surfaces").get_facecolor().mean(axis=0),
+                           only(default, "surfaces").get_facecolor().mean(axis=0))
+    with pytest.raises(ValueError, match="elev"):
+        plot.draw(system, elev=float("nan"))
+    with pytest.raises(ValueError, match="azim"):
+        plot.draw(system, azim="left")
+
+
 # ---- colliders -----------------------------------------------------------------------
 
 
@@ -291,7 +369,7 @@ def test_collider_polygons_cover_the_whole_surface():
     sphere_area = sum(polygon_area(p) for p in plot.collider_polygons(sphere))
     assert 0.97 * 4 * math.pi * 0.4**2 < sphere_area < 4 * math.pi * 0.4**2
     top = [p for p in plot.collider_polygons(cylinder) if np.allclose(p[:, 1], 1.0)]
-    sides = 48
+    sides = 36
     inscribed = 0.5 * sides * 0.7**2 * math.sin(2 * math.pi / sides)
     assert sum(polygon_area(p) for p in top) == pytest.approx(inscribed, rel=1e-12)
 
@@ -319,7 +397,7 @@ def test_draw_shows_each_solid_collider_and_fits_it_in(kind):
         axes.get_figure().canvas.draw()
     drawn = len(only(ax, "surfaces").get_paths()) - system.n_faces
     assert len(only(bare, "surfaces").get_paths()) == system.n_faces
-    assert drawn >= {"sphere": 100, "box": 6, "cylinder": 3 * 48}[kind]
+    assert drawn >= {"sphere": 100, "box": 6, "cylinder": 3 * 36}[kind]
     corners = {
         "sphere": np.array([keep.center - 0.4, keep.center + 0.4]),
         "box": np.array([[1.2, 0.0, 1.2], [1.8, 0.6, 1.6]]),
@@ -406,17 +484,87 @@ def test_animate_limits_and_colours_are_fixed_over_the_run(falling_cloth, tmp_pa
     assert_contains(ax, np.concatenate([centers - 0.4, centers + 0.4]))
 
 
+def test_animate_moves_the_same_artists_with_one_colour_scale(falling_cloth):
+    anim = plot.animate(falling_cloth, figsize=(4.0, 3.2), elev=35.0, azim=-80.0)
+    ax = anim.axes
+    assert (ax.elev, ax.azim) == (35.0, -80.0)
+    figure = ax.get_figure()
+    artists = {label: only(ax, label) for label in ("springs", "surfaces", "nodes", "pinned nodes")}
+    colorbars = figure.axes[1:]
+    seen = []
+    for frame in (0, 3, 5):
+        anim.show_frame(frame)
+        figure.canvas.draw()
+        assert {label: only(ax, label) for label in artists} == artists  # the very same objects
+        assert figure.axes[1:] == colorbars
+        springs = artists["springs"]
+        assert springs.norm is anim.norm
+        np.testing.assert_array_equal(springs.get_array(),
+                                      (falling_cloth.lengths(frame) - falling_cloth.rest) / falling_cloth.rest)
+        seen.append((np.array(springs.get_segments()), artists["surfaces"].get_facecolor().copy(),
+                     np.column_stack(artists["nodes"].get_data_3d())))
+    strains = [(falling_cloth.lengths(r) - falling_cloth.rest) / falling_cloth.rest for r in range(6)]
+    assert (anim.norm.vmin, anim.norm.vmax) == pytest.approx((-np.abs(strains).max(), np.abs(strains).max()))
+    for (segments, faces, nodes), (later_segments, later_faces, later_nodes) in zip(seen, seen[1:]):
+        assert not np.array_equal(segments, later_segments)
+        assert not np.array_equal(faces, later_faces)
+        assert not np.array_equal(nodes, later_nodes)
+
+
+def test_animation_frames_drawn_once_match_a_full_redraw(falling_cloth):
+    anim = plot.animate(falling_cloth, figsize=(4.0, 3.2))
+    figure = anim.axes.get_figure()
+    fast = list(anim.render([4, 1]))
+    for frame, picture in zip((4, 1), fast):
+        anim.show_frame(frame)
+        figure.canvas.draw()
+        full = np.asarray(figure.canvas.buffer_rgba())
+        assert picture.shape == full.shape == (320, 400, 4)
+        differing = np.any(picture != full, axis=-1).mean()
+        assert differing < 1e-3
+    assert np.any(fast[0] != fast[1])
+
+
+def test_animate_a_run_at_rest_keeps_the_neutral_colour(tmp_path):
+    system = sphere_mesh(subdivisions=2)
+    system.gravity = (0.0, 0.0, 0.0)
+    trajectory = system.run(1e-3, 20, 10)
+    anim = plot.animate(trajectory, figsize=(3.0, 2.5), springs=True)
+    assert anim.norm is None
+    assert len(anim.axes.get_figure().axes) == 1
+    assert only(anim.axes, "springs").get_array() is None
+    path = plot.save_animation(anim, tmp_path / "rest.gif")
+    with Image.open(path) as image:
+        assert image.n_frames == len(trajectory)
+        assert len(image.getpalette()) // 3 <= 128
+
+
 def test_animate_every_other_record(falling_cloth):
     anim = plot.animate(falling_cloth, every=2, figsize=(3.0, 2.5))
     assert anim.frame_count == 3
     assert "<script" in plot.to_html(anim)
 
 
-def test_to_html_embeds_a_player(falling_cloth):
+def player_frames(html: str) -> list[bytes]:
+    """The PNG frames of a to_html player (the list its script steps through)."""
+    listed = re.search(r"var frames = \[(.*?)\];", html, re.S)
+    assert listed is not None
+    return [base64.b64decode(item.strip('"')) for item in listed.group(1).split(",")]
+
+
+def test_to_html_embeds_a_player_and_closes_the_figure(falling_cloth):
     anim = plot.animate(falling_cloth, figsize=(3.0, 2.5), color_by=None)
+    number = anim.axes.get_figure().number
+    assert number in plt.get_fignums()
     html = plot.to_html(anim)
-    assert "<script" in html
-    assert html.count("data:image/png;base64") == len(falling_cloth)
+    # No stray still picture below the player in Jupyter: the figure is closed.
+    assert number not in plt.get_fignums()
+    assert "<script" in html and 'type="range"' in html
+    frames = player_frames(html)
+    assert len(frames) == len(falling_cloth)
+    pictures = [np.asarray(Image.open(io.BytesIO(frame)).convert("RGB")) for frame in frames]
+    assert all(picture.shape == (250, 300, 3) for picture in pictures)
+    assert np.any(pictures[0] != pictures[-1])
 
 
 def test_save_animation_explains_missing_ffmpeg_and_unknown_types(falling_cloth, tmp_path, monkeypatch):
@@ -438,18 +586,20 @@ def test_animate_rejects_a_system():
 # ---- energy --------------------------------------------------------------------------
 
 
-def test_plot_energy_has_the_six_ledger_lines():
+def test_plot_energy_has_a_line_per_ledger_field():
     system = scenes.chain(6, c=0.5)
     trajectory = system.run(1e-3, 300, 10)
     ax = plot.plot_energy(trajectory)
-    lines = {line.get_label(): line for line in ax.lines}
+    lines = {line.get_gid(): line for line in ax.lines}
     assert list(lines) == list(ENERGY_FIELDS)
     for column, name in enumerate(ENERGY_FIELDS):
         np.testing.assert_array_equal(lines[name].get_xdata(), trajectory.times)
         np.testing.assert_array_equal(lines[name].get_ydata(), trajectory.energy[:, column])
     assert lines["total"].get_linestyle() == "--"
     assert all(lines[name].get_linestyle() == "-" for name in ENERGY_FIELDS[:-1])
-    assert [text.get_text() for text in ax.get_legend().get_texts()] == list(ENERGY_FIELDS)
+    legend = [text.get_text() for text in ax.get_legend().get_texts()]
+    assert legend[: len(ENERGY_FIELDS) - 2] == list(ENERGY_FIELDS[:-2])
+    assert legend[-2].startswith("mechanical (") and legend[-1].startswith("total (")
     assert ax.get_xlabel() == "time (s)" and ax.get_ylabel() == "energy (J)"
 
 
@@ -539,39 +689,79 @@ def oscillator() -> msprings.System:
     return scenes.single_spring(mass=1.0, k=100.0, c=0.0, stretch=0.1, gravity=(0.0, 0.0, 0.0))
 
 
-def test_compare_integrators_marks_explicit_euler_blowing_up():
+def curve_of(ax, name: str):
+    return next(line for line in ax.lines if line.get_gid() == name)
+
+
+def test_compare_integrators_keeps_a_sane_shared_scale_when_one_method_blows_up():
     dt, steps = 0.15, 1500  # omega h = 1.5: explicit Euler's energy grows 3.25-fold a step
     names = ("explicit_euler", "symplectic_euler", "rk4", "implicit_euler")
     figure = plot.compare_integrators(oscillator, dt, steps, names)
     axes = [ax for ax in figure.axes if ax.get_visible()]
     assert len(axes) == 4
     panels = dict(zip(names, axes))
+    initial = 0.5 * 100.0 * 0.1**2  # J
+    # One scale for every panel, set by the runs that stayed bounded: symplectic Euler's
+    # energy swings by a factor of a few at this step, nowhere near explicit Euler's 10^200.
+    low, high = panels["rk4"].get_ylim()
+    assert all(ax.get_ylim() == (low, high) for ax in axes)
+    assert low > -initial and high < 10 * initial
     explicit = panels["explicit_euler"]
     assert "diverged" in explicit.get_title()
-    curve = next(line for line in explicit.lines if line.get_label() == "explicit_euler")
+    curve = curve_of(explicit, "explicit_euler")
+    energy = np.asarray(curve.get_ydata())
+    times = np.asarray(curve.get_xdata())
+    # Drawn up to the edge of the scale, where it left: the held records grow by exactly
+    # 1 + (omega h)^2 per step.
+    assert energy[-1] == pytest.approx(high)
+    assert np.all(energy <= high)
+    np.testing.assert_allclose(energy[1:-1] / energy[:-2], 1.0 + 1.5**2, rtol=1e-9)
+    left = [line for line in explicit.lines if line.get_label().startswith("left the scale at t =")]
+    assert len(left) == 1 and left[0].get_xdata()[0] == times[-1] < 3 * dt
     markers = [line for line in explicit.lines if line.get_label().startswith("diverged at t =")]
     assert len(markers) == 1
-    times = np.asarray(curve.get_xdata())
-    assert times[-1] < dt * steps / 2
-    assert markers[0].get_xdata()[0] == times[-1]
-    # The energy grows by exactly 1 + (omega h)^2 per step while the motion is linear (the
-    # swing stays shorter than the 1 m spring; later the node passes the pin).
-    energy = np.asarray(curve.get_ydata())
-    np.testing.assert_allclose(energy[1:6] / energy[:5], 1.0 + 1.5**2, rtol=1e-9)
-    assert np.all(np.isfinite(energy))
-    assert explicit.get_yscale() == "log"  # a 10^200-fold growth, shown on a log scale
+    assert dt * 100 < markers[0].get_xdata()[0] < dt * steps / 2
     for name in names[1:]:
         ax = panels[name]
         assert "diverged" not in ax.get_title()
-        line = next(line for line in ax.lines if line.get_label() == name)
+        line = curve_of(ax, name)
         assert line.get_xdata()[-1] == pytest.approx(dt * steps)
         assert np.all(np.isfinite(line.get_ydata()))
-        assert not [line for line in ax.lines if line.get_label().startswith("diverged")]
+        assert not [line for line in ax.lines if line.get_label().startswith(("diverged", "left"))]
     # rk4 and implicit Euler lose energy at this step; neither gains any.
     for name in ("rk4", "implicit_euler"):
-        values = next(line for line in panels[name].lines if line.get_label() == name).get_ydata()
+        values = curve_of(panels[name], name).get_ydata()
         assert values.max() <= values[0] * (1 + 1e-12)
         assert values[-1] < 0.01 * values[0]
+
+
+def test_compare_integrators_chain_above_the_critical_step_beside_rk4():
+    dt = 1.2 * scenes.chain().critical_dt("symplectic_euler")
+    figure = plot.compare_integrators(scenes.chain, dt, 200, ["symplectic_euler", "rk4"])
+    symplectic, rk4 = figure.axes[:2]
+    values = curve_of(rk4, "rk4").get_ydata()
+    low, high = rk4.get_ylim()
+    assert symplectic.get_ylim() == (low, high)
+    # The scale is RK4's: its whole run with a margin, not symplectic Euler's blow-up.
+    span = values.max() - values.min()
+    assert low < values.min() and values.max() < high and high - low < 1.3 * span
+    assert "left the scale at t =" in symplectic.get_title() or "diverged" in symplectic.get_title()
+    assert np.all(curve_of(symplectic, "symplectic_euler").get_ydata() <= high)
+
+
+def test_compare_integrators_draws_a_round_off_drift_flat():
+    # RK4 at omega h = 0.01 drifts by about 1e-12 of the energy: the scale stays at least a
+    # thousandth of the energy tall, so the drift is not stretched into a blow-up, and the
+    # legend states it.
+    figure = plot.compare_integrators(oscillator, 1e-3, 2000, ["rk4"])
+    ax = figure.axes[0]
+    values = curve_of(ax, "rk4").get_ydata()
+    drift = values[-1] - values[0]
+    assert abs(drift) < 1e-9
+    low, high = ax.get_ylim()
+    assert high - low >= 1e-3 * values[0]
+    assert low < values.min() and values.max() < high
+    assert f"drift {drift:+.2g} J" in curve_of(ax, "rk4").get_label()
 
 
 def test_compare_integrators_notes_a_step_above_the_limit_instead_of_warning():
@@ -581,7 +771,7 @@ def test_compare_integrators_notes_a_step_above_the_limit_instead_of_warning():
     assert "above its stability limit" in explicit.get_title()
     assert "diverged" not in explicit.get_title()
     assert symplectic.get_title() == "symplectic_euler"  # omega h = 0.1 < 2
-    curve = next(line for line in explicit.lines if line.get_label() == "explicit_euler")
+    curve = curve_of(explicit, "explicit_euler")
     np.testing.assert_allclose(np.diff(np.log(curve.get_ydata())), math.log(1.0 + 0.1**2), rtol=1e-9)
 
 
@@ -592,7 +782,7 @@ def test_compare_integrators_plots_a_node_height_and_matches_a_direct_run():
     dt, steps = 2e-3, 400
     figure = plot.compare_integrators(hanging, dt, steps, ["velocity_verlet"], quantity="position", node=-1)
     ax = figure.axes[0]
-    line = next(line for line in ax.lines if line.get_label() == "velocity_verlet")
+    line = curve_of(ax, "velocity_verlet")
     reference = hanging()
     reference.integrator = "velocity_verlet"
     heights = [reference.x[-1, 1]]
