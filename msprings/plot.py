@@ -38,7 +38,7 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Colormap, Normalize, to_rgba
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import MaxNLocator, NullFormatter
 from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 from mpl_toolkits.mplot3d.axes3d import Axes3D
 from numpy.typing import ArrayLike
@@ -87,6 +87,7 @@ _DEFAULT_CMAP = "coolwarm"
 _VIEW = (22.0, -58.0)  # elevation and azimuth (degrees) of the default viewpoint
 _MARGIN = 0.04  # margin around the scene, as a fraction of its largest extent
 _THINNEST = 0.25  # shortest axis, as a fraction of the longest
+_END_ON = 0.12  # an axis drawn shorter than this fraction of the longest gets no labels
 _CELLS_ACROSS = 12  # collider surfaces are cut into cells about 1/12 of the scene across
 _DIVERGED_COLOR = "tab:red"
 # "auto" hides the springs of a drawn surface with more springs than this, and shows free
@@ -827,6 +828,7 @@ class _Drawing:
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
         ax.set_zlabel("y (m), up")
+        ax.zaxis.labelpad = 8  # clear of tick labels such as "-1.5"
         ax.view_init(elev=view[0], azim=view[1])
         self.fit(extent, shifts)
         self._set_title(scene)
@@ -897,8 +899,13 @@ class _Drawing:
         # right-handed picture (a plain (x, z, y) mapping would show the scene mirrored).
         self.ax.set_ylim(high[1], low[1])
         self.ax.set_zlim(low[2], high[2])
-        for axis, length in zip((self.ax.xaxis, self.ax.yaxis, self.ax.zaxis), high - low):
-            axis.set_major_locator(MaxNLocator(nbins=max(2, round(6 * length / (high - low).max()))))
+        lengths = high - low
+        for axis, length, along_view in zip((self.ax.xaxis, self.ax.yaxis, self.ax.zaxis), lengths, self.light.eye):
+            axis.set_major_locator(MaxNLocator(nbins=max(2, round(6 * length / lengths.max()))))
+            # An axis seen nearly end-on would pile its tick labels and name on each other.
+            if length * math.sqrt(max(1.0 - along_view**2, 0.0)) < _END_ON * lengths.max():
+                axis.set_major_formatter(NullFormatter())
+                axis.set_label_text("")
         if self.own_figure:
             _zoom_to_fit(self.ax, tuple(high - low), with_colorbar=self.colorbar is not None)
         else:
@@ -1546,7 +1553,7 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
         leaves = _exit(times, values, low, high)
         label = run.name
         if quantity != "position" and leaves is None and failure is None:
-            label += f" (drift {values[-1] - values[0]:+.2g} J)"
+            label += f" (drift {values[-1] - values[0]:+.3g} J)"
         if leaves is None:
             ax.plot(times, values, color=color, label=label, gid=run.name)
             end_time, end_value = times[-1], values[-1]

@@ -761,7 +761,7 @@ def test_compare_integrators_draws_a_round_off_drift_flat():
     low, high = ax.get_ylim()
     assert high - low >= 1e-3 * values[0]
     assert low < values.min() and values.max() < high
-    assert f"drift {drift:+.2g} J" in curve_of(ax, "rk4").get_label()
+    assert f"drift {drift:+.3g} J" in curve_of(ax, "rk4").get_label()
 
 
 def test_compare_integrators_notes_a_step_above_the_limit_instead_of_warning():
