@@ -1033,8 +1033,9 @@ class SceneAnimation(mpl_animation.FuncAnimation):
     artists per frame.
 
     Attributes: ``fps`` (frames per second, used by :func:`save_animation`),
-    ``interval`` (ms between frames on screen), ``frame_count``, ``axes`` (the 3-D Axes it draws in; ``axes.get_figure()`` is the
-    figure) and ``norm`` (the colour scale shared by every frame; None without colour)."""
+    ``interval`` (ms between frames on screen), ``frame_count``, ``axes`` (the 3-D Axes
+    it draws in; ``axes.get_figure()`` is the figure) and ``norm`` (the colour scale
+    shared by every frame; None without colour)."""
 
     def __init__(self, drawing: _Drawing, update: Callable[[int], list[Any]], frames: Sequence[int],
                  interval: float, fps: float) -> None:
@@ -1206,7 +1207,10 @@ _PLAYER = """<div id="{uid}" style="display:inline-block;font-family:sans-serif;
     slider.value = current;
     label.textContent = "frame " + (current + 1) + " of " + frames.length;
   }}
-  function play() {{ timer = setInterval(function () {{ show(current + 1); }}, {interval}); button.textContent = "pause"; }}
+  function play() {{
+    timer = setInterval(function () {{ show(current + 1); }}, {interval});
+    button.textContent = "pause";
+  }}
   function pause() {{ clearInterval(timer); timer = null; button.textContent = "play"; }}
   button.onclick = function () {{ if (timer === null) {{ play(); }} else {{ pause(); }} }};
   slider.oninput = function () {{ pause(); show(parseInt(slider.value, 10)); }};
@@ -1511,11 +1515,12 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
     typical magnitude, and is at least 0.1 % of that magnitude tall (a drift smaller than
     that is drawn flat; the legend gives each energy's drift, last minus first value, in J).
     A run that leaves the scale is drawn up to the edge, where a triangle marks the time it
-    left.  Each run's curve has the integrator's name as its ``gid``.  A method that diverges (a non-finite state, :class:`~msprings.DivergenceError`,
+    left.  A method that diverges (a non-finite state, :class:`~msprings.DivergenceError`,
     or the quantity overflowing beyond 1e200) is marked with a red cross and a dashed line
     at the time of the failing step, and its panel title says so; a step above the
     method's stability limit (:class:`~msprings.StabilityWarning`) is noted in the title
-    instead of being warned.  A dotted line marks the initial value.  Returns the Figure.
+    instead of being warned.  A dotted line marks the initial value.  Each run's curve has
+    the integrator's name as its ``gid``.  Returns the Figure.
     """
     names = _integrator_list(integrators, stability.INTEGRATORS)
     if quantity not in ENERGY_FIELDS and quantity != "position":
