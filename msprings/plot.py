@@ -100,6 +100,7 @@ _ENERGY_COLORS = {
     "spring": "tab:green",
     "gravity": "tab:blue",
     "dissipated": "tab:orange",
+    "work": "tab:brown",
     "mechanical": "tab:purple",
     "total": "black",
 }
