@@ -83,6 +83,8 @@ _EYE_ELEVATION, _EYE_AZIMUTH, _EYE_DISTANCE = math.radians(25.0), math.radians(3
 
 _AUTO_SPRINGS = 400  # with faces, springs are drawn by default only up to this many
 _AUTO_NODES = 5000  # without faces, free nodes are drawn by default only up to this many
+# Flat shading for surfaces with more than 2 % of their edges bent by more than 60 degrees.
+_CREASE_COSINE, _CREASES = 0.5, 0.02
 _PLANE_BORDER = 0.25  # a plane patch reaches this fraction beyond the model's footprint
 _MARGIN = 0.04  # margin around the scene, as a fraction of its largest extent
 _THINNEST = 0.25  # shortest axis of the scene, as a fraction of the longest
@@ -129,8 +131,12 @@ class _Frames:
     tension: np.ndarray | None = None
 
     def lengths(self) -> np.ndarray:
-        ends = self.positions[:, self.springs]  # (F, m, 2, 3)
-        return np.linalg.norm(ends[:, :, 1] - ends[:, :, 0], axis=-1)
+        """Spring lengths (F, m) in m, a frame at a time (no (F, m, 2, 3) temporary)."""
+        lengths = np.empty((len(self.positions), len(self.springs)))
+        for f, x in enumerate(self.positions):
+            d = x[self.springs[:, 1]] - x[self.springs[:, 0]]
+            lengths[f] = np.sqrt(np.einsum("ij,ij->i", d, d))
+        return lengths
 
 
 def _pinned_mask(pinned: Any, n: int) -> np.ndarray:
@@ -202,6 +208,22 @@ def _dict_frames(frame: Mapping[str, Any]) -> _Frames:
                    _pinned_mask(frame.get("pinned"), n),
                    lengths if rest is None else np.broadcast_to(np.asarray(rest, dtype=float), lengths.shape),
                    None if k is None else np.broadcast_to(np.asarray(k, dtype=float), lengths.shape), colliders)
+
+
+def _sharp_edged(positions: np.ndarray, faces: np.ndarray) -> bool:
+    """Whether a surface has creases (like a cube's edges) on more than _CREASES of the edges
+    between two triangles: smooth shading would blur them, flat shading keeps them."""
+    corners = positions[faces]
+    normals = np.cross(corners[:, 1] - corners[:, 0], corners[:, 2] - corners[:, 0])
+    normals /= np.maximum(np.linalg.norm(normals, axis=1, keepdims=True), 1e-300)
+    edges = np.sort(faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)  # three per face, in face order
+    order = np.lexsort((edges[:, 1], edges[:, 0]))
+    same = (edges[order[1:]] == edges[order[:-1]]).all(axis=1)  # consecutive copies: a shared edge
+    first, second = order[:-1][same] // 3, order[1:][same] // 3
+    if not len(first):
+        return False
+    bends = np.abs(np.einsum("ij,ij->i", normals[first], normals[second]))
+    return float(np.mean(bends < _CREASE_COSINE)) > _CREASES
 
 
 def _records(count: int, max_frames: int) -> np.ndarray:
@@ -435,7 +457,8 @@ class _Builder:
                 return update
 
             style = {"color": _SURFACE_COLOR} if colors is None else {"intensitymode": "vertex", **color_axis}
-            self._add(go.Mesh3d(i=faces[:, 0], j=faces[:, 1], k=faces[:, 2], name="surface", flatshading=False,
+            self._add(go.Mesh3d(i=faces[:, 0], j=faces[:, 1], k=faces[:, 2], name="surface",
+                                flatshading=_sharp_edged(positions[0], frames.faces),
                                 lighting=_LIGHTING, lightposition=_LIGHT_POSITION, hoverinfo="skip",
                                 **style, **surface(0)), surface)
 
