@@ -64,6 +64,8 @@ COLOR_LABELS = {
     "speed": "speed (m/s)",
 }
 
+# How hover text writes a value of each quantity: d3 number format and unit.
+_HOVER_VALUES = {"strain": (".3~%", ""), "tension": (".4g", " N"), "speed": (".4g", " m/s")}
 # Diverging (compressed, at rest, stretched) and sequential (still to fast) scales whose
 # neutral end is the colour of an uncoloured surface.
 _SURFACE_COLOR = "#efe2c4"
@@ -72,6 +74,7 @@ _SEQUENTIAL = [[0.0, _SURFACE_COLOR], [0.3, "#f2b15f"], [0.65, "#d4483b"], [1.0,
 _SPRING_COLOR = "#404040"
 _NODE_COLOR = "#262626"
 _PIN_COLOR = "#111111"
+_PIN_MARKER = {"size": 5, "symbol": "diamond", "color": _PIN_COLOR, "line": {"color": "white", "width": 1}}
 _SOLID_COLOR = "#8e9bb0"
 _PLANE_COLOR = "#d8d8d2"
 _BACKGROUND = "#f6f7f9"
@@ -79,7 +82,7 @@ _LIGHTING = {"ambient": 0.4, "diffuse": 0.8, "specular": 0.1, "roughness": 0.6, 
 # Light from above, in front of the default viewpoint (plotly's coordinates: z up).
 _LIGHT_POSITION = {"x": 0.8e5, "y": 0.4e5, "z": 1.0e5}
 # Default viewpoint: 25 degrees above the horizon, 35 degrees round from +z towards +x.
-_EYE_ELEVATION, _EYE_AZIMUTH, _EYE_DISTANCE = math.radians(25.0), math.radians(35.0), 1.65
+_EYE_ELEVATION, _EYE_AZIMUTH, _EYE_DISTANCE = math.radians(25.0), math.radians(35.0), 1.8
 
 _AUTO_SPRINGS = 400  # with faces, springs are drawn by default only up to this many
 _AUTO_NODES = 5000  # without faces, free nodes are drawn by default only up to this many
@@ -272,7 +275,7 @@ class _Colors:
     springs: np.ndarray
     low: float
     high: float
-    label: str
+    quantity: str
     scale: list[list[Any]]
 
 
@@ -310,8 +313,8 @@ def _colors(frames: _Frames, color_by: ColorBy, cmax: float | None) -> _Colors |
         typical = float(np.percentile(magnitudes, _SCALE_PERCENTILE)) if magnitudes.size else 0.0
         cmax = _nice_ceiling(max(typical, least))
     if color_by == "speed":
-        return _Colors(nodes, springs, 0.0, cmax, COLOR_LABELS[color_by], _SEQUENTIAL)
-    return _Colors(nodes, springs, -cmax, cmax, COLOR_LABELS[color_by], _DIVERGING)
+        return _Colors(nodes, springs, 0.0, cmax, color_by, _SEQUENTIAL)
+    return _Colors(nodes, springs, -cmax, cmax, color_by, _DIVERGING)
 
 
 # ---- collider geometry -----------------------------------------------------------------
@@ -415,6 +418,16 @@ def _segment_values(values: np.ndarray) -> np.ndarray:
     return _f32(np.repeat(values, 3))
 
 
+def _hover(what: str, colors: _Colors | None) -> str:
+    """Hover text in the simulation's coordinates (plotly's (x, y, z) is the simulation's
+    (z, x, y)), with the vertex's colour value on a coloured surface."""
+    text = f"{what}<br>x = %{{y:.4g}} m<br>y = %{{z:.4g}} m<br>z = %{{x:.4g}} m"
+    if colors is not None:
+        number, unit = _HOVER_VALUES[colors.quantity]
+        text += f"<br>{colors.quantity} = %{{intensity:{number}}}{unit}"
+    return text + "<extra></extra>"
+
+
 def _check_options(color_by: Any, springs: Any, nodes: Any, max_frames: Any, fps: Any, cmax: Any) -> None:
     if color_by not in ("strain", "tension", "speed", None):
         raise ValueError(f"color_by must be 'strain', 'tension', 'speed' or None, not {color_by!r}")
@@ -459,7 +472,8 @@ class _Builder:
             style = {"color": _SURFACE_COLOR} if colors is None else {"intensitymode": "vertex", **color_axis}
             self._add(go.Mesh3d(i=faces[:, 0], j=faces[:, 1], k=faces[:, 2], name="surface",
                                 flatshading=_sharp_edged(positions[0], frames.faces),
-                                lighting=_LIGHTING, lightposition=_LIGHT_POSITION, hoverinfo="skip",
+                                lighting=_LIGHTING, lightposition=_LIGHT_POSITION,
+                                hovertemplate=_hover("surface", colors),
                                 **style, **surface(0)), surface)
 
         if springs and len(frames.springs):
@@ -484,14 +498,14 @@ class _Builder:
                     {"size": size, "color": _f32(colors.nodes[f, free]), **color_axis}
                 return update
 
-            self._add(go.Scatter3d(mode="markers", name="nodes", **dots(0)), dots)
+            self._add(go.Scatter3d(mode="markers", name="nodes", hovertemplate=_hover("node", None), **dots(0)),
+                      dots)
 
         pins = np.flatnonzero(frames.pinned)
         if show_pins and len(pins):
-            self._add(go.Scatter3d(mode="markers", name="pinned nodes",
-                                   marker={"size": 5, "symbol": "diamond", "color": _PIN_COLOR,
-                                           "line": {"color": "white", "width": 1}}, **_xyz(positions[0, pins])),
-                      lambda f: _xyz(positions[f, pins]))
+            self._add(go.Scatter3d(mode="markers", name="pinned nodes", hovertemplate=_hover("pinned node", None),
+                                   marker=_PIN_MARKER, **_xyz(positions[0, pins])),
+                      lambda f: {**_xyz(positions[f, pins]), "marker": _PIN_MARKER})
 
         if colliders:
             self._add_colliders()
@@ -565,8 +579,9 @@ class _Builder:
         if title:
             layout["title"] = {"text": title, "x": 0.02, "xanchor": "left"}
         if self.colors is not None:
-            colorbar: dict[str, Any] = {"title": {"text": self.colors.label}, "len": 0.6, "thickness": 16}
-            if self.colors.label == COLOR_LABELS["strain"]:
+            colorbar: dict[str, Any] = {"title": {"text": COLOR_LABELS[self.colors.quantity]}, "len": 0.6,
+                                        "thickness": 16}
+            if self.colors.quantity == "strain":
                 colorbar["tickformat"] = ".3~%"
             layout["coloraxis"] = {"colorscale": self.colors.scale, "cmin": self.colors.low, "cmax": self.colors.high,
                                    "colorbar": colorbar}
@@ -602,6 +617,9 @@ class _Builder:
                       for t, name in zip(times, names)],
         }]
         layout["scene"]["domain"] = {"x": [0.0, 1.0], "y": [0.14, 1.0]}
+        # The scene is shorter above the controls: step back so its axis labels stay in view.
+        camera = layout["scene"]["camera"]
+        camera["eye"] = {axis: 1.12 * value for axis, value in camera["eye"].items()}
         return frames
 
 
