@@ -12,7 +12,8 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "(or `pip install .` and run from outside the source tree)"
     ) from error
 from . import _core
-from ._system import Energy, SolverWarning, StabilityWarning, System, damping_for_ratio
+from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
+from .trajectory import Trajectory
 
 __version__ = "0.1.0"
 
@@ -47,9 +48,11 @@ __all__ = [
     "INTEGRATORS",
     "DivergenceError",
     "Energy",
+    "Ledger",
     "SolverWarning",
     "StabilityWarning",
     "System",
+    "Trajectory",
     "__version__",
     "damping_for_ratio",
     "get_num_threads",
