@@ -30,7 +30,7 @@ from PIL import Image  # noqa: E402
 
 import msprings  # noqa: E402
 from msprings import mesh, plot, scenes, stability  # noqa: E402
-from msprings.trajectory import ENERGY_FIELDS  # noqa: E402
+from msprings.trajectory import ENERGY_FIELDS, LEDGER_FIELDS  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -601,6 +601,33 @@ def test_plot_energy_has_a_line_per_ledger_field():
     assert legend[: len(ENERGY_FIELDS) - 2] == list(ENERGY_FIELDS[:-2])
     assert legend[-2].startswith("mechanical (") and legend[-1].startswith("total (")
     assert ax.get_xlabel() == "time (s)" and ax.get_ylabel() == "energy (J)"
+
+
+def test_plot_energy_breakdown_stacks_what_each_mechanism_removed_and_draws_the_work():
+    system = scenes.flag(10, 12)
+    system.integrator = "rk4"
+    trajectory = system.run(5e-4, 1000, 50)
+    top, below = plot.plot_energy(trajectory, breakdown=True)
+    assert [line.get_gid() for line in top.lines] == list(ENERGY_FIELDS)
+    ledger = {name: trajectory.ledger[:, i] for i, name in enumerate(LEDGER_FIELDS)}
+    removed = [name for name in ("dampers", "drag", "contact", "energy_loss") if np.any(ledger[name] != 0)]
+    assert "drag" in removed  # the flag in the wind
+    # One stacked area per mechanism that removed energy: its top is the running sum.
+    areas = below.collections
+    assert [area.get_label() for area in areas] == [f"removed by {name}" for name in removed]
+    stacked = np.cumsum([ledger[name] for name in removed], axis=0)
+    for area, upper in zip(areas, stacked):
+        vertices = area.get_paths()[0].vertices
+        assert vertices[:, 1].max() == pytest.approx(upper.max(), rel=1e-12)
+    np.testing.assert_allclose(stacked[-1], trajectory.dissipated, rtol=1e-9, atol=1e-12)
+    # The work of each source that did any, as a line of its own.
+    work = {line.get_gid(): line for line in below.lines if line.get_gid() is not None}
+    assert "wind" in work
+    for name, line in work.items():
+        np.testing.assert_array_equal(line.get_ydata(), ledger[name])
+    assert sum(ledger[name] for name in work) == pytest.approx(trajectory.work, rel=1e-9, abs=1e-12)
+    with pytest.raises(TypeError, match="pair of Axes"):
+        plot.plot_energy(trajectory, ax=top, breakdown=True)
 
 
 # ---- stability -----------------------------------------------------------------------
