@@ -1,11 +1,14 @@
 """Pictures and animations of mass-spring systems with matplotlib.
 
 - :func:`draw` shows a :class:`~msprings.System`, a recorded frame or the last frame of a
-  :class:`~msprings.trajectory.Trajectory` in 3-D: springs coloured by strain or tension,
-  pinned nodes marked, surfaces shaded, colliders drawn as solids;
+  :class:`~msprings.trajectory.Trajectory` in 3-D from a chosen viewpoint: surfaces lit by
+  a light over the viewer's shoulder, springs where they help (not over a surface with
+  thousands of them), strain or tension in colour on the springs or else on the faces, on a
+  scale that shows no round-off, pinned nodes marked, colliders drawn as solids;
 - :func:`animate` turns a trajectory into a :class:`matplotlib.animation.FuncAnimation`
+  that moves the same artists from frame to frame on one colour scale
   (:func:`save_animation` writes it as GIF or MP4, :func:`to_html` embeds it in Jupyter);
-- :func:`plot_energy` plots the energy ledger of a run;
+- :func:`plot_energy` plots the energy ledger of a run, and where the energy went;
 - :func:`plot_stability` and :func:`compare_integrators` show the integrators' stability,
   in theory (the damped oscillator of :mod:`msprings.stability`) and on a real system.
 
@@ -450,7 +453,7 @@ class _ColorScale:
     def flat_note(self) -> str:
         unit = " N" if self.quantity == "tension" else ""
         return (f"no colour scale: every spring {self.quantity} is below {_ROUND_OFF[self.quantity]:g}{unit} "
-                "(round-off; at rest)")
+                "(round-off, as at rest)")
 
 
 def _color_scale(values: Sequence[np.ndarray], quantity: str, label: str, cmap: str | Colormap | None,
@@ -757,12 +760,12 @@ class _Drawing:
         # Every node stays on the open side of a plane, so a plane seen from that side is
         # behind everything (drawn first), and in front of everything seen from the other.
         self.solids: Poly3DCollection | None = None
+        # Antialiasing leaves hairline seams between cells.  A picture hides them under edges
+        # in the face colour; an animation, where stroking every edge would double the cost
+        # of a frame, turns antialiasing off for its faces instead.
+        self.edged = not animated
         pentagons, colors = self._solid_pentagons(scene)
         if len(pentagons):
-            # Antialiasing leaves hairline seams between cells.  A picture hides them under edges
-            # in the face colour; an animation, where stroking every edge would double the
-            # cost of a frame, turns antialiasing off for its faces instead.
-            self.edged = not animated
             self.solids = Poly3DCollection(pentagons, facecolors=colors, edgecolors=colors if self.edged else "none",
                                            linewidths=0.3 if self.edged else 0.0, antialiased=self.edged,
                                            label="surfaces", zorder=1)
