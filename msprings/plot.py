@@ -91,6 +91,7 @@ _VIEW = (22.0, -58.0)  # elevation and azimuth (degrees) of the default viewpoin
 _MARGIN = 0.04  # margin around the scene, as a fraction of its largest extent
 _THINNEST = 0.25  # shortest axis, as a fraction of the longest
 _END_ON = 0.12  # an axis drawn shorter than this fraction of the longest gets no labels
+_SORT_CORNERS = 8  # corners of every drawn surface polygon, most of them repeated (see _depth_biased)
 _CELLS_ACROSS = 12  # collider surfaces are cut into cells about 1/12 of the scene across
 _DIVERGED_COLOR = "tab:red"
 # "auto" hides the springs of a drawn surface with more springs than this, and shows free
@@ -484,30 +485,31 @@ def _triangle_normals(triangles: np.ndarray) -> np.ndarray:
 
 
 def _depth_biased(polygons: np.ndarray, eye: np.ndarray, *, near: bool) -> np.ndarray:
-    """Polygons (P, k, 3), k = 3 or 4, as pentagons (P, 5, 3) whose extra corners repeat
-    the corner nearest to the viewer (``near``) or farthest from it: the drawn shape is the
-    same, but mplot3d, which paints polygons in the order of their mean corner depth, sees
-    it moved that way.  A cloth lying on a table is then painted after the table top under
-    it, though the two are nearly at the same depth."""
+    """Polygons (P, k, 3), k = 3 or 4, as polygons of _SORT_CORNERS corners (P, 8, 3)
+    whose extra corners repeat the corner nearest to the viewer (``near``) or farthest from
+    it: the drawn shape is the same, but mplot3d, which paints polygons in the order of
+    their mean corner depth, then sorts them nearly by that corner.  A cloth lying on a
+    table (its nearest corner against the table's farthest) is painted after the table top
+    under it, though the two are at nearly the same depth and of different sizes."""
     corners = polygons.shape[1]
     depth = polygons @ eye  # larger: nearer to the viewer
     chosen = np.argmax(depth, axis=1) if near else np.argmin(depth, axis=1)
     order = (np.arange(corners)[None, :] + chosen[:, None] + 1) % corners  # chosen corner last
-    order = np.concatenate([order, np.repeat(order[:, -1:], 5 - corners, axis=1)], axis=1)
+    order = np.concatenate([order, np.repeat(order[:, -1:], _SORT_CORNERS - corners, axis=1)], axis=1)
     return np.take_along_axis(polygons, order[:, :, None], axis=1)
 
 
-def _pentagon_normals(polygons: np.ndarray) -> np.ndarray:
-    """Unit normals (P, 3) of flat polygons (P, 5, 3) (from their first three corners,
-    which are distinct)."""
+def _polygon_normals(polygons: np.ndarray) -> np.ndarray:
+    """Unit normals (P, 3) of flat polygons (P, _SORT_CORNERS, 3) (from their first three
+    corners, which are distinct)."""
     return _triangle_normals(polygons[:, :3])
 
 
-def _collider_pentagons(polygons: Sequence[np.ndarray], eye: np.ndarray) -> np.ndarray:
-    """A collider's screen-space polygons as pentagons (P, 5, 3) moved away from the viewer
+def _biased_collider_polygons(polygons: Sequence[np.ndarray], eye: np.ndarray) -> np.ndarray:
+    """A collider's screen-space polygons (P, _SORT_CORNERS, 3) moved away from the viewer
     for the depth order (see _depth_biased)."""
     groups = [np.array([_screen(p) for p in polygons if len(p) == corners]) for corners in (3, 4)]
-    return np.concatenate([np.zeros((0, 5, 3))] + [_depth_biased(group, eye, near=False)
+    return np.concatenate([np.zeros((0, _SORT_CORNERS, 3))] + [_depth_biased(group, eye, near=False)
                                                    for group in groups if len(group)])
 
 
@@ -745,14 +747,14 @@ class _Drawing:
         ]
         self.collider_centers = [shape.center.copy() for shape in shapes]
         self.collider_is_plane = [shape.kind == "plane" for shape in shapes]
-        # Screen-space pentagons (see _depth_biased).  Colliders only move, never turn: their
-        # depth bias and shading are fixed.
-        self.collider_pentagons = [_collider_pentagons(polygons, self.light.eye)
-                                   for polygons in self.collider_polygons]
+        # Screen-space polygons biased for the depth order (see _depth_biased).  Colliders
+        # only move, never turn: their depth bias and shading are fixed.
+        self.collider_sorted = [_biased_collider_polygons(polygons, self.light.eye)
+                                for polygons in self.collider_polygons]
         self.collider_colors = [
-            self.light.shade(_pentagon_normals(pentagons),
+            self.light.shade(_polygon_normals(drawn),
                              np.array(_PLANE_COLOR if shape.kind == "plane" else _SOLID_COLOR))
-            for shape, pentagons in zip(shapes, self.collider_pentagons)
+            for shape, drawn in zip(shapes, self.collider_sorted)
         ]
 
         # Surfaces and solid colliders share one collection so that mplot3d depth-sorts their
@@ -764,9 +766,9 @@ class _Drawing:
         # in the face colour; an animation, where stroking every edge would double the cost
         # of a frame, turns antialiasing off for its faces instead.
         self.edged = not animated
-        pentagons, colors = self._solid_pentagons(scene)
-        if len(pentagons):
-            self.solids = Poly3DCollection(pentagons, facecolors=colors, edgecolors=colors if self.edged else "none",
+        drawn, colors = self._solid_polygons(scene)
+        if len(drawn):
+            self.solids = Poly3DCollection(drawn, facecolors=colors, edgecolors=colors if self.edged else "none",
                                            linewidths=0.3 if self.edged else 0.0, antialiased=self.edged,
                                            label="surfaces", zorder=1)
             ax.add_collection3d(self.solids, autolim=False)
@@ -776,7 +778,7 @@ class _Drawing:
         for index, shape in enumerate(shapes):
             if shape.kind == "plane":
                 behind = float(_screen(shape.axis) @ self.light.eye) >= 0.0
-                patch = Poly3DCollection(self._collider_pentagons(scene, index),
+                patch = Poly3DCollection(self._collider_polygons_at(scene, index),
                                          facecolors=self.collider_colors[index], edgecolors="none",
                                          label="plane collider", zorder=0 if behind else 5)
                 ax.add_collection3d(patch, autolim=False)
@@ -846,29 +848,29 @@ class _Drawing:
     def _segments(self, scene: _Scene) -> np.ndarray:
         return _screen(scene.positions[scene.springs])
 
-    def _solid_pentagons(self, scene: _Scene) -> tuple[np.ndarray, np.ndarray]:
-        """Screen-space pentagons (P, 5, 3) and colours (P, 4) of the surface (its triangles
-        moved towards the viewer for the depth order) and of the solid colliders (moved away)
-        for ``scene`` (see _depth_biased)."""
-        pentagons = [np.zeros((0, 5, 3))]
+    def _solid_polygons(self, scene: _Scene) -> tuple[np.ndarray, np.ndarray]:
+        """Screen-space polygons (P, _SORT_CORNERS, 3) and colours (P, 4) of the surface (its
+        triangles, moved towards the viewer for the depth order) and of the solid colliders
+        (moved away) for ``scene`` (see _depth_biased)."""
+        drawn = [np.zeros((0, _SORT_CORNERS, 3))]
         colors = [np.zeros((0, 4))]
         if self.surface:
             triangles = _screen(scene.positions[self.faces])
             values = self._values(scene) if self.plan.colored == "faces" else None
             base = np.array(_SURFACE_COLOR) if values is None \
                 else self.scale.colors(values, self.norm, _SURFACE_COLOR)
-            pentagons.append(_depth_biased(triangles, self.light.eye, near=True))
+            drawn.append(_depth_biased(triangles, self.light.eye, near=True))
             colors.append(self.light.shade(_triangle_normals(triangles), base))
         for index, is_plane in enumerate(self.collider_is_plane):
             if not is_plane:
-                pentagons.append(self._collider_pentagons(scene, index))
+                drawn.append(self._collider_polygons_at(scene, index))
                 colors.append(self.collider_colors[index])
-        return np.concatenate(pentagons), np.concatenate(colors)
+        return np.concatenate(drawn), np.concatenate(colors)
 
-    def _collider_pentagons(self, scene: _Scene, index: int) -> np.ndarray:
-        """Screen-space pentagons of collider ``index``, moved to where it is in ``scene``."""
+    def _collider_polygons_at(self, scene: _Scene, index: int) -> np.ndarray:
+        """Screen-space polygons of collider ``index``, moved to where it is in ``scene``."""
         shift = scene.colliders[index].center - self.collider_centers[index]
-        return self.collider_pentagons[index] + _screen(shift)
+        return self.collider_sorted[index] + _screen(shift)
 
     def fit(self, extent: np.ndarray | None, shifts: Sequence[np.ndarray] | None = None) -> None:
         """Axis limits and box aspect (equal scale on all three axes) covering the nodes, the
@@ -943,15 +945,15 @@ class _Drawing:
         pins = _screen(scene.positions[self.pinned])
         self.pins.set_data_3d(pins[:, 0], pins[:, 1], pins[:, 2])
         if self.solids is not None:
-            pentagons, colors = self._solid_pentagons(scene)
-            self.solids.set_verts(pentagons)
+            drawn, colors = self._solid_polygons(scene)
+            self.solids.set_verts(drawn)
             self.solids.set_facecolor(colors)
             if self.edged:
                 self.solids.set_edgecolor(colors)
         planes = iter(self.planes)
         for index, is_plane in enumerate(self.collider_is_plane):
             if is_plane:
-                next(planes).set_verts(self._collider_pentagons(scene, index))
+                next(planes).set_verts(self._collider_polygons_at(scene, index))
         self._set_title(scene)
         return self.artists()
 
