@@ -419,6 +419,35 @@ def test_draw_shows_a_plane_as_a_patch_behind_the_scene():
     assert labelled(plot.draw(system, show_colliders=False), "plane collider") == []
 
 
+@pytest.mark.parametrize("elev", [22.0, 60.0])
+def test_a_cloth_lying_on_a_box_is_painted_over_its_top(elev):
+    # A flat cloth 1 cm above the top of a wider box: wherever the cloth is drawn, the
+    # picture must be the same with and without the box under it (mplot3d paints polygons
+    # by depth, and cells of the box top are as near as the cloth's triangles).
+    system = scenes.cloth(12, size=2.0)
+    system.x[:, 1] = 0.01
+    system.add_box((-0.5, -1.0, -0.5), (2.5, 0.0, 2.5))
+    pictures = []
+    for colliders in (True, False):
+        figure = plt.figure(figsize=(4.0, 3.2))
+        ax = figure.add_subplot(projection="3d")
+        plot.draw(system, ax=ax, color_by=None, springs=False, show_nodes=False, show_colliders=colliders,
+                  elev=elev)
+        ax.set_xlim(-0.6, 2.6), ax.set_ylim(2.6, -0.6), ax.set_zlim(-1.1, 0.5)  # one view for both
+        ax.set_box_aspect((3.2, 3.2, 1.6))
+        figure.canvas.draw()
+        pictures.append(np.asarray(figure.canvas.buffer_rgba())[..., :3].astype(int))
+        plt.close(figure)
+    with_box, alone = pictures
+    cloth = np.any(alone < 250, axis=-1) & (np.ptp(alone, axis=-1) > 20)  # the cloth's warm colour
+    for axis in (0, 1):  # leave out its antialiased rim, blended with what lies behind
+        cloth &= np.roll(cloth, 2, axis=axis) & np.roll(cloth, -2, axis=axis)
+    assert cloth.sum() > 2000
+    differs = np.abs(with_box - alone).max(axis=-1) > 40
+    # Sorted by their plain mean depth, the box's cells cover a third of the cloth here.
+    assert (differs & cloth).sum() < 0.03 * cloth.sum()
+
+
 def test_tablecloth_draws_a_round_table_under_the_cloth():
     system = scenes.tablecloth(8, size=4.0, table_height=1.0, height=0.2)
     ax = plot.draw(system)
