@@ -152,8 +152,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     matplotlib.use("Agg")
     msprings = import_msprings()
-    import msprings.plot as new_plot
-    import msprings.scenes  # noqa: F401  (the scene builders)
+    new_plot = importlib.import_module("msprings.plot")
+    importlib.import_module("msprings.scenes")  # the scene builders, as msprings.scenes
 
     try:
         previous = load_previous(msprings)
