@@ -95,9 +95,11 @@ _SORT_CORNERS = 8  # corners of every drawn surface polygon, most of them repeat
 _CELLS_ACROSS = 12  # collider surfaces are cut into cells about 1/12 of the scene across
 _DIVERGED_COLOR = "tab:red"
 # "auto" hides the springs of a drawn surface with more springs than this, and shows free
-# nodes only where springs are drawn and there are at most this many nodes.
+# nodes only where springs are drawn and there are at most _AUTO_NODES_MOST nodes (at most
+# _AUTO_NODES_ON_SURFACE on a drawn surface, where dots soon hide it).
 _AUTO_SPRINGS_MOST = 1000
 _AUTO_NODES_MOST = 2000
+_AUTO_NODES_ON_SURFACE = 100
 # Below these magnitudes a colour scale would show round-off only (a system at rest).
 _ROUND_OFF = {"strain": 1e-9, "tension": 1e-6}
 _ANIMATION_SIZE = (6.0, 4.8)  # inches: 600 x 480 pixels at matplotlib's default 100 dpi
@@ -801,7 +803,8 @@ class _Drawing:
 
         size_of_node = float(np.clip(30.0 / math.sqrt(n), 0.8, 5.0)) * (0.5 if self.surface else 1.0)
         self.nodes: Line2D | None = None
-        if show_nodes is True or (show_nodes == "auto" and self.show_springs and n <= _AUTO_NODES_MOST):
+        most_nodes = _AUTO_NODES_ON_SURFACE if self.surface else _AUTO_NODES_MOST
+        if show_nodes is True or (show_nodes == "auto" and self.show_springs and n <= most_nodes):
             free = _screen(scene.positions[~scene.pinned])
             (self.nodes,) = ax.plot(free[:, 0], free[:, 1], free[:, 2], linestyle="none", marker="o",
                                     markersize=size_of_node, color=_NODE_COLOR, label="nodes", zorder=3)
@@ -833,7 +836,7 @@ class _Drawing:
         ax.set_xlabel("x (m)")
         ax.set_ylabel("z (m)")
         ax.set_zlabel("y (m), up")
-        ax.zaxis.labelpad = 8  # clear of tick labels such as "-1.5"
+        ax.zaxis.labelpad = 12  # clear of tick labels such as "-1.5"
         ax.view_init(elev=view[0], azim=view[1])
         self.fit(extent, shifts)
         self._set_title(scene)
@@ -987,7 +990,8 @@ def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain",
         Colour map (default ``"coolwarm"``).
     show_nodes : bool or "auto"
         Mark free nodes with dots; ``"auto"``: when the springs are drawn and there are at
-        most 2,000 nodes.  Pinned nodes are always marked, with black squares.
+        most 2,000 nodes (100 with a surface drawn).  Pinned nodes are always marked, with
+        black squares.
     show_colliders : bool
         Draw the colliders: a plane as a translucent square under the scene, a sphere, box
         or capped cylinder as a shaded solid.

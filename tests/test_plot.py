@@ -296,8 +296,12 @@ def test_draw_hides_the_springs_of_a_large_surface_and_colours_its_faces():
 
 
 def test_draw_shows_the_springs_of_a_chain_and_a_small_cloth():
-    assert len(labelled(plot.draw(scenes.chain(5)), "springs")) == 1
+    chain = plot.draw(scenes.chain(5))
+    assert len(labelled(chain, "springs")) == 1 and len(labelled(chain, "nodes")) == 1
     assert len(labelled(plot.draw(hanging_cloth()), "springs")) == 1
+    # A sphere of 642 springs keeps them, but its 163 nodes as dots would hide the surface.
+    sphere = plot.draw(scenes.spring_sphere())
+    assert len(labelled(sphere, "springs")) == 1 and labelled(sphere, "nodes") == []
     assert labelled(plot.draw(scenes.chain(5), springs=False), "springs") == []
     with pytest.raises(ValueError, match="springs"):
         plot.draw(scenes.chain(5), springs="some")
