@@ -103,7 +103,7 @@ _AUTO_NODES_ON_SURFACE = 100
 # Below these magnitudes a colour scale would show round-off only (a system at rest).
 _ROUND_OFF = {"strain": 1e-9, "tension": 1e-6}
 _ANIMATION_SIZE = (6.0, 4.8)  # inches: 600 x 480 pixels at matplotlib's default 100 dpi
-_GIF_COLORS = 128
+_GIF_COLORS = 256
 # compare_integrators treats a value beyond this as overflowed (matplotlib's tick and scale
 # arithmetic itself overflows near the largest float).
 _BLOWN_UP = 1e200
@@ -1167,7 +1167,7 @@ def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: floa
 
     ``fps`` (frames per second) defaults to the animation's own (:func:`animate`), else 30;
     ``dpi`` to the figure's.  An animation from :func:`animate` is rendered with its still
-    parts drawn once, and a GIF of it keeps one palette of 128 colours for every frame
+    parts drawn once, and a GIF of it keeps one palette of 256 colours for every frame
     (Pillow's optimiser then stores only what changes).  Raises RuntimeError when ffmpeg is
     needed but not installed, ValueError for another file type.  Returns the path.
     """
