@@ -12,7 +12,12 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "(or `pip install .` and run from outside the source tree)"
     ) from error
 from . import _core
+from typing import TYPE_CHECKING
+
 from ._system import Energy, SolverWarning, StabilityWarning, System, damping_for_ratio
+
+if TYPE_CHECKING:
+    from .widgets import LiveControls
 
 __version__ = "0.1.0"
 
@@ -43,6 +48,17 @@ def get_num_threads() -> int:
     return _core.get_num_threads()
 
 
+def interact(system: System, **options: object) -> "LiveControls":
+    """Live controls for ``system`` in a notebook (needs the ``widgets`` extra: ipywidgets,
+    anywidget): play/pause/step/reset, sliders for dt (with the critical step marked), the
+    integrator, k and damping per spring family, gravity and wind, energy bars, a running
+    ledger plot, and a view that turns and lets you drag nodes.  See
+    :func:`msprings.widgets.interact` for the options."""
+    from .widgets import interact as live_controls
+
+    return live_controls(system, **options)
+
+
 __all__ = [
     "INTEGRATORS",
     "DivergenceError",
@@ -53,5 +69,6 @@ __all__ = [
     "__version__",
     "damping_for_ratio",
     "get_num_threads",
+    "interact",
     "set_num_threads",
 ]
