@@ -433,6 +433,7 @@ class LiveControls(ipywidgets.Box):
         if held is not None:
             self.system.pinned[node] = held[1]
             self.system.v[node] = 0.0
+            self._update_critical()
 
     def _release_all(self) -> None:
         for node in list(self._held):
