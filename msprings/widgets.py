@@ -133,6 +133,7 @@ class LiveControls(ipywidgets.Box):
         self.damping_mode = damping
         self._held: dict[int, tuple[np.ndarray, bool]] = {}
         self._history: list[tuple[float, ...]] = []
+        self._critical = math.inf  # s, the critical step shown; set by _update_critical
         if integrator is not None:
             system.integrator = integrator
         self.view = SystemView(
@@ -316,7 +317,8 @@ class LiveControls(ipywidgets.Box):
         """The critical step of the chosen integrator beside the dt slider, red once dt is above it."""
         name = self.system.integrator
         label = _LABELS.get(name, name)
-        critical = self.system.critical_dt()
+        # Computed when a setting changes, not every frame: Lanczos costs up to tens of ms.
+        critical = self._critical = self.system.critical_dt()
         dt = self.dt.value
         above = dt > critical
         colour = _DANGER_COLOUR if above else _SAFE_COLOUR
@@ -468,7 +470,7 @@ class LiveControls(ipywidgets.Box):
             strain = np.nan_to_num(system.strain(), nan=0.0, posinf=1e30, neginf=-1e30)
         # float32 holds up to 3.4e38; a blown-up ledger is drawn at the edge of that range.
         recent = np.clip(np.asarray(self._history[-_CHART_SAMPLES:]), -1e30, 1e30).astype("<f4")
-        critical = system.critical_dt()
+        critical = self._critical
         with self.view.hold_sync():
             if full:
                 self.view.pinned = np.ascontiguousarray(system.pinned, dtype=np.uint8).tobytes()

@@ -120,7 +120,10 @@ def test_a_frame_updates_the_picture_the_energy_bars_and_the_ledger() -> None:
     assert np.array_equal(np.frombuffer(live.view.positions, "<f4").reshape(-1, 3), system.x.astype(np.float32))
     assert np.allclose(np.frombuffer(live.view.strain, "<f4"), system.strain(), rtol=1e-6, atol=1e-7)
     assert live.view.status["time"] == system.t
+    # The critical step shown is the one computed when the settings last changed.
+    live.stiffness["structural"].value = 40.0
     assert live.view.status["critical"] == pytest.approx(system.critical_dt())
+    assert f"{system.critical_dt():.3g} s" in live.critical.value
 
 
 def test_crossing_the_critical_step_is_marked() -> None:
