@@ -4,6 +4,8 @@ Build a network with :class:`System` (positions, springs, masses, stiffness, dam
 step it with :meth:`System.step`, and read or write its state through NumPy arrays that are
 the C memory itself.  Units are SI; y is up.
 """
+from typing import TYPE_CHECKING
+
 try:
     from ._core import INTEGRATORS, DivergenceError
 except ImportError as error:  # pragma: no cover - depends on how the package was installed
@@ -12,9 +14,8 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "(or `pip install .` and run from outside the source tree)"
     ) from error
 from . import _core
-from typing import TYPE_CHECKING
-
-from ._system import Energy, SolverWarning, StabilityWarning, System, damping_for_ratio
+from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
+from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     from .widgets import LiveControls
@@ -63,9 +64,11 @@ __all__ = [
     "INTEGRATORS",
     "DivergenceError",
     "Energy",
+    "Ledger",
     "SolverWarning",
     "StabilityWarning",
     "System",
+    "Trajectory",
     "__version__",
     "damping_for_ratio",
     "get_num_threads",

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from . import INTEGRATORS, DivergenceError, System, __version__, _core, get_num_threads
+from .trajectory import LEDGER_FIELDS
 
 
 def _scene_table() -> dict[str, tuple[Callable[..., System], str, float, float]]:
@@ -61,24 +62,30 @@ def build_scene(name: str, resolution: int | None = None, wind: float | None = N
     return system
 
 
+LEDGER_COLUMNS = ("kinetic", "spring", "gravity", "dissipated", "work", "total")
+
+
 def _print_ledger(trajectory: Any, rows: int) -> None:
-    """The energy ledger (J) of ``rows`` records of a trajectory, evenly spaced, as a table."""
-    header = f"{'t (s)':>7} {'kinetic':>11} {'spring':>11} {'gravity':>12} {'dissipated':>11} {'total (J)':>12}"
-    print(header)
+    """The energy ledger (J) of ``rows`` records of a trajectory, evenly spaced, as a table
+    in one number format, then where the energy went by mechanism."""
+    width = 12
+    header = f"{'t (s)':>8}" + "".join(f"{name:>{width}}" for name in LEDGER_COLUMNS)
+    print(header + "   (J)")
     print("-" * len(header))
-    e = trajectory.energy
     for r in np.linspace(0, len(trajectory) - 1, min(len(trajectory), rows)).astype(int):
-        print(f"{trajectory.times[r]:7.2f} {e[r, 0]:11.4g} {e[r, 1]:11.4g} {e[r, 2]:12.4g} {e[r, 3]:11.4g} "
-              f"{e[r, 5]:12.6g}")
-    print(f"energy ledger: mechanical + dissipated changed by {e[-1, 5] - e[0, 5]:+.3e} J over "
-          f"{trajectory.steps[-1] - trajectory.steps[0]} steps (the integrator's error, plus energy the contacts move)")
+        values = [trajectory.column(name)[r] for name in LEDGER_COLUMNS]
+        print(f"{trajectory.times[r]:8.3f}" + "".join(f"{value:{width}.5g}" for value in values))
+    for title, names in (("dissipated by", LEDGER_FIELDS[:4]), ("work done by", LEDGER_FIELDS[4:])):
+        parts = [f"{name} {trajectory.column(name)[-1]:.5g}" for name in names if trajectory.column(name)[-1] != 0.0]
+        print(f"{title:>13} (J): {', '.join(parts) if parts else 'nothing'}")
+    print(f"energy ledger: mechanical + dissipated - work changed by {trajectory.total[-1] - trajectory.total[0]:+.5g} J "
+          f"over {trajectory.steps[-1] - trajectory.steps[0]} steps (the integrator's error)")
 
 
 def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None:
     suffix = path.suffix.lower()
     if suffix == ".npz":
-        np.savez_compressed(path, times=trajectory.times, positions=trajectory.positions,
-                            energy=trajectory.energy, springs=trajectory.springs, faces=trajectory.faces)
+        trajectory.save(path)  # msprings.Trajectory.load reads it back
         return
     if suffix == "" or path.is_dir():
         from .mesh import export_obj_frames

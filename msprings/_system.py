@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from .colliders import Collider
     from .trajectory import Trajectory
 
-__all__ = ["Energy", "SolverWarning", "StabilityWarning", "System", "damping_for_ratio"]
+__all__ = ["Energy", "Ledger", "SolverWarning", "StabilityWarning", "System", "damping_for_ratio"]
 
 
 class StabilityWarning(RuntimeWarning):
@@ -47,17 +47,69 @@ def damping_for_ratio(zeta: ArrayLike, k: ArrayLike, mass_i: ArrayLike, mass_j: 
 class Energy(NamedTuple):
     """Energy ledger of a system (all in J).
 
-    ``mechanical = kinetic + spring + gravity``; ``total = mechanical + dissipated``.  With an
-    exact integrator ``total`` stays constant (for fixed pins and no external force); what it
-    drifts by is the integrator's error.
+    ``mechanical = kinetic + spring + gravity``; ``dissipated`` is what dampers, drag, contact
+    and ``energy_loss`` removed (never negative, never decreasing); ``work`` is what was done
+    on the system from outside (wind, external force, moving pins and colliders, position
+    corrections, your changes between steps); ``total = mechanical + dissipated - work``.
+    With an exact integrator ``total`` stays constant; what it drifts by is the integrator's
+    error.  :meth:`System.ledger` splits ``dissipated`` and ``work`` by mechanism.
     """
 
     kinetic: float
     spring: float
     gravity: float
     dissipated: float
+    work: float
     mechanical: float
     total: float
+
+
+class Ledger(NamedTuple):
+    """Where the energy went since construction or :meth:`System.reset`, by mechanism (J).
+
+    Dissipated (each never negative, never decreasing):
+
+    - ``dampers``: the springs' dampers, ``c ((v_j - v_i).n)^2`` integrated over time;
+    - ``drag``: the air in its own frame: node drag ``b |v - w|^2`` and the triangles'
+      pressure drag ``F.(w - v_mean)`` (lift does no work in the air's frame);
+    - ``contact``: restitution and friction at colliders, in the collider's frame, and the
+      approach velocity that self-collision removes;
+    - ``energy_loss``: the per-step velocity factor.
+
+    Work done on the system (either sign):
+
+    - ``wind``: the wind's part of the air forces, ``-b (v - w).w + F.w``;
+    - ``external``: ``external.v`` over the free nodes;
+    - ``pins``: pinned nodes moving with their velocity, ``-f_pin.v_pin`` with ``f_pin`` the
+      force of their springs (and the air on their triangles) on them;
+    - ``colliders``: collider pushes, ``m V.(v' - v)`` plus the gravitational and spring
+      energy the position correction adds;
+    - ``constraints``: strain limiting's and self-collision's position corrections;
+    - ``user``: your changes between steps (writing ``x``, ``v``, ``mass``, ``pinned``,
+      ``rest``, ``k`` or ``gravity``), booked at the start of the next step; changes before
+      the first step set up the initial state and are not booked.
+    """
+
+    dampers: float
+    drag: float
+    contact: float
+    energy_loss: float
+    wind: float
+    external: float
+    pins: float
+    colliders: float
+    constraints: float
+    user: float
+
+    @property
+    def dissipated(self) -> float:
+        """Sum of the dissipated parts (J)."""
+        return self.dampers + self.drag + self.contact + self.energy_loss
+
+    @property
+    def work(self) -> float:
+        """Sum of the work parts (J)."""
+        return self.wind + self.external + self.pins + self.colliders + self.constraints + self.user
 
 
 @functools.lru_cache(maxsize=256)
@@ -508,11 +560,16 @@ class System(_core.System):
 
     def energy(self) -> Energy:
         """The energy ledger (J): kinetic and gravitational energy of the free nodes, elastic
-        energy of the springs, and the energy dissipated so far by dampers, drag and
-        ``energy_loss``.  Gravitational energy is ``-m g.x``, zero at the origin."""
-        kinetic, spring, gravity, dissipated = self._energy_components()
+        energy of the springs, the energy dissipated so far and the work done on the system
+        (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin."""
+        kinetic, spring, gravity, dissipated, work = self._energy_components()
         mechanical = kinetic + spring + gravity
-        return Energy(kinetic, spring, gravity, dissipated, mechanical, mechanical + dissipated)
+        return Energy(kinetic, spring, gravity, dissipated, work, mechanical, mechanical + dissipated - work)
+
+    def ledger(self) -> Ledger:
+        """The dissipated energy and the work done since construction or :meth:`reset`, by
+        mechanism (J); see :class:`Ledger`."""
+        return Ledger(*self._ledger())
 
     def copy(self) -> "System":
         """An independent deep copy: parameters, options, colliders, state, initial state and

@@ -10,8 +10,11 @@ velocity relative to the collider then loses its normal component ``v_n < 0`` ti
 ``1 + e`` (restitution ``e``: it leaves with ``-e v_n``), and Coulomb friction reduces the
 tangential part ``v_t`` by at most ``mu`` times that normal change:
 ``v_t' = max(0, 1 - mu dv_n / |v_t|) v_t``.  A node fast enough to cross a thin collider in
-one step is caught by a swept test along its path.  The kinetic energy removed, less the
-gravitational energy added by the push, is booked in the system's ``dissipated`` energy.
+one step is caught by a swept test along its path.  In the energy ledger
+(:meth:`msprings.System.ledger`) the kinetic energy a push removes in the collider's frame
+is dissipated as ``contact``, and the rest of what it changes -- the impulse times the
+collider's velocity, and the gravitational and spring energy of the position correction --
+is the collider's work, ``colliders``.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ A model file holds everything needed to carry on a simulation bit for bit: the t
 (springs, faces), the parameters (masses, pins, rest lengths, stiffness, damping), every
 option (integrator, gravity, drag, air, solver settings, ...), the colliders, texture
 coordinates, the initial state that :meth:`~msprings.System.reset` returns to, and the
-current state (positions, velocities, forces, external forces, time, step count and
-dissipated energy).  Not saved: the implicit solver's statistics of the last step and which
+current state (positions, velocities, forces, external forces, time, step count and the
+energy ledger, :meth:`~msprings.System.ledger`).  Not saved: the implicit solver's statistics of the last step and which
 warnings have already been issued.
 
 The file is a plain NumPy ``.npz`` archive (no pickled objects) whose ``format`` entry is
@@ -20,15 +20,19 @@ from typing import Any
 
 import numpy as np
 
-from ._system import System
+from ._system import Ledger, System
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
 
 FORMAT_NAME = "msprings.model"
 """The ``format`` entry of every model file."""
 
-FORMAT_VERSION = 1
-"""The model file version this module writes; it reads every version up to this one."""
+FORMAT_VERSION = 2
+"""The model file version this module writes; it reads every version up to this one.
+Version 2 stores the ledger by mechanism (``ledger``, in the order of
+:class:`msprings.Ledger`); version 1 stored one ``dissipated`` total, which is read as
+dissipated by dampers (or, when negative, as work done by the wind, the one mechanism that
+made it negative)."""
 
 # Options stored as float64, int64 and (3,) float64 scalars/vectors under "option_<name>".
 _REAL_OPTIONS = (
@@ -79,7 +83,8 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         "external": np.array(system.external),
         "t": np.array(system.t, dtype=np.float64),
         "steps": np.array(system.steps, dtype=np.int64),
-        "dissipated": np.array(system.dissipated, dtype=np.float64),
+        "ledger": np.array(system.ledger(), dtype=np.float64),
+        "watched_energy": np.array(system._watched_energy(), dtype=np.float64),
         # options
         "option_integrator": np.array(system.integrator),
         "option_strain_limit": np.array(np.nan if system.strain_limit is None else system.strain_limit),
@@ -195,5 +200,21 @@ def _load_archive(archive: Any, name: str) -> System:
             raise ValueError(f"{name} is a damaged msprings model file: {key} has shape {saved.shape}, "
                              f"expected {view.shape}")
         view[...] = saved
-    system._restore_clock(float(get("t")), int(get("steps")), float(get("dissipated")))
+    if version >= 2:
+        ledger = get("ledger")
+        if ledger.shape != (len(Ledger._fields),) or ledger.dtype.kind != "f":
+            raise ValueError(f"{name} is a damaged msprings model file: ledger has shape {ledger.shape} and dtype "
+                             f"{ledger.dtype}, expected ({len(Ledger._fields)},) float64")
+        values = tuple(float(value) for value in ledger)
+        watched = get("watched_energy")
+        if watched.shape != () or watched.dtype.kind != "f" or np.isinf(watched):
+            raise ValueError(f"{name} is a damaged msprings model file: watched_energy must be a finite "
+                             "float64 scalar or nan")
+    else:
+        dissipated = float(get("dissipated"))
+        fields = dict.fromkeys(Ledger._fields, 0.0)
+        fields["dampers" if dissipated >= 0.0 else "wind"] = abs(dissipated)
+        values = tuple(fields.values())
+        watched = np.array(np.nan)
+    system._restore_clock(float(get("t")), int(get("steps")), values, float(watched))
     return system

@@ -100,6 +100,7 @@ _ENERGY_COLORS = {
     "spring": "tab:green",
     "gravity": "tab:blue",
     "dissipated": "tab:orange",
+    "work": "tab:brown",
     "mechanical": "tab:purple",
     "total": "black",
 }
@@ -1085,3 +1086,13 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
         ax.set_visible(False)
     figure.suptitle(f"{unit} with dt = {dt:g} s, {steps} steps")
     return figure
+
+
+def __getattr__(name: str) -> Any:
+    """``view`` and ``save_view``, the interactive 3-D views of :mod:`msprings.view3d`,
+    loaded (with plotly) on first use."""
+    if name in ("view", "save_view"):
+        from . import view3d
+
+        return getattr(view3d, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,19 +1,32 @@
 """Recorded runs: :meth:`System.run` steps in C and keeps every ``record_every``-th state."""
 from __future__ import annotations
 
+import json
+import os
 import sys
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._system import Energy, Ledger
+
 if TYPE_CHECKING:
+    import pandas
+
     from ._system import System
 
-__all__ = ["Trajectory", "record"]
+__all__ = ["ENERGY_FIELDS", "LEDGER_FIELDS", "Trajectory", "record"]
 
-ENERGY_FIELDS = ("kinetic", "spring", "gravity", "dissipated", "mechanical", "total")
+#: The columns of :attr:`Trajectory.energy`: the fields of :class:`msprings.Energy` (J).
+ENERGY_FIELDS = Energy._fields
+#: The columns of :attr:`Trajectory.ledger`: the fields of :class:`msprings.Ledger` (J).
+LEDGER_FIELDS = Ledger._fields
+
+FORMAT_NAME = "msprings-trajectory"
+FORMAT_VERSION = 1
 
 
 @dataclass
@@ -22,8 +35,14 @@ class Trajectory:
 
     - ``times`` (R,) in s; ``steps`` (R,) step counts;
     - ``positions`` (R, n, 3) in m; ``velocities`` (R, n, 3) in m/s or None;
-    - ``energy`` (R, 6): kinetic, spring, gravity, dissipated, mechanical, total (J) --
-      also as attributes ``kinetic`` ... ``total`` (views of its columns);
+    - ``energy`` (R, 7): kinetic, spring, gravity, dissipated, work, mechanical, total (J),
+      the columns named in :data:`ENERGY_FIELDS`;
+    - ``ledger`` (R, 10): dissipated and work by mechanism (J), the columns named in
+      :data:`LEDGER_FIELDS` (dampers, drag, contact, energy_loss; wind, external, pins,
+      colliders, constraints, user);
+    - every column of both by name, ``trajectory.column("wind")``, and also as an attribute
+      (``trajectory.kinetic``, ``trajectory.wind``, ...: views of the columns) -- except the
+      ledger's ``colliders``, since ``trajectory.colliders`` describes the colliders;
     - the topology and scene needed to draw it: ``springs``, ``faces``, ``pinned``, ``uv``,
       ``colliders`` (one dict per collider, as at the start) and ``collider_centers``
       (R, C, 3), since colliders may move.
@@ -34,6 +53,7 @@ class Trajectory:
     positions: np.ndarray
     velocities: np.ndarray | None
     energy: np.ndarray
+    ledger: np.ndarray
     springs: np.ndarray
     faces: np.ndarray
     pinned: np.ndarray
@@ -46,9 +66,18 @@ class Trajectory:
     def __len__(self) -> int:
         return len(self.times)
 
-    def __getattr__(self, name: str) -> np.ndarray:
+    def column(self, name: str) -> np.ndarray:
+        """The energy or ledger column ``name`` (one of :data:`ENERGY_FIELDS` or
+        :data:`LEDGER_FIELDS`), (R,) in J: a view."""
         if name in ENERGY_FIELDS:
             return self.energy[:, ENERGY_FIELDS.index(name)]
+        if name in LEDGER_FIELDS:
+            return self.ledger[:, LEDGER_FIELDS.index(name)]
+        raise ValueError(f"name must be one of {ENERGY_FIELDS + LEDGER_FIELDS}, not {name!r}")
+
+    def __getattr__(self, name: str) -> np.ndarray:
+        if name in ENERGY_FIELDS or name in LEDGER_FIELDS:
+            return self.column(name)
         raise AttributeError(name)
 
     def frame(self, r: int) -> dict[str, Any]:
@@ -69,6 +98,135 @@ class Trajectory:
         """Spring lengths (m) at record ``r``."""
         x = self.positions[r]
         return np.linalg.norm(x[self.springs[:, 1]] - x[self.springs[:, 0]], axis=1)
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Writes the trajectory to ``path`` (a NumPy ``.npz`` archive, compressed; the name is
+        used as given) and returns the path.  :meth:`load` reads it back with every array
+        equal; the energy and ledger columns are stored with their names."""
+        entries: dict[str, Any] = {
+            "format": np.array(FORMAT_NAME),
+            "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
+            "times": self.times, "steps": self.steps, "positions": self.positions,
+            "has_velocities": np.array(self.velocities is not None),
+            "velocities": np.zeros((0, 0, 3)) if self.velocities is None else self.velocities,
+            "energy": self.energy, "energy_fields": np.array(ENERGY_FIELDS),
+            "ledger": self.ledger, "ledger_fields": np.array(LEDGER_FIELDS),
+            "springs": self.springs, "faces": self.faces, "pinned": self.pinned, "rest": self.rest,
+            "has_uv": np.array(self.uv is not None), "uv": np.zeros((0, 2)) if self.uv is None else self.uv,
+            "colliders": np.array(json.dumps(self.colliders, default=_json_number)),
+            "collider_centers": self.collider_centers, "dt": np.array(self.dt, dtype=np.float64),
+        }
+        target = Path(path)
+        with open(target, "wb") as stream:
+            np.savez_compressed(stream, **entries)
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Trajectory:
+        """Reads a trajectory written by :meth:`save` (or by ``python -m msprings run ... -o
+        file.npz``).
+
+        Raises
+        ------
+        FileNotFoundError
+            ``path`` does not exist.
+        ValueError
+            The file is not an msprings trajectory, is damaged, or its arrays disagree in
+            shape (the message names the entry).
+        """
+        import zipfile
+
+        name = str(path)
+        with open(path, "rb") as stream:
+            try:
+                with np.load(stream, allow_pickle=False) as archive:
+                    return _trajectory_from_archive(archive, name)
+            except (zipfile.BadZipFile, EOFError, OSError) as error:
+                raise ValueError(f"{name} is not a readable msprings trajectory: {error}") from None
+
+    def to_dataframe(self) -> pandas.DataFrame:
+        """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
+        record with ``time`` (s), ``steps`` and every energy and ledger column (J)."""
+        try:
+            import pandas as pd
+        except ImportError as error:
+            raise ImportError("Trajectory.to_dataframe needs pandas: pip install pandas") from error
+        columns: dict[str, np.ndarray] = {"time": self.times, "steps": self.steps}
+        columns.update({name: self.energy[:, i] for i, name in enumerate(ENERGY_FIELDS)})
+        columns.update({name: self.ledger[:, i] for i, name in enumerate(LEDGER_FIELDS)})
+        return pd.DataFrame(columns)
+
+
+def _json_number(value: Any) -> Any:
+    """NumPy scalars and arrays in collider descriptions, for json.dumps."""
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    raise TypeError(f"cannot store {type(value).__name__} in a trajectory file")
+
+
+def _trajectory_from_archive(archive: Any, name: str) -> Trajectory:
+    def get(key: str, kind: str, ndim: int) -> np.ndarray:
+        if key not in archive.files:
+            raise ValueError(f"{name} is a damaged msprings trajectory: entry {key!r} is missing")
+        value = archive[key]
+        if value.dtype.kind not in kind or value.ndim != ndim:
+            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has dtype {value.dtype} and "
+                             f"{value.ndim} dimensions")
+        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
+            raise ValueError(f"{name} is a damaged msprings trajectory: {key} holds NaN or infinity")
+        return value
+
+    if "format" not in archive.files or str(archive["format"]) != FORMAT_NAME:
+        raise ValueError(f"{name} is not an msprings trajectory (no format entry {FORMAT_NAME!r})")
+    version = get("format_version", "iu", 0)
+    if int(version) != FORMAT_VERSION:
+        raise ValueError(f"{name} is an msprings trajectory of format version {int(version)}; this msprings "
+                         f"reads version {FORMAT_VERSION}")
+    times, steps = get("times", "f", 1), get("steps", "iu", 1)
+    positions = get("positions", "f", 3)
+    records, nodes = len(times), positions.shape[1]
+    energy, ledger = get("energy", "f", 2), get("ledger", "f", 2)
+    energy_fields, ledger_fields = get("energy_fields", "U", 1), get("ledger_fields", "U", 1)
+    if tuple(energy_fields.tolist()) != ENERGY_FIELDS or tuple(ledger_fields.tolist()) != LEDGER_FIELDS:
+        raise ValueError(f"{name}: its energy columns {energy_fields.tolist()} and ledger columns "
+                         f"{ledger_fields.tolist()} are not the ones this msprings uses")
+    springs, faces = get("springs", "iu", 2), get("faces", "iu", 2)
+    pinned, rest = get("pinned", "b", 1), get("rest", "f", 1)
+    velocities = get("velocities", "f", 3) if bool(get("has_velocities", "b", 0)) else None
+    uv = get("uv", "f", 2) if bool(get("has_uv", "b", 0)) else None
+    centers = get("collider_centers", "f", 3)
+    try:
+        colliders = json.loads(str(get("colliders", "U", 0)))
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{name} is a damaged msprings trajectory: colliders: {error}") from None
+    if not isinstance(colliders, list) or not all(isinstance(c, dict) for c in colliders):
+        raise ValueError(f"{name} is a damaged msprings trajectory: colliders is not a list of descriptions")
+    expected = {
+        "steps": (steps.shape, (records,)),
+        "positions": (positions.shape, (records, nodes, 3)),
+        "energy": (energy.shape, (records, len(ENERGY_FIELDS))),
+        "ledger": (ledger.shape, (records, len(LEDGER_FIELDS))),
+        "springs": (springs.shape[1:], (2,)),
+        "faces": (faces.shape[1:], (3,)),
+        "pinned": (pinned.shape, (nodes,)),
+        "rest": (rest.shape, (len(springs),)),
+        "collider_centers": (centers.shape, (records, len(colliders), 3) if colliders else centers.shape),
+    }
+    if velocities is not None:
+        expected["velocities"] = (velocities.shape, (records, nodes, 3))
+    if uv is not None:
+        expected["uv"] = (uv.shape, (nodes, 2))
+    for key, (shape, wanted) in expected.items():
+        if shape != wanted:
+            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has shape {shape}, expected {wanted}")
+    for key, indices, count in (("springs", springs, nodes), ("faces", faces, nodes)):
+        if indices.size and (indices.min() < 0 or indices.max() >= count):
+            raise ValueError(f"{name} is a damaged msprings trajectory: {key} refer to nodes outside 0..{count - 1}")
+    return Trajectory(times, steps.astype(np.int64), positions, velocities, energy, ledger,
+                      springs.astype(np.int32), faces.astype(np.int32), pinned, rest, uv, colliders, centers,
+                      float(get("dt", "f", 0)))
 
 
 def _collider_dicts(system: System) -> list[dict[str, Any]]:
@@ -127,6 +285,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     positions = np.empty((count, n, 3))
     speeds = np.empty((count, n, 3)) if velocities else None
     energy = np.empty((count, len(ENERGY_FIELDS)))
+    ledger = np.empty((count, len(LEDGER_FIELDS)))
     colliders = system.colliders
     centers = np.empty((count, len(colliders), 3))
 
@@ -137,12 +296,13 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         if speeds is not None:
             speeds[r] = system.v
         energy[r] = system.energy()
+        ledger[r] = system.ledger()
         for c, collider in enumerate(colliders):
             centers[r, c] = system._get_collider(collider.id)[1]
 
     show = progress if progress is not None else (_interactive() and steps * (n + system.n_springs) > 5e8)
     bar = _Progress(steps) if show else None
-    trajectory = Trajectory(times, step_counts, positions, speeds, energy, system.springs.copy(), system.faces.copy(),
+    trajectory = Trajectory(times, step_counts, positions, speeds, energy, ledger, system.springs.copy(), system.faces.copy(),
                             system.pinned.copy(), system.rest.copy(),
                             None if system.uv is None else system.uv.copy(), _collider_dicts(system), centers,
                             float(dt))

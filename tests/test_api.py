@@ -693,4 +693,5 @@ def test_energy_is_a_named_tuple_with_a_consistent_ledger() -> None:
     damped.step(DT, 50)
     energy = damped.energy()
     assert energy.dissipated == damped.dissipated > 0.0
-    assert energy.total == pytest.approx(energy.mechanical + energy.dissipated, rel=1e-15)
+    assert energy.work == damped.work
+    assert energy.total == pytest.approx(energy.mechanical + energy.dissipated - energy.work, rel=1e-15)

@@ -76,13 +76,16 @@ def test_run_chain_writes_trajectory_npz(tmp_path: Path) -> None:
     assert_ok(result)
     assert result.stdout == ""
     reference = scenes.chain()
-    with np.load(tmp_path / "X.npz") as data:
-        times, positions, energy = data["times"], data["positions"], data["energy"]
-        springs, faces = data["springs"], data["faces"]
+    trajectory = msprings.Trajectory.load(tmp_path / "X.npz")
+    times, positions, energy = trajectory.times, trajectory.positions, trajectory.energy
+    springs, faces = trajectory.springs, trajectory.faces
     records = len(times)
     assert records >= 2
     assert positions.shape == (records, reference.n_nodes, 3)
-    assert energy.shape == (records, 6)
+    assert energy.shape == (records, len(msprings.Energy._fields))
+    assert trajectory.ledger.shape == (records, len(msprings.Ledger._fields))
+    # total = mechanical + dissipated - work in every record
+    np.testing.assert_allclose(trajectory.total, trajectory.mechanical + trajectory.dissipated - trajectory.work)
     assert np.array_equal(springs, reference.springs)
     assert faces.shape == (0, 3)
     # Records are whole steps apart (default dt 1 ms) from the start to the end of the run, equally
@@ -97,8 +100,7 @@ def test_run_chain_writes_trajectory_npz(tmp_path: Path) -> None:
     reference.step(1e-3, 200)
     assert np.array_equal(positions[-1], reference.x)
     assert np.allclose(energy[-1], tuple(reference.energy()), rtol=1e-12, atol=1e-12)
-    # total = mechanical + dissipated in every record
-    assert np.allclose(energy[:, 5], energy[:, 4] + energy[:, 3])
+    np.testing.assert_array_equal(trajectory.ledger[-1], reference.ledger())
 
 
 def test_run_cloth_writes_obj_frames(tmp_path: Path) -> None:

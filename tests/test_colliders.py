@@ -703,9 +703,9 @@ def test_bouncing_ball_ledger_symplectic_euler_closed_form() -> None:
 
 def test_bounce_step_books_kinetic_loss_and_gravitational_correction() -> None:
     """The step in which the ball hits the plane, reproduced in NumPy: symplectic Euler takes
-    it below the plane, the contact puts it back and scales v_n by -e; the dissipated energy of
-    that step is 1/2 m (v_before^2 - v_after^2) + m g.(push), the push's gravity term
-    counting negative."""
+    it below the plane, the contact puts it back and scales v_n by -e; the contact dissipates
+    1/2 m (v_before^2 - v_after^2) (the plane is at rest), and the push does the work
+    -m g.(push) of lifting the ball back to the surface."""
     mass, e, dt = 0.7, 0.4, 0.01
     s = particle((0.3, 0.02, 0.0), (0.5, -3.0, 0.0), mass=mass, gravity=(0.0, -GRAVITY, 0.0))
     s.add_plane(restitution=e, friction=0.1)
@@ -716,11 +716,13 @@ def test_bounce_step_books_kinetic_loss_and_gravitational_correction() -> None:
     push = np.array([0.0, -x_integrated[1], 0.0])
     normal_change = -(1 + e) * v_integrated[1]
     v_after = np.array([v_integrated[0] * (1 - 0.1 * normal_change / v_integrated[0]), -e * v_integrated[1], 0.0])
-    expected = 0.5 * mass * (v_integrated @ v_integrated - v_after @ v_after) + mass * gravity @ push
+    expected = 0.5 * mass * (v_integrated @ v_integrated - v_after @ v_after)
     s.step(dt)
     np.testing.assert_allclose(s.v[0], v_after, rtol=0, atol=1e-14)
     np.testing.assert_allclose(s.x[0], x_integrated + push, rtol=0, atol=1e-14)
     assert s.dissipated == pytest.approx(expected, abs=1e-13)
+    assert s.ledger().contact == s.dissipated
+    assert s.work == s.ledger().colliders == pytest.approx(-mass * gravity @ push, abs=1e-13)
     assert s.energy().total == pytest.approx(mass * GRAVITY * 0.02 + 0.5 * mass * (0.25 + 9.0)
                                              - mass * GRAVITY**2 * dt**2 / 2, abs=1e-12)
 

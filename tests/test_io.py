@@ -160,7 +160,7 @@ def test_newer_format_version_is_refused(tmp_path: Path) -> None:
         model_io.load(newer)
     with np.load(saved, allow_pickle=False) as archive:
         assert str(archive["format"]) == model_io.FORMAT_NAME == "msprings.model"
-        assert int(archive["format_version"]) == model_io.FORMAT_VERSION == 1
+        assert int(archive["format_version"]) == model_io.FORMAT_VERSION == 2
 
 
 def test_files_that_are_not_models_are_refused(tmp_path: Path) -> None:
@@ -188,7 +188,7 @@ def test_files_that_are_not_models_are_refused(tmp_path: Path) -> None:
 
 def test_damaged_model_file_names_the_missing_entry(tmp_path: Path) -> None:
     saved = model_io.save(rich_system(), tmp_path / "ball.npz")
-    for entry in ("k", "option_wind", "collider_center", "dissipated"):
+    for entry in ("k", "option_wind", "collider_center", "ledger", "watched_energy"):
         damaged = rewrite(saved, tmp_path / f"no_{entry}.npz", **{entry: None})
         with pytest.raises(ValueError, match=f"damaged.*'{entry}'"):
             model_io.load(damaged)

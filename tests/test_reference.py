@@ -233,7 +233,7 @@ def test_diagnostics_agree_with_reference_formulas(seed: int) -> None:
     assert energy.gravity == pytest.approx(gravity, rel=RTOL, abs=RTOL * abs(kinetic + spring))
     assert energy.dissipated == pytest.approx(dissipated, rel=RTOL)
     assert energy.mechanical == pytest.approx(energy.kinetic + energy.spring + energy.gravity, rel=1e-14, abs=1e-14)
-    assert energy.total == pytest.approx(energy.mechanical + energy.dissipated, rel=1e-14, abs=1e-14)
+    assert energy.total == pytest.approx(energy.mechanical + energy.dissipated - energy.work, rel=1e-14, abs=1e-14)
 
     assert_close(system.momentum(), reference.momentum(net, v))
     assert_close(system.lengths(), reference.lengths(net, x))

@@ -30,6 +30,9 @@ typedef struct {
     ms_model* model;        /* NULL until __init__ succeeds */
     ms_state* state;
     int busy;               /* set (with the GIL held) while a step runs */
+    PyObject* energy_views; /* weak references to the writable views through which the caller
+                               can change the energy (x, v, mass, pinned, rest, k); a list,
+                               created by the first such view */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -166,11 +169,60 @@ static int parse_gravity(PyObject* value, double out[3]) {
     return 0;
 }
 
+/* ---- the caller's changes to the energy ----------------------------------------- */
+
+/* Whether one of the energy views handed out is still alive: the caller may then change
+   the state at any time, so each step ends by recording its energy.  Dead references are
+   dropped.  Returns -1 with an exception set on failure. */
+static int energy_views_alive(SystemObject* self) {
+    if (self->energy_views == NULL) return 0;
+    Py_ssize_t kept = 0;
+    const Py_ssize_t count = PyList_GET_SIZE(self->energy_views);
+    for (Py_ssize_t i = 0; i < count; ++i) {
+        PyObject* reference = PyList_GET_ITEM(self->energy_views, i);
+#if PY_VERSION_HEX >= 0x030D0000
+        PyObject* target = NULL;
+        if (PyWeakref_GetRef(reference, &target) < 0) return -1;
+        if (target == NULL) continue;
+        Py_DECREF(target);
+#else
+        PyObject* target = PyWeakref_GetObject(reference); /* borrowed */
+        if (target == NULL) return -1;
+        if (target == Py_None) continue;
+#endif
+        Py_INCREF(reference);
+        if (PyList_SetItem(self->energy_views, kept++, reference) < 0) return -1;
+    }
+    if (PyList_SetSlice(self->energy_views, kept, count, NULL) < 0) return -1;
+    return kept > 0;
+}
+
+/* A writable view that can change the energy is handed out: the state's mechanical energy
+   is recorded now (before the caller can write through it), and the view is remembered so
+   that steps record it again while it lives.  Steals nothing; returns view, or NULL with
+   view released. */
+static PyObject* watch_view(SystemObject* self, PyObject* view) {
+    if (view == NULL) return NULL;
+    if (!self->busy) ms_state_watch(self->model, self->state);
+    if (self->energy_views == NULL && (self->energy_views = PyList_New(0)) == NULL) goto error;
+    if (PyList_GET_SIZE(self->energy_views) >= 32 && energy_views_alive(self) < 0) goto error;
+    PyObject* reference = PyWeakref_NewRef(view, NULL);
+    if (reference == NULL) goto error;
+    const int appended = PyList_Append(self->energy_views, reference);
+    Py_DECREF(reference);
+    if (appended < 0) goto error;
+    return view;
+error:
+    Py_DECREF(view);
+    return NULL;
+}
+
 /* ---- construction --------------------------------------------------------------- */
 
 static void System_dealloc(SystemObject* self) {
     PyTypeObject* type = Py_TYPE(self);
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
+    Py_XDECREF(self->energy_views);
     ms_state_destroy(self->state);
     ms_model_destroy(self->model);
     type->tp_free((PyObject*)self);
@@ -364,6 +416,9 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
     model->default_threads = st->num_threads;
+    const int views_alive = energy_views_alive(self);
+    if (views_alive < 0) return NULL;
+    state->watch_after_step = views_alive;
     self->busy = 1;
     for (long long done = 0; done < n && status == MS_OK;) {
         int64_t count = n - done < chunk ? n - done : chunk;
@@ -391,7 +446,30 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
 static PyObject* System_energy_components(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     ms_energy e = ms_state_energy(self->model, self->state);
-    return Py_BuildValue("(dddd)", e.kinetic, e.spring, e.gravity, e.dissipated);
+    return Py_BuildValue("(ddddd)", e.kinetic, e.spring, e.gravity, e.dissipated, e.work);
+}
+
+/* The ledger's fields, in the order of the tuple that _ledger returns. */
+static const size_t ledger_offsets[] = {
+    offsetof(ms_ledger, dampers),  offsetof(ms_ledger, drag),      offsetof(ms_ledger, contact),
+    offsetof(ms_ledger, energy_loss), offsetof(ms_ledger, wind),   offsetof(ms_ledger, external),
+    offsetof(ms_ledger, pins),     offsetof(ms_ledger, colliders), offsetof(ms_ledger, constraints),
+    offsetof(ms_ledger, user)};
+#define LEDGER_FIELDS (sizeof ledger_offsets / sizeof ledger_offsets[0])
+
+static PyObject* System_ledger(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    PyObject* out = PyTuple_New(LEDGER_FIELDS);
+    if (out == NULL) return NULL;
+    for (size_t i = 0; i < LEDGER_FIELDS; ++i) {
+        PyObject* value = PyFloat_FromDouble(*(const double*)((const char*)&self->state->ledger + ledger_offsets[i]));
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(out, (Py_ssize_t)i, value);
+    }
+    return out;
 }
 
 static PyObject* System_momentum(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
@@ -428,7 +506,7 @@ static PyObject* System_tension(SystemObject* self, PyObject* Py_UNUSED(ignored)
 
 static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_idle(self) < 0) return NULL;
-    ms_state_forces(self->model, self->state);
+    ms_state_forces(self->model, self->state, NULL);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
 
@@ -626,17 +704,33 @@ static PyObject* System_initial_state(SystemObject* self, PyObject* Py_UNUSED(ig
 
 static PyObject* System_restore_clock(SystemObject* self, PyObject* args) {
     if (require_idle(self) < 0) return NULL;
-    double t, dissipated;
+    double t, values[LEDGER_FIELDS], watched = NAN;
     long long steps;
-    if (!PyArg_ParseTuple(args, "dLd:_restore_clock", &t, &steps, &dissipated)) return NULL;
-    if (!isfinite(t) || !isfinite(dissipated) || steps < 0) {
-        PyErr_SetString(PyExc_ValueError, "t and dissipated must be finite and steps >= 0");
+    if (!PyArg_ParseTuple(args, "dL(dddddddddd)|d:_restore_clock", &t, &steps, &values[0], &values[1], &values[2],
+                          &values[3], &values[4], &values[5], &values[6], &values[7], &values[8], &values[9],
+                          &watched))
+        return NULL;
+    int finite = isfinite(t) && !isinf(watched);
+    for (size_t i = 0; i < LEDGER_FIELDS; ++i) finite = finite && isfinite(values[i]);
+    /* the dissipated parts come first and are never negative */
+    for (size_t i = 0; i < 4; ++i) finite = finite && values[i] >= 0.0;
+    if (!finite || steps < 0) {
+        PyErr_SetString(PyExc_ValueError,
+                        "t and the ledger must be finite, its dissipated parts >= 0, and steps >= 0");
         return NULL;
     }
     self->state->t = t;
     self->state->steps = steps;
-    self->state->dissipated = dissipated;
+    for (size_t i = 0; i < LEDGER_FIELDS; ++i)
+        *(double*)((char*)&self->state->ledger + ledger_offsets[i]) = values[i];
+    self->state->watched = !isnan(watched);
+    self->state->watched_energy = isnan(watched) ? 0.0 : watched;
     Py_RETURN_NONE;
+}
+
+static PyObject* System_watched_energy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(self->state->watched ? self->state->watched_energy : NAN);
 }
 
 static PyObject* System_eigenvalue_bounds(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
@@ -652,7 +746,9 @@ static PyMethodDef System_methods[] = {
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
      "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
     {"_energy_components", (PyCFunction)System_energy_components, METH_NOARGS,
-     "(kinetic, spring, gravity, dissipated) energies in J."},
+     "(kinetic, spring, gravity, dissipated, work) energies in J."},
+    {"_ledger", (PyCFunction)System_ledger, METH_NOARGS,
+     "(dampers, drag, contact, energy_loss, wind, external, pins, colliders, constraints, user) in J."},
     {"momentum", (PyCFunction)System_momentum, METH_NOARGS,
      "momentum()\n--\n\nTotal linear momentum sum(m v) of the free nodes (kg m/s), shape (3,)."},
     {"lengths", (PyCFunction)System_lengths, METH_NOARGS,
@@ -674,7 +770,10 @@ static PyMethodDef System_methods[] = {
     {"_initial_state", (PyCFunction)System_initial_state, METH_NOARGS,
      "(x0, v0): copies of the positions and velocities that reset() restores."},
     {"_restore_clock", (PyCFunction)System_restore_clock, METH_VARARGS,
-     "_restore_clock(t, steps, dissipated): set the time, step count and dissipated energy (model files)."},
+     "_restore_clock(t, steps, ledger, watched=nan): set the time, step count, the ledger's ten values and the "
+     "recorded energy that the next step books the caller's changes against (nan: none) (model files)."},
+    {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
+     "The mechanical energy (J) the next step books the caller's changes against, or nan."},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
      "(omega2_bound, gamma_bound): Gershgorin upper bounds on the values _max_eigenvalues estimates."},
     {"_max_eigenvalues", (PyCFunction)System_max_eigenvalues, METH_NOARGS,
@@ -688,8 +787,8 @@ static PyMethodDef System_methods[] = {
     {"_remove_collider", (PyCFunction)System_remove_collider, METH_O, "_remove_collider(id)"},
     {"_collider_ids", (PyCFunction)System_collider_ids, METH_NOARGS, "ids of the colliders, in order"},
     {"reset", (PyCFunction)System_reset, METH_NOARGS,
-     "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and no dissipated "
-     "energy; parameters, options and the external force are kept."},
+     "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and an empty energy "
+     "ledger; parameters, options and the external force are kept."},
     {"copy", (PyCFunction)System_copy, METH_NOARGS,
      "copy()\n--\n\nAn independent deep copy: parameters, options, state and initial state."},
     {NULL, NULL, 0, NULL}};
@@ -704,8 +803,16 @@ static PyMethodDef System_methods[] = {
         return make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, writeable);      \
     }
 
-VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
-VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
+/* The same for a view through which the caller can change the energy (see watch_view). */
+#define ENERGY_VIEW_GETTER(name, pointer, ndim, d0, d1, typenum)                              \
+    static PyObject* get_##name(SystemObject* self, void* closure) {                        \
+        (void)closure;                                                                      \
+        if (require_ready(self) < 0) return NULL;                                           \
+        return watch_view(self, make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, 1)); \
+    }
+
+ENERGY_VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE)
+ENERGY_VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE)
 VIEW_GETTER(f, self->state->f, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
 
 /* The external force is allocated (as zeros) the first time it is asked for. */
@@ -719,11 +826,11 @@ static PyObject* get_external(SystemObject* self, void* closure) {
     if (external == NULL) return raise_ms_error(&err);
     return make_view(self, external, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
-VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE, 1)
-VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL, 1)
+ENERGY_VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE)
+ENERGY_VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL)
 VIEW_GETTER(springs, self->model->springs, 2, self->model->nspring, 2, NPY_INT32, 0)
-VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
-VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+ENERGY_VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE)
+ENERGY_VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE)
 VIEW_GETTER(c, self->model->c, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
 VIEW_GETTER(faces, self->model->faces, 2, self->model->nface, 3, NPY_INT32, 0)
 
@@ -755,7 +862,12 @@ static PyObject* get_steps(SystemObject* self, void* closure) {
 static PyObject* get_dissipated(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(self->state->dissipated);
+    return PyFloat_FromDouble(ms_ledger_dissipated(&self->state->ledger));
+}
+static PyObject* get_work(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyFloat_FromDouble(ms_ledger_work(&self->state->ledger));
 }
 
 static int refuse_delete(PyObject* value, const char* name) {
@@ -804,6 +916,7 @@ static int set_gravity(SystemObject* self, PyObject* value, void* closure) {
     if (refuse_delete(value, "gravity") < 0 || require_idle(self) < 0) return -1;
     ms_options opt = self->model->opt;
     if (parse_gravity(value, opt.gravity) < 0) return -1;
+    ms_state_watch(self->model, self->state); /* gravitational energy changes */
     return commit_options(self, &opt);
 }
 
@@ -1028,7 +1141,11 @@ static PyGetSetDef System_getset[] = {
     {"t", (getter)get_t, NULL, "Simulated time (s).", NULL},
     {"steps", (getter)get_steps, NULL, "Steps taken since construction or reset().", NULL},
     {"dissipated", (getter)get_dissipated, NULL,
-     "Energy removed by dampers, drag and energy_loss since construction or reset() (J).", NULL},
+     "Energy removed since construction or reset() by dampers, drag in the air's frame, contact and friction, "
+     "and energy_loss (J); never negative, never decreasing.", NULL},
+    {"work", (getter)get_work, NULL,
+     "Work done on the system from outside since construction or reset() (J): wind, external force, moving "
+     "pins and colliders, position corrections, and the caller's changes between steps.", NULL},
     {"integrator", (getter)get_integrator, (setter)set_integrator,
      "Integrator name: 'explicit_euler', 'symplectic_euler', 'velocity_verlet' or 'rk4'.", NULL},
     {"gravity", (getter)get_gravity, (setter)set_gravity, "Gravitational acceleration (m/s^2), shape (3,).", NULL},

@@ -22,19 +22,20 @@ int ms_air_has_wind(const ms_air* air) {
     return air->gust != 0.0 || air->wind[0] != 0.0 || air->wind[1] != 0.0 || air->wind[2] != 0.0;
 }
 
-double ms_face_forces(const ms_model* m, const double* restrict x, const double* restrict v, double t,
-                      double* restrict f) {
+void ms_face_forces(const ms_model* m, const double* restrict x, const double* restrict v, double t,
+                    double* restrict f, ms_flow* flow) {
     /* For each triangle, u = wind(centroid) - mean node velocity, n the unit normal turned
        towards u and c = n.u/|u| (so the winding does not matter):
          pressure drag  F_D = 1/2 rho C_d A |u|^2 c n
          lift           F_L = 1/2 rho C_l A |u|^2 c (n - c u/|u|)   (perpendicular to u)
-       shared equally by the three nodes.  Returns the power the air takes out of the
-       nodes, -F.v_mean summed over faces (W); negative when the wind drives them. */
+       shared equally by the three nodes.  The nodes receive F.v_mean = F.w - F.u: the
+       wind's work F.w, less F.u = 1/2 rho C_d A |u|^3 c^2 >= 0 dissipated in the air's
+       frame (the lift is perpendicular to u and dissipates nothing). */
     const ms_air* air = &m->opt.air;
     const double pressure = 0.5 * air->density;
     const double drag = air->drag_coefficient, lift = air->lift_coefficient;
-    double power = 0.0;
-    if (pressure == 0.0 || (drag == 0.0 && lift == 0.0)) return 0.0;
+    double dissipated = 0.0, wind_power = 0.0;
+    if (pressure == 0.0 || (drag == 0.0 && lift == 0.0)) return;
     for (int64_t k = 0; k < m->nface; ++k) {
         const int64_t a = m->faces[3 * k], b = m->faces[3 * k + 1], c = m->faces[3 * k + 2];
         const double* xa = x + 3 * a;
@@ -47,12 +48,12 @@ double ms_face_forces(const ms_model* m, const double* restrict x, const double*
         if (!(twice_area > 0.0)) continue;
         const double centroid[3] = {(xa[0] + xb[0] + xc[0]) / 3.0, (xa[1] + xb[1] + xc[1]) / 3.0,
                                     (xa[2] + xb[2] + xc[2]) / 3.0};
-        double u[3];
-        ms_wind(air, centroid, t, u);
+        double wind[3], u[3];
+        ms_wind(air, centroid, t, wind);
         double mean_velocity[3];
         for (int q = 0; q < 3; ++q) {
             mean_velocity[q] = (v[3 * a + q] + v[3 * b + q] + v[3 * c + q]) / 3.0;
-            u[q] -= mean_velocity[q];
+            u[q] = wind[q] - mean_velocity[q];
             n[q] /= twice_area;
         }
         const double speed2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2];
@@ -72,9 +73,13 @@ double ms_face_forces(const ms_model* m, const double* restrict x, const double*
             f[3 * b + q] += share;
             f[3 * c + q] += share;
         }
-        power -= force[0] * mean_velocity[0] + force[1] * mean_velocity[1] + force[2] * mean_velocity[2];
+        dissipated += scale * drag * cosine * speed; /* F.u, the lift's part being zero */
+        wind_power += force[0] * wind[0] + force[1] * wind[1] + force[2] * wind[2];
     }
-    return power;
+    if (flow != NULL) {
+        flow->drag += dissipated;
+        flow->wind += wind_power;
+    }
 }
 
 void ms_vertex_normals(const ms_model* m, const ms_state* s, double* restrict out) {

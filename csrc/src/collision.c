@@ -210,15 +210,18 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
-double ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h) {
-    return ms_collide_nodes(m, s->inv_mass, s->clearance, x_old, x, v, h, 0, m->nnode);
+ms_contact ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h) {
+    ms_contact contact = ms_collide_nodes(m, s, x_old, x, v, h, 0, m->nnode);
+    if (contact.pushes > 0) contact.work += ms_push_spring_energy(m, s, x);
+    return contact;
 }
 
-double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, double* restrict clearance,
-                        const double* restrict x_old, double* restrict x, double* restrict v, double h,
-                        int64_t begin, int64_t end_node) {
-    double dissipated = 0.0;
+ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* restrict x_old, double* restrict x,
+                            double* restrict v, double h, int64_t begin, int64_t end_node) {
+    ms_contact contact = {0.0, 0.0, 0};
     const double* g = m->opt.gravity;
+    const double* restrict inv_mass = s->inv_mass;
+    double* restrict clearance = s->clearance;
     for (int64_t k = 0; k < m->ncollider; ++k) {
         const ms_collider* c = &m->colliders[k];
         const double* start = c->center;
@@ -297,7 +300,8 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
                 }
             }
             const double mass = m->mass[i];
-            const double speed2 = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
+            const double* V = c->velocity;
+            const double v_before[3] = {vi[0], vi[1], vi[2]};
             if (respond(c, normal, vi)) {
                 /* Static friction: a node that friction holds does not creep either -- undo
                    the tangential part of its displacement relative to the collider. */
@@ -308,10 +312,24 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
                 }
                 for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
             }
-            const double speed2_after = vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2];
-            /* Kinetic energy removed, minus the gravitational energy the push added. */
-            dissipated += 0.5 * mass * (speed2 - speed2_after) +
-                          mass * (g[0] * (moved[0] - xi[0]) + g[1] * (moved[1] - xi[1]) + g[2] * (moved[2] - xi[2]));
+            /* The ledger (see ms_contact): kinetic energy lost in the collider's frame, and
+               the work of the push -- impulse times the collider's velocity, plus the
+               gravitational energy the projection adds (the springs' share is summed
+               afterwards from push_from). */
+            double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
+                relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
+                impulse_work += V[a] * (vi[a] - v_before[a]);
+                lift -= g[a] * (moved[a] - xi[a]);
+            }
+            contact.dissipated += 0.5 * mass * (relative_before - relative_after);
+            contact.work += mass * (impulse_work + lift);
+            if (!s->pushed[i]) {
+                s->pushed[i] = 1;
+                for (int a = 0; a < 3; ++a) s->push_from[3 * i + a] = xi[a];
+                contact.pushes += 1;
+            }
             for (int a = 0; a < 3; ++a) xi[a] = moved[a];
             /* The push moved the node after the colliders before this one took its gap:
                their bounds no longer hold (the next step's path starts after the push). */
@@ -319,7 +337,38 @@ double ms_collide_nodes(const ms_model* m, const double* restrict inv_mass, doub
                 for (int64_t e = 0; e < k; ++e) clearance[e * m->nnode + i] = 0.0;
         }
     }
-    return dissipated;
+    return contact;
+}
+
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
+    uint8_t* pushed = s->pushed;
+    const double* from = s->push_from;
+    double change = 0.0;
+    /* Each spring with a pushed end once, from its lowest pushed end, nodes in order. */
+    for (int64_t node = 0; node < m->nnode; ++node) {
+        if (!pushed[node]) continue;
+        for (int64_t e = s->node_spring_start[node]; e < s->node_spring_start[node + 1]; ++e) {
+            const int64_t k = s->node_springs[e];
+            const int64_t i = m->springs[2 * k], j = m->springs[2 * k + 1];
+            const int64_t other = i == node ? j : i;
+            if (other < node && pushed[other]) continue;
+            const double* xi = x + 3 * i;
+            const double* xj = x + 3 * j;
+            const double* bi = pushed[i] ? from + 3 * i : xi;
+            const double* bj = pushed[j] ? from + 3 * j : xj;
+            double before2 = 0.0, after2 = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                before2 += (bj[a] - bi[a]) * (bj[a] - bi[a]);
+                after2 += (xj[a] - xi[a]) * (xj[a] - xi[a]);
+            }
+            const double before = sqrt(before2), after = sqrt(after2);
+            /* 1/2 k ((l_a - L)^2 - (l_b - L)^2) = 1/2 k (l_a - l_b) (l_a + l_b - 2 L): no
+               difference of two large energies */
+            change += 0.5 * m->k[k] * (after - before) * (after + before - 2.0 * m->rest[k]);
+        }
+    }
+    memset(pushed, 0, (size_t)m->nnode);
+    return change;
 }
 
 void ms_move_colliders(ms_model* m, double h) {

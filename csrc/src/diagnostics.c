@@ -4,24 +4,70 @@
 
 #include "internal.h"
 
-ms_energy ms_state_energy(const ms_model* m, const ms_state* s) {
-    ms_energy e = {0.0, 0.0, 0.0, s->dissipated};
+/* The three mechanical energies of (x, v). */
+static ms_energy mechanical(const ms_model* m, const double* x, const double* v) {
+    ms_energy e = {0.0, 0.0, 0.0, 0.0, 0.0};
     const double* g = m->opt.gravity;
     for (int64_t i = 0; i < m->nnode; ++i) {
         if (m->pinned[i]) continue;
-        const double* x = s->x + 3 * i;
-        const double* v = s->v + 3 * i;
-        e.kinetic += 0.5 * m->mass[i] * (v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-        e.gravity -= m->mass[i] * (g[0] * x[0] + g[1] * x[1] + g[2] * x[2]);
+        const double* xi = x + 3 * i;
+        const double* vi = v + 3 * i;
+        e.kinetic += 0.5 * m->mass[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        e.gravity -= m->mass[i] * (g[0] * xi[0] + g[1] * xi[1] + g[2] * xi[2]);
     }
     for (int64_t k = 0; k < m->nspring; ++k) {
-        const double* xi = s->x + 3 * m->springs[2 * k];
-        const double* xj = s->x + 3 * m->springs[2 * k + 1];
+        const double* xi = x + 3 * m->springs[2 * k];
+        const double* xj = x + 3 * m->springs[2 * k + 1];
         const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
         const double stretch = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - m->rest[k];
         e.spring += 0.5 * m->k[k] * stretch * stretch;
     }
     return e;
+}
+
+double ms_mechanical_energy(const ms_model* m, const double* x, const double* v) {
+    const ms_energy e = mechanical(m, x, v);
+    return e.kinetic + e.spring + e.gravity;
+}
+
+ms_energy ms_state_energy(const ms_model* m, const ms_state* s) {
+    ms_energy e = mechanical(m, s->x, s->v);
+    e.dissipated = ms_ledger_dissipated(&s->ledger);
+    e.work = ms_ledger_work(&s->ledger);
+    return e;
+}
+
+double ms_ledger_dissipated(const ms_ledger* l) { return l->dampers + l->drag + l->contact + l->energy_loss; }
+
+double ms_ledger_work(const ms_ledger* l) {
+    return l->wind + l->external + l->pins + l->colliders + l->constraints + l->user;
+}
+
+void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked) {
+    ledger->dampers += booked->dampers;
+    ledger->drag += booked->drag;
+    ledger->contact += booked->contact;
+    ledger->energy_loss += booked->energy_loss;
+    ledger->wind += booked->wind;
+    ledger->external += booked->external;
+    ledger->pins += booked->pins;
+    ledger->colliders += booked->colliders;
+    ledger->constraints += booked->constraints;
+    ledger->user += booked->user;
+}
+
+void ms_ledger_add_flow(ms_ledger* ledger, const ms_flow* flow) {
+    ledger->dampers += flow->dampers;
+    ledger->drag += flow->drag;
+    ledger->wind += flow->wind;
+    ledger->external += flow->external;
+    ledger->pins += flow->pins;
+}
+
+int ms_ledger_finite(const ms_ledger* l) {
+    return isfinite(l->dampers) && isfinite(l->drag) && isfinite(l->contact) && isfinite(l->energy_loss) &&
+           isfinite(l->wind) && isfinite(l->external) && isfinite(l->pins) && isfinite(l->colliders) &&
+           isfinite(l->constraints) && isfinite(l->user);
 }
 
 void ms_state_momentum(const ms_model* m, const ms_state* s, double out[3]) {

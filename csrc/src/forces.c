@@ -275,15 +275,15 @@ double ms_spring_forces(const ms_model* m, int64_t begin, int64_t end, const dou
     return power;
 }
 
-double ms_node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
-                      const double* restrict external, double t, int64_t begin, int64_t end, double* restrict f) {
+void ms_node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
+                    const double* restrict external, double t, int64_t begin, int64_t end, double* restrict f,
+                    ms_flow* flow) {
     const double* restrict mass = m->mass;
     const uint8_t* restrict pinned = m->pinned;
     const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
     const double drag = m->opt.drag;
-    double power = 0.0;
-    /* f = m g + external - drag (v - wind).  Drag on a pinned node does no work (the node
-       ignores forces), so only free nodes count towards the power.  Terms that are off are
+    /* f = m g + external - drag (v - wind).  Forces on a pinned node do no work (the node
+       ignores them), so only free nodes count towards the flows.  Terms that are off are
        not read at all: this loop is a good part of a step's memory traffic on a large
        system. */
     const ms_air* air = &m->opt.air;
@@ -295,17 +295,15 @@ double ms_node_forces(const ms_model* m, const double* restrict x, const double*
             fi[1] = mass[i] * gy;
             fi[2] = mass[i] * gz;
         }
-        return 0.0;
+        return;
     }
+    double dissipated = 0.0, wind_power = 0.0, external_power = 0.0;
     for (int64_t i = begin; i < end; ++i) {
         const double* vi = v + 3 * i;
         double* fi = f + 3 * i;
-        double relative[3] = {vi[0], vi[1], vi[2]};
-        if (windy) {
-            double wind[3];
-            ms_wind(air, x + 3 * i, t, wind);
-            relative[0] -= wind[0], relative[1] -= wind[1], relative[2] -= wind[2];
-        }
+        double wind[3] = {0.0, 0.0, 0.0};
+        if (windy) ms_wind(air, x + 3 * i, t, wind);
+        const double relative[3] = {vi[0] - wind[0], vi[1] - wind[1], vi[2] - wind[2]};
         fi[0] = mass[i] * gx - drag * relative[0];
         fi[1] = mass[i] * gy - drag * relative[1];
         fi[2] = mass[i] * gz - drag * relative[2];
@@ -314,37 +312,86 @@ double ms_node_forces(const ms_model* m, const double* restrict x, const double*
             fi[0] += ei[0];
             fi[1] += ei[1];
             fi[2] += ei[2];
+            if (!pinned[i]) external_power += ei[0] * vi[0] + ei[1] * vi[1] + ei[2] * vi[2];
         }
-        /* power taken out by drag: drag (v - wind).v */
-        if (drag != 0.0 && !pinned[i])
-            power += drag * (relative[0] * vi[0] + relative[1] * vi[1] + relative[2] * vi[2]);
+        /* The drag's power on the node, -b (v - w).v, splits as
+             -b |v - w|^2        (dissipated: the node moving through the air, >= 0 removed)
+             -b (v - w).w        (the wind's work: the air carrying the node along). */
+        if (drag != 0.0 && !pinned[i]) {
+            dissipated += drag * (relative[0] * relative[0] + relative[1] * relative[1] + relative[2] * relative[2]);
+            if (windy) wind_power -= drag * (relative[0] * wind[0] + relative[1] * wind[1] + relative[2] * wind[2]);
+        }
+    }
+    if (flow != NULL) {
+        flow->drag += dissipated;
+        flow->wind += wind_power;
+        flow->external += external_power;
+    }
+}
+
+double ms_external_power(const ms_model* m, const double* restrict external, const double* restrict v) {
+    double power = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        if (!m->pinned[i])
+            power += external[3 * i] * v[3 * i] + external[3 * i + 1] * v[3 * i + 1] + external[3 * i + 2] * v[3 * i + 2];
+    return power;
+}
+
+double ms_pin_power(const ms_model* m, const double* restrict x, const double* restrict v,
+                    const double* restrict external, double t, const double* restrict f, int64_t begin, int64_t end) {
+    /* A pinned node p moving with v_p stretches its springs: they gain -f_p.v_p from it,
+       where f_p is the force of its springs (and its share of the air on its triangles)
+       on it.  That is f minus the node's own forces, which the node ignores. */
+    const double* g = m->opt.gravity;
+    const double drag = m->opt.drag;
+    const int windy = drag != 0.0 && ms_air_has_wind(&m->opt.air);
+    double power = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+        if (!m->pinned[i]) continue;
+        const double* vi = v + 3 * i;
+        if (vi[0] == 0.0 && vi[1] == 0.0 && vi[2] == 0.0) continue;
+        double wind[3] = {0.0, 0.0, 0.0};
+        if (windy) ms_wind(&m->opt.air, x + 3 * i, t, wind);
+        for (int a = 0; a < 3; ++a) {
+            double own = m->mass[i] * g[a];
+            if (drag != 0.0) own -= drag * (vi[a] - wind[a]);
+            if (external != NULL) own += external[3 * i + a];
+            power -= (f[3 * i + a] - own) * vi[a];
+        }
     }
     return power;
 }
 
 /* Every force that is not a spring: the nodes' own forces and the air on the triangles. */
-static double node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                          double* f) {
-    double power = ms_node_forces(m, x, v, external, t, 0, m->nnode, f);
-    if (m->nface > 0) power += ms_face_forces(m, x, v, t, f);
-    return power;
+static void node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                        double* f, ms_flow* flow) {
+    ms_node_forces(m, x, v, external, t, 0, m->nnode, f, flow);
+    if (m->nface > 0) ms_face_forces(m, x, v, t, f, flow);
 }
 
-double ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                 double* f) {
-    const double power = node_forces(m, x, v, external, t, f);
-    return power + spring_loop(m->springs, m->rest, m->k, m->c, m->nspring, x, v, f);
+void ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t, double* f,
+               ms_flow* flow) {
+    ms_flow flows = {0.0, 0.0, 0.0, 0.0, 0.0};
+    node_forces(m, x, v, external, t, f, &flows);
+    flows.dampers = spring_loop(m->springs, m->rest, m->k, m->c, m->nspring, x, v, f);
+    flows.pins = ms_pin_power(m, x, v, external, t, f, 0, m->nnode);
+    if (flow != NULL) *flow = flows;
 }
 
-double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                      double* f) {
-    const double power = node_forces(m, x, v, external, t, f);
-    return power + ms_spring_forces(m, 0, m->nspring, x, v, f);
+void ms_step_forces(const ms_model* m, const ms_state* s, const double* x, const double* v, double t, double* f,
+                    ms_flow* flow) {
+    const double* external = ms_active_external(s);
+    ms_flow flows = {0.0, 0.0, 0.0, 0.0, 0.0};
+    node_forces(m, x, v, external, t, f, &flows);
+    flows.dampers = ms_spring_forces(m, 0, m->nspring, x, v, f);
+    if (s->moving_pins) flows.pins = ms_pin_power(m, x, v, external, t, f, 0, m->nnode);
+    *flow = flows;
 }
 
-double ms_state_forces(ms_model* m, ms_state* s) {
+void ms_state_forces(ms_model* m, ms_state* s, ms_flow* flow) {
     ms_model_refresh_sorted(m);
-    int active = 0; /* as ms_step decides it: a zero external force is not read */
-    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !active; ++q) active = s->external[q] != 0.0;
-    return ms_step_forces(m, s->x, s->v, active ? s->external : NULL, s->t, s->f);
+    ms_state_prepare(m, s); /* as ms_step decides what is active */
+    ms_flow flows;
+    ms_step_forces(m, s, s->x, s->v, s->t, s->f, &flows);
+    if (flow != NULL) *flow = flows;
 }

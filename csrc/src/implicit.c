@@ -159,7 +159,7 @@ static int conjugate_gradient(const ms_model* m, const double* inv_mass, const d
 }
 
 int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restrict x, const double* restrict v,
-                           double* restrict x_out, double* restrict v_out, double h, double* dissipated) {
+                           double* restrict x_out, double* restrict v_out, double h, ms_flow* flow) {
     const int64_t nnode = m->nnode, n3 = 3 * nnode;
     const double* inv_mass = s->inv_mass;
     double* work = s->implicit_work;
@@ -178,7 +178,8 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
     stats->newton_converged = 0;
 
     /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v. */
-    ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
+    ms_step_forces(m, s, x, v, s->t, s->f, &rate);
     ms_spring_blocks(m, x, blocks);
     ms_system_product(m, inv_mass, blocks, 0.0, 0.0, 1.0, v, rhs);
     for (int64_t i = 0; i < nnode; ++i)
@@ -187,7 +188,6 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
             rhs[q] = inv_mass[i] == 0.0 ? 0.0 : h * s->f[q] - h * h * rhs[q];
         }
     memset(dv, 0, sizeof(double) * (size_t)n3);
-    double power = 0.0;
     for (;;) {
         assemble_diagonal(m, inv_mass, blocks, h, w.diagonal);
         int converged;
@@ -199,8 +199,9 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
             v_out[q] = v[q] + dv[q];
             x_out[q] = x[q] + h * v_out[q];
         }
-        /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power). */
-        power = ms_step_forces(m, x_out, v_out, ms_active_external(s), s->t + h, force);
+        /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power,
+           which backward Euler integrates its flows with). */
+        ms_step_forces(m, s, x_out, v_out, s->t + h, force, &rate);
         double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
         const double* g = m->opt.gravity;
         const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
@@ -234,10 +235,10 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
         ms_spring_blocks(m, x_out, blocks);
     }
     if (!stats->cg_converged) stats->cg_failures += 1;
-    *dissipated = h * power;
+    ms_flow_add(flow, &rate, h);
     double probe = 0.0;
     for (int64_t q = 0; q < n3; ++q) probe += (x_out[q] - x_out[q]) + (v_out[q] - v_out[q]);
     /* A non-finite residual means the linear algebra broke down (e.g. h^2 overflowed):
        the step is not trusted even if the iterate happens to be finite. */
-    return probe == 0.0 && isfinite(stats->newton_residual) && isfinite(stats->cg_residual);
+    return probe == 0.0 && isfinite(stats->newton_residual) && isfinite(stats->cg_residual) && ms_flow_finite(flow);
 }

@@ -110,32 +110,48 @@ void ms_euler_commit(const double* inv_mass, double* x, double* v, const double*
     ms_euler_into(inv_mass, x, v, f, h, explicit_euler, begin, end, x, v);
 }
 
+void ms_flow_add(ms_flow* flow, const ms_flow* rate, double weight) {
+    flow->dampers += weight * rate->dampers;
+    flow->drag += weight * rate->drag;
+    flow->wind += weight * rate->wind;
+    flow->external += weight * rate->external;
+    flow->pins += weight * rate->pins;
+}
+
+int ms_flow_finite(const ms_flow* flow) {
+    return isfinite(flow->dampers) && isfinite(flow->drag) && isfinite(flow->wind) && isfinite(flow->external) &&
+           isfinite(flow->pins);
+}
+
 /* The two Euler methods as double-buffered steps, for steps with constraints, colliders or
-   energy loss; without them the driver steps in place (euler_in_place below). */
+   energy loss; without them the driver steps in place (euler_in_place below).  Both take
+   the power at the start of the step, as they take the force. */
 
 int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
-                           double* v_out, double h, double* dissipated) {
-    const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
-    *dissipated = h * power;
+                           double* v_out, double h, ms_flow* flow) {
+    ms_flow rate;
+    ms_step_forces(m, s, x, v, s->t, s->f, &rate);
+    ms_flow_add(flow, &rate, h);
     return ms_euler_into(s->inv_mass, x, v, s->f, h, 1, 0, m->nnode, x_out, v_out);
 }
 
 int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v, double* x_out,
-                             double* v_out, double h, double* dissipated) {
-    const double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
-    *dissipated = h * power;
+                             double* v_out, double h, ms_flow* flow) {
+    ms_flow rate;
+    ms_step_forces(m, s, x, v, s->t, s->f, &rate);
+    ms_flow_add(flow, &rate, h);
     return ms_euler_into(s->inv_mass, x, v, s->f, h, 0, 0, m->nnode, x_out, v_out);
 }
 
 /* One Euler step in place (no constraints, colliders or energy loss).  Returns 1 if it
    was taken, 0 if it would have left a non-finite value, and then x and v are as they
    were (s->f holds the forces that would have been applied). */
-static int euler_in_place(const ms_model* m, ms_state* s, double h, double* dissipated) {
+static int euler_in_place(const ms_model* m, ms_state* s, double h, ms_flow* flow) {
     const int explicit_euler = m->opt.integrator == MS_EXPLICIT_EULER;
-    const double power = ms_step_forces(m, s->x, s->v, ms_active_external(s), s->t, s->f);
-    *dissipated = h * power;
-    if (!isfinite(*dissipated) ||
-        !ms_euler_check(s->inv_mass, s->x, s->v, s->f, h, explicit_euler, 0, m->nnode))
+    ms_flow rate;
+    ms_step_forces(m, s, s->x, s->v, s->t, s->f, &rate);
+    ms_flow_add(flow, &rate, h);
+    if (!ms_flow_finite(flow) || !ms_euler_check(s->inv_mass, s->x, s->v, s->f, h, explicit_euler, 0, m->nnode))
         return 0;
     ms_euler_commit(s->inv_mass, s->x, s->v, s->f, h, explicit_euler, 0, m->nnode);
     return 1;
@@ -153,18 +169,19 @@ static int has_velocity_forces(const ms_model* m) {
 
 int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restrict x,
                             const double* restrict v, double* restrict x_out, double* restrict v_out,
-                            double h, double* dissipated) {
+                            double h, ms_flow* flow) {
     /* v1/2 = v + h/2 a(x, v);  x' = x + h v1/2;  v' = v1/2 + h/2 a(x', v~), where
        v~ = v1/2 + h/2 a(x', v1/2) predicts the end velocity for the dampers and drag.
        Without that prediction velocity-dependent forces would see v1/2 and the method
-       would drop to first order.  Dissipation uses the trapezoid rule on (start, v~). */
+       would drop to first order.  The flows use the trapezoid rule on (start, v~). */
     const int64_t n3 = 3 * m->nnode;
     const double half = 0.5 * h;
     const double* restrict inv_mass = s->inv_mass;
     double* restrict v_predicted = s->work;
     double* restrict f_end = s->work + n3;
 
-    const double power_start = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
+    ms_flow rate_start, rate_end;
+    ms_step_forces(m, s, x, v, s->t, s->f, &rate_start);
     const double* restrict f = s->f;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double w = half * inv_mass[i];
@@ -174,13 +191,13 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
             x_out[q] = x[q] + h * v_out[q];
         }
     }
-    double power_end = ms_step_forces(m, x_out, v_out, ms_active_external(s), s->t + h, f_end);
+    ms_step_forces(m, s, x_out, v_out, s->t + h, f_end, &rate_end);
     if (s->velocity_forces) {
         for (int64_t i = 0; i < m->nnode; ++i) {
             const double w = half * inv_mass[i];
             for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + w * f_end[3 * i + a];
         }
-        power_end = ms_step_forces(m, x_out, v_predicted, ms_active_external(s), s->t + h, f_end);
+        ms_step_forces(m, s, x_out, v_predicted, s->t + h, f_end, &rate_end);
     }
     double probe = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
@@ -192,24 +209,29 @@ int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* restri
             PROBE(probe, v_out[q]);
         }
     }
-    *dissipated = half * (power_start + power_end);
-    return probe == 0.0;
+    /* The external force's power at the end is taken with the end velocity itself (the
+       forces above saw v1/2 or the prediction): the work of a constant force is then exact. */
+    if (ms_active_external(s) != NULL) rate_end.external = ms_external_power(m, s->external, v_out);
+    ms_flow_add(flow, &rate_start, half);
+    ms_flow_add(flow, &rate_end, half);
+    return probe == 0.0 && ms_flow_finite(flow);
 }
 
 int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const double* restrict v,
-                double* restrict x_out, double* restrict v_out, double h, double* dissipated) {
+                double* restrict x_out, double* restrict v_out, double h, ms_flow* flow) {
     /* Classical RK4 on (x, v) with slopes (v, a):  stage k evaluates a at
        (x + c_k h v_{k-1}, v + c_k h a_{k-1}) with c = (0, 1/2, 1/2, 1), and the update
-       weights the four slopes by (1, 2, 2, 1) / 6.  The dissipated power is integrated
-       with the same weights. */
+       weights the four slopes by (1, 2, 2, 1) / 6.  The flows are integrated with the same
+       weights. */
     const int64_t nnode = m->nnode, n3 = 3 * nnode;
     const double* restrict inv_mass = s->inv_mass;
     double* restrict x_stage = s->work;
     double* restrict v_stage = s->work + n3;
     double* restrict f_stage = s->work + 2 * n3;
 
-    double power = ms_step_forces(m, x, v, ms_active_external(s), s->t, s->f);
-    double energy = power;
+    ms_flow rate;
+    ms_step_forces(m, s, x, v, s->t, s->f, &rate);
+    ms_flow_add(flow, &rate, h / 6.0);
     const double* restrict f = s->f;
     for (int64_t i = 0; i < nnode; ++i) {
         const double im = inv_mass[i];
@@ -226,9 +248,9 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
     static const double next_offset[3] = {0.5, 1.0, 0.0};  /* where slope k+1 is taken */
     static const double stage_time[3] = {0.5, 0.5, 1.0};   /* when slopes 2, 3, 4 are taken */
     for (int stage = 0; stage < 3; ++stage) {
-        power = ms_step_forces(m, x_stage, v_stage, ms_active_external(s), s->t + stage_time[stage] * h, f_stage);
-        energy += stage_weight[stage] * power;
         const double weight = stage_weight[stage] * h / 6.0;
+        ms_step_forces(m, s, x_stage, v_stage, s->t + stage_time[stage] * h, f_stage, &rate);
+        ms_flow_add(flow, &rate, weight);
         const double offset = next_offset[stage] * h;
         for (int64_t i = 0; i < nnode; ++i) {
             const double im = inv_mass[i];
@@ -248,8 +270,7 @@ int ms_step_rk4(const ms_model* m, ms_state* s, const double* restrict x, const 
         PROBE(probe, x_out[q]);
         PROBE(probe, v_out[q]);
     }
-    *dissipated = (h / 6.0) * energy;
-    return probe == 0.0;
+    return probe == 0.0 && ms_flow_finite(flow);
 }
 
 static const ms_step_function step_functions[MS_INTEGRATOR_COUNT] = {
@@ -276,22 +297,47 @@ static double apply_energy_loss(const ms_model* m, const ms_state* s, double* re
 
 /* One full step: the integrator, energy loss, then the constraints (strain limiting,
    self-collision, contacts: contacts last, so no node ends a step inside a collider).
-   Returns 1 if the new state is finite, 0 if not, -1 if memory ran out. */
+   *booked receives what the step adds to the ledger.  Returns 1 if the new state is
+   finite, 0 if not, -1 if memory ran out. */
 static int advance(const ms_model* m, ms_state* s, ms_step_function step, const double* x, const double* v,
-                   double* x_next, double* v_next, double h, double* dissipated) {
-    int finite = step(m, s, x, v, x_next, v_next, h, dissipated);
-    if (finite && m->opt.energy_loss > 0.0) *dissipated += apply_energy_loss(m, s, v_next, m->opt.energy_loss);
-    if (finite && (m->opt.strain_limiting || m->ncollider > 0 || m->opt.self_collision > 0.0)) {
+                   double* x_next, double* v_next, double h, ms_ledger* booked) {
+    ms_flow flow = {0.0, 0.0, 0.0, 0.0, 0.0};
+    int finite = step(m, s, x, v, x_next, v_next, h, &flow);
+    ms_ledger_add_flow(booked, &flow);
+    if (finite && m->opt.energy_loss > 0.0) booked->energy_loss += apply_energy_loss(m, s, v_next, m->opt.energy_loss);
+    if (finite && (m->opt.strain_limiting || m->opt.self_collision > 0.0)) {
+        /* Position corrections are not forces: what they change of the mechanical energy
+           is booked as their work, less the approach velocity that self-collision removes
+           (dissipated as contact), so the ledger stays exact. */
+        const double before = ms_mechanical_energy(m, x_next, v_next);
+        double removed = 0.0;
         if (m->opt.strain_limiting) ms_limit_strain(m, s->inv_mass, x_next, v_next, h);
         if (m->opt.self_collision > 0.0) {
-            const double removed = ms_self_collide(m, s, x_next, v_next);
+            removed = ms_self_collide(m, s, x_next, v_next);
             if (removed < 0.0) return -1;
-            *dissipated += removed;
         }
-        if (m->ncollider > 0) *dissipated += ms_collide(m, s, x, x_next, v_next, h);
-        finite = ms_all_finite(x_next, 3 * (size_t)m->nnode) && ms_all_finite(v_next, 3 * (size_t)m->nnode);
+        booked->contact += removed;
+        booked->constraints += ms_mechanical_energy(m, x_next, v_next) - before + removed;
     }
-    return finite && isfinite(*dissipated);
+    if (finite && m->ncollider > 0) {
+        const ms_contact contact = ms_collide(m, s, x, x_next, v_next, h);
+        booked->contact += contact.dissipated;
+        booked->colliders += contact.work;
+    }
+    if (finite && (m->opt.strain_limiting || m->ncollider > 0 || m->opt.self_collision > 0.0))
+        finite = ms_all_finite(x_next, 3 * (size_t)m->nnode) && ms_all_finite(v_next, 3 * (size_t)m->nnode);
+    return finite && ms_ledger_finite(booked);
+}
+
+void ms_state_prepare(const ms_model* m, ms_state* s) {
+    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->velocity_forces = has_velocity_forces(m);
+    s->external_active = 0;
+    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
+        s->external_active = s->external[q] != 0.0;
+    s->moving_pins = 0;
+    for (int64_t i = 0; i < m->nnode && !s->moving_pins; ++i)
+        s->moving_pins = m->pinned[i] && (s->v[3 * i] != 0.0 || s->v[3 * i + 1] != 0.0 || s->v[3 * i + 2] != 0.0);
 }
 
 int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
@@ -312,13 +358,18 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
                          m->ncollider == 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0 &&
                          m->opt.energy_loss == 0.0;
     if (!in_place && ms_state_ensure_next(m, s, err)) return MS_ERR_MEMORY;
-    if (m->ncollider > 0) ms_state_clearance(m, s);
-
-    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
-    s->velocity_forces = has_velocity_forces(m);
-    s->external_active = 0;
-    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
-        s->external_active = s->external[q] != 0.0;
+    if (m->ncollider > 0) {
+        if (ms_state_ensure_pushes(m, s, err)) return MS_ERR_MEMORY;
+        memset(s->pushed, 0, (size_t)m->nnode); /* a diverged step may have left marks */
+        ms_state_clearance(m, s);
+    }
+    ms_state_prepare(m, s);
+    /* What the caller changed since the state was watched (not before the first step,
+       which is the set-up of the initial state). */
+    if (s->watched) {
+        if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
+        s->watched = 0;
+    }
 
     const ms_step_function step = step_functions[integrator];
     const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
@@ -342,14 +393,14 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         /* Each step checks its update before writing it, so no copy of the state is
            kept: touching only x, v and f is what makes the Euler methods fast and small. */
         for (int64_t done = 0; done < n && !parallel; ++done) {
-            double dissipated = 0.0;
-            if (!euler_in_place(m, s, h, &dissipated)) {
+            ms_flow flow = {0.0, 0.0, 0.0, 0.0, 0.0};
+            if (!euler_in_place(m, s, h, &flow)) {
                 failed = done;
                 break;
             }
             s->t += h;
             s->steps += 1;
-            s->dissipated += dissipated;
+            ms_ledger_add_flow(&s->ledger, &flow);
         }
     } else {
         /* Double-buffered: a step reads one half and writes the other, so the last
@@ -359,8 +410,8 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
         double* x_next = s->x_next;
         double* v_next = s->v_next;
         for (int64_t done = 0; done < n && !parallel; ++done) {
-            double dissipated = 0.0;
-            int advanced = advance(m, s, step, x, v, x_next, v_next, h, &dissipated);
+            ms_ledger booked = {0};
+            int advanced = advance(m, s, step, x, v, x_next, v_next, h, &booked);
             if (advanced < 0) {
                 status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
                 failed = done;
@@ -378,7 +429,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
             v_next = swap;
             s->t += h;
             s->steps += 1;
-            s->dissipated += dissipated;
+            ms_ledger_add(&s->ledger, &booked);
             if (m->ncollider > 0) ms_move_colliders(m, h);
         }
         if (x != s->x) {
@@ -397,6 +448,10 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
             err->step = s->steps + 1;
             err->time = s->t;
         }
+    }
+    if (s->watch_after_step) {
+        s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
+        s->watched = 1;
     }
     if (status == MS_OK) ms_error_clear(err);
     return status;

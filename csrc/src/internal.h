@@ -45,14 +45,42 @@ int64_t ms_model_unit_start(const ms_model* m, int64_t r);
 void ms_model_refresh_sorted(ms_model* m);
 
 /* ms_forces for the step: the same forces, with the springs visited in node order from
-   the sorted copies (valid during an ms_step call, after ms_model_refresh_sorted). */
-double ms_step_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                      double* f);
+   the sorted copies (valid during an ms_step call, after ms_model_refresh_sorted), the
+   external force if s->external_active, and the pins' power if s->moving_pins.  *flow
+   receives the power flows (W). */
+void ms_step_forces(const ms_model* m, const ms_state* s, const double* x, const double* v, double t, double* f,
+                    ms_flow* flow);
 
 /* Gravity, external force and drag relative to the wind of nodes [begin, end), written to
-   f (the air on the triangles is separate: ms_face_forces); returns the drag's power (W). */
-double ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                      int64_t begin, int64_t end, double* f);
+   f (the air on the triangles is separate: ms_face_forces); adds the drag's, the wind's
+   and the external force's power (W) to flow (or NULL). */
+void ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                    int64_t begin, int64_t end, double* f, ms_flow* flow);
+
+/* The external force's power sum external.v over the free nodes (W). */
+double ms_external_power(const ms_model* m, const double* external, const double* v);
+
+/* The power (W) that the pinned nodes of [begin, end) put into the system by moving with
+   their velocities, once f holds the complete force on them. */
+double ms_pin_power(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                    const double* f, int64_t begin, int64_t end);
+
+/* What a step needs to know of the state before it starts: inverse masses (0 for pinned
+   nodes), whether some force depends on velocity, whether the external force is non-zero
+   anywhere, and whether a pinned node moves. */
+void ms_state_prepare(const ms_model* m, ms_state* s);
+
+/* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
+double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
+
+/* ledger += what a step booked; ledger += the integrated flows of its forces. */
+void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked);
+void ms_ledger_add_flow(ms_ledger* ledger, const ms_flow* flow);
+int ms_ledger_finite(const ms_ledger* ledger);
+
+/* flow += weight * rate: a step integrates its forces' power with its own quadrature. */
+void ms_flow_add(ms_flow* flow, const ms_flow* rate, double weight);
+int ms_flow_finite(const ms_flow* flow);
 
 /* Vector code for x86-64 processors with AVX2, compiled beside the plain code (unless
    MS_NO_AVX2 is defined) and chosen at run time (ms_avx2_supported): the spring blocks (ms_model_sort_springs makes blocks only
@@ -109,19 +137,40 @@ void ms_system_product(const ms_model* m, const double* inv_mass, const double* 
 /* Strain limiting (Provot 1995) on (x, v) after a step of size h. */
 void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, double* v, double h);
 
+/* What contact did in a step (J).  A push of node i (mass m) against a collider moving
+   with velocity V takes its velocity from v to v' and its position from x to x':
+     dissipated = 1/2 m (|v - V|^2 - |v' - V|^2) >= 0   (restitution and friction, in the
+                                                         collider's frame)
+     work       = m V.(v' - v) - m g.(x' - x) + the springs' energy change from the move
+   so that kinetic + gravity + spring + dissipated - work does not change. */
+typedef struct ms_contact {
+    double dissipated;
+    double work;
+    int64_t pushes; /* nodes moved, whose springs' energy change is still to be added */
+} ms_contact;
+
 /* Contact with every collider (at its end-of-step position) for the free nodes of (x, v),
    which moved from x_old during a step of size h: projection out of the collider, then
-   restitution and friction.  Returns the energy removed (J): kinetic energy lost minus the
-   gravitational energy added by the projection. */
-double ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h);
+   restitution and friction.  The work includes the springs' energy change. */
+ms_contact ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h);
 
-/* ms_collide for nodes [begin, end) only.  Each node meets the colliders in their order
-   and independently of the other nodes, so splitting the nodes changes no node's result
-   (only the order in which the removed energy is summed).  clearance (nnode x ncollider,
+/* ms_collide for nodes [begin, end) only, without the springs' energy change: each moved
+   node is marked in s->pushed with its position before its first push in s->push_from,
+   for ms_push_spring_energy.  Each node meets the colliders in their order and
+   independently of the other nodes, so splitting the nodes changes no node's result
+   (only the order in which the energies are summed).  s->clearance (nnode x ncollider,
    from ms_state_clearance, or NULL) carries each node's known gap from step to step, so
    a node far from a collider is passed over without evaluating its distance. */
-double ms_collide_nodes(const ms_model* m, const double* inv_mass, double* clearance, const double* x_old,
-                        double* x, double* v, double h, int64_t begin, int64_t end);
+ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h,
+                            int64_t begin, int64_t end);
+
+/* The change of the springs' energy (J) from the positions in s->push_from of the nodes
+   marked in s->pushed to their positions in x; clears the marks.  Springs are summed in
+   their order, so the result does not depend on how the nodes were split. */
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x);
+
+/* s->push_from and s->pushed, allocated on first use (systems with colliders). */
+int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
    m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed
@@ -139,7 +188,7 @@ void ms_move_colliders(ms_model* m, double h);
    through the double buffer (s->x_next, s->v_next, which must be allocated), each worker
    applying the contacts of its own nodes, and moves the colliders after every step.  It
    stops before the first step that would leave a non-finite value and returns the number
-   of steps taken (t, steps and dissipated advanced for them; the state is left in s->x and
+   of steps taken (t, steps and the ledger advanced for them; the state is left in s->x and
    s->v).  *failed is set when threads could not be
    started, and then nothing has changed. */
 #define MS_PARALLEL_MIN_SPRINGS 10000
@@ -163,19 +212,20 @@ int ms_euler_into(const double* inv_mass, const double* x, const double* v, cons
 
 /* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
    alias them.  s->f receives the force at the start of the step and s->inv_mass must hold
-   1/m for free nodes and 0 for pinned ones.  *dissipated receives the energy removed
-   during the step by dampers and drag (J).  Returns 1 if x_out and v_out are finite. */
+   1/m for free nodes and 0 for pinned ones.  *flow receives (added) the flows of the
+   forces over the step (J), integrated with the method's own quadrature.  Returns 1 if
+   x_out, v_out and the flows are finite. */
 typedef int (*ms_step_function)(const ms_model* m, ms_state* s, const double* x, const double* v,
-                                double* x_out, double* v_out, double h, double* dissipated);
+                                double* x_out, double* v_out, double h, ms_flow* flow);
 int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                           double* x_out, double* v_out, double h, double* dissipated);
+                           double* x_out, double* v_out, double h, ms_flow* flow);
 int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                             double* x_out, double* v_out, double h, double* dissipated);
+                             double* x_out, double* v_out, double h, ms_flow* flow);
 int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* x, const double* v,
-                            double* x_out, double* v_out, double h, double* dissipated);
+                            double* x_out, double* v_out, double h, ms_flow* flow);
 int ms_step_rk4(const ms_model* m, ms_state* s, const double* x, const double* v,
-                double* x_out, double* v_out, double h, double* dissipated);
+                double* x_out, double* v_out, double h, ms_flow* flow);
 int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                           double* x_out, double* v_out, double h, double* dissipated);
+                           double* x_out, double* v_out, double h, ms_flow* flow);
 
 #endif

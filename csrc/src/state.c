@@ -57,7 +57,9 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
     }
     copy->t = s->t;
     copy->steps = s->steps;
-    copy->dissipated = s->dissipated;
+    copy->ledger = s->ledger;
+    copy->watched = s->watched;
+    copy->watched_energy = s->watched_energy;
     copy->solver = s->solver;
     return copy;
 }
@@ -70,6 +72,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->x_next); /* v_next shares its allocation */
     ms_self_work_free(s->self_work);
     free(s->clearance);
+    free(s->push_from); /* pushed and the node-spring lists share its allocation */
     free(s->buffer);
     free(s);
 }
@@ -81,8 +84,42 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     memset(s->f, 0, bytes);
     s->t = 0.0;
     s->steps = 0;
-    s->dissipated = 0.0;
+    memset(&s->ledger, 0, sizeof s->ledger);
+    s->watched = 0;
     memset(&s->solver, 0, sizeof s->solver);
+}
+
+void ms_state_watch(const ms_model* m, ms_state* s) {
+    if (s->watched) return; /* the energy before the first change is the one to compare with */
+    s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
+    s->watched = 1;
+}
+
+int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->push_from != NULL) return MS_OK;
+    const size_t count = (size_t)m->nnode, springs = (size_t)m->nspring;
+    /* push_from, node_spring_start, node_springs, pushed: widest first, so each is aligned */
+    s->push_from = malloc(sizeof(double) * 3 * count + sizeof(int64_t) * (count + 1) +
+                          sizeof(int32_t) * 2 * springs + count);
+    if (s->push_from == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
+                            (long long)m->nnode);
+    s->node_spring_start = (int64_t*)(s->push_from + 3 * count);
+    s->node_springs = (int32_t*)(s->node_spring_start + count + 1);
+    s->pushed = (uint8_t*)(s->node_springs + 2 * springs);
+    memset(s->pushed, 0, count);
+    /* counting sort of the spring ends by node */
+    int64_t* start = s->node_spring_start;
+    memset(start, 0, sizeof(int64_t) * (count + 1));
+    for (size_t e = 0; e < 2 * springs; ++e) start[m->springs[e] + 1] += 1;
+    for (size_t i = 0; i < count; ++i) start[i + 1] += start[i];
+    for (size_t e = 0; e < 2 * springs; ++e) {
+        const int32_t node = m->springs[e];
+        s->node_springs[start[node]++] = (int32_t)(e / 2);
+    }
+    for (size_t i = count; i > 0; --i) start[i] = start[i - 1];
+    start[0] = 0;
+    return MS_OK;
 }
 
 int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {

@@ -70,8 +70,8 @@ struct worker {
     int64_t node_begin, node_end;     /* nodes integrated by this worker */
     int64_t touch_begin, touch_end;   /* nodes its springs touch: its buffer's range */
     double* buffer;                   /* 3 x (touch_end - touch_begin) */
-    double power;                     /* W taken out by its dampers and its nodes' drag */
-    double contact;                   /* J taken out by contact at its nodes in this step */
+    ms_flow flow;                     /* W: its springs' dampers, its nodes' own forces and pins */
+    ms_contact contact;               /* J: contact at its nodes in this step */
     int sense;                        /* its side of the barrier */
     int bad;                          /* its nodes would become non-finite in this step */
 };
@@ -108,8 +108,10 @@ static void spring_phase(worker* w, const halves* now) {
     const ms_model* m = w->team->m;
     memset(w->buffer, 0, sizeof(double) * 3 * (size_t)(w->touch_end - w->touch_begin));
     /* the buffer covers nodes [touch_begin, touch_end): shift it so it is indexed by node */
-    w->power = ms_spring_forces(m, w->spring_begin, w->spring_end, now->x,
-                                now->v, w->buffer - 3 * w->touch_begin);
+    const ms_flow none = {0.0, 0.0, 0.0, 0.0, 0.0};
+    w->flow = none;
+    w->flow.dampers = ms_spring_forces(m, w->spring_begin, w->spring_end, now->x, now->v,
+                                       w->buffer - 3 * w->touch_begin);
 }
 
 static void node_phase(worker* w, double t, const halves* now) {
@@ -121,7 +123,7 @@ static void node_phase(worker* w, double t, const halves* now) {
     double* restrict v = now->v;
     double* restrict f = st->f;
     /* the nodes' own forces, then every worker's spring buffer in worker order */
-    w->power += ms_node_forces(m, x, v, ms_active_external(st), t, w->node_begin, w->node_end, f);
+    ms_node_forces(m, x, v, ms_active_external(st), t, w->node_begin, w->node_end, f, &w->flow);
     for (int k = 0; k < tm->count; ++k) {
         const worker* other = &tm->workers[k];
         const int64_t begin = other->touch_begin > w->node_begin ? other->touch_begin : w->node_begin;
@@ -130,6 +132,7 @@ static void node_phase(worker* w, double t, const halves* now) {
         for (int64_t q = 3 * begin; q < 3 * end; ++q) f[q] += part[q];
     }
     const int64_t begin = w->node_begin, end = w->node_end;
+    if (st->moving_pins) w->flow.pins = ms_pin_power(m, x, v, ms_active_external(st), t, f, begin, end);
     if (!tm->buffered) {
         /* checked only: a worker writes its nodes once every worker's check has passed */
         w->bad = !ms_euler_check(st->inv_mass, x, v, f, h, tm->explicit_euler, begin, end);
@@ -138,9 +141,10 @@ static void node_phase(worker* w, double t, const halves* now) {
     /* into the other half, then contact for these nodes (each node on its own, so it
        does not matter which worker does it), then the finiteness of the result */
     int finite = ms_euler_into(st->inv_mass, x, v, f, h, tm->explicit_euler, begin, end, now->x_next, now->v_next);
-    w->contact = 0.0;
+    const ms_contact none = {0.0, 0.0, 0};
+    w->contact = none;
     if (finite) {
-        w->contact = ms_collide_nodes(m, st->inv_mass, st->clearance, x, now->x_next, now->v_next, h, begin, end);
+        w->contact = ms_collide_nodes(m, st, x, now->x_next, now->v_next, h, begin, end);
         finite = ms_all_finite(now->x_next + 3 * begin, 3 * (size_t)(end - begin)) &&
                  ms_all_finite(now->v_next + 3 * begin, 3 * (size_t)(end - begin));
     }
@@ -166,15 +170,18 @@ static void* run_worker(void* argument) {
         node_phase(w, t, &now);
         spin_barrier_wait(&tm->barrier, &w->sense);
         int bad = 0;
-        double power = 0.0, contact = 0.0;
+        ms_flow flow = {0.0, 0.0, 0.0, 0.0, 0.0};
+        ms_contact contact = {0.0, 0.0, 0};
         for (int k = 0; k < tm->count; ++k) {
-            bad |= tm->workers[k].bad;
-            power += tm->workers[k].power;
-            contact += tm->workers[k].contact;
+            const worker* other = &tm->workers[k];
+            bad |= other->bad;
+            ms_flow_add(&flow, &other->flow, tm->h);
+            contact.dissipated += other->contact.dissipated;
+            contact.work += other->contact.work;
+            contact.pushes += other->contact.pushes;
         }
-        const double dissipated = tm->h * power + contact;
         /* every worker sees the same flags and sums and stops before the same step */
-        if (bad || !isfinite(dissipated)) break;
+        if (bad || !ms_flow_finite(&flow) || !isfinite(contact.dissipated) || !isfinite(contact.work)) break;
         if (tm->buffered) {
             /* the new state is complete in the other half: every worker turns to it */
             halves turned = {now.x_next, now.v_next, now.x, now.v};
@@ -187,7 +194,12 @@ static void* run_worker(void* argument) {
         if (w->id == 0) {
             st->t += tm->h;
             st->steps += 1;
-            st->dissipated += dissipated;
+            ms_ledger_add_flow(&st->ledger, &flow);
+            /* the springs' share of the pushes, from the complete new state, in spring
+               order (the others wait at the barrier below) */
+            if (contact.pushes > 0) contact.work += ms_push_spring_energy(tm->m, st, now.x);
+            st->ledger.contact += contact.dissipated;
+            st->ledger.colliders += contact.work;
             tm->completed = step + 1;
             /* nobody reads the colliders again before the next node phase */
             if (tm->buffered) ms_move_colliders(tm->movable, tm->h);

@@ -125,6 +125,34 @@ typedef struct ms_collider {
     double thickness;      /* extra distance kept from the surface (m), >= 0 */
 } ms_collider;
 
+/* Where the energy of a state went since creation or reset (J).  The first four are
+   dissipated: energy taken out of the system, each never negative and never decreasing.
+   The rest is work done on the system from outside, of either sign.  For an exact
+   integrator  kinetic + spring + gravity + dissipated - work  stays constant; what it
+   drifts by is the integrator's error. */
+typedef struct ms_ledger {
+    double dampers;      /* spring dampers: c ((v_j - v_i).n)^2 */
+    double drag;         /* the air in its own frame: node drag b |v - w|^2 and the triangles'
+                            F.(w - v_mean) (pressure drag; lift does no work in that frame) */
+    double contact;      /* colliders' restitution and friction in the collider's frame, and
+                            the approach velocity that self-collision removes */
+    double energy_loss;  /* the references' per-step velocity factor */
+    double wind;         /* the wind's part of the air forces: -b (v - w).w + F.w */
+    double external;     /* the external force: f_ext.v over free nodes */
+    double pins;         /* pinned nodes moving with their velocity: -(force of the springs
+                            and the air on the pin).v_pin */
+    double colliders;    /* collider pushes: impulse times the collider's velocity, plus the
+                            gravitational and spring energy that the position correction adds */
+    double constraints;  /* strain limiting and self-collision's position corrections */
+    double user;         /* the caller's changes between steps (see ms_state_watch) */
+} ms_ledger;
+
+/* Power flows of the forces at one state (W), or their integral over a step (J): the
+   parts of the ledger that forces produce. */
+typedef struct ms_flow {
+    double dampers, drag, wind, external, pins;
+} ms_flow;
+
 typedef struct ms_model {
     int64_t nnode;       /* number of nodes, fixed */
     int64_t nspring;     /* number of springs, fixed */
@@ -168,10 +196,20 @@ typedef struct ms_state {
                             NULL (zero everywhere) until ms_state_external is called */
     double t;            /* simulated time (s) */
     int64_t steps;       /* steps taken since creation or reset */
-    double dissipated;   /* energy removed by dampers, drag and energy_loss (J) */
+    ms_ledger ledger;    /* where energy went since creation or reset (J) */
+    /* Energy the caller changes between steps (writing positions, velocities, masses,
+       pins, rest lengths, stiffnesses or gravity) is booked as ledger.user at the start
+       of the next step: the caller marks the state with ms_state_watch before changing it,
+       and the step books the difference of the mechanical energies. */
+    double watched_energy; /* mechanical energy when the state was watched (J) */
+    int watched;           /* watched_energy holds a value not yet booked */
+    int watch_after_step;  /* set by the caller: ms_step watches the state as it returns,
+                              for callers that may change it at any time (e.g. through a
+                              view they keep) */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
+    int moving_pins;     /* some pinned node has a velocity (set by ms_step) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* x_next;      /* other half of the position double buffer    (nnode x 3) */
     double* v_next;      /* other half of the velocity double buffer    (nnode x 3)
@@ -181,6 +219,12 @@ typedef struct ms_state {
     double* implicit_work; /* implicit solver storage, allocated on first use
                               (nnode x 27 + nspring x 5) */
     void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
+    double* push_from;   /* position of each node before its first contact push in a step
+                            (nnode x 3), allocated on first use with colliders */
+    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode), with push_from */
+    int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
+                                   node_spring_start[i + 1]]        (nnode + 1), with push_from */
+    int32_t* node_springs;      /* spring indices by node           (2 nspring), with push_from */
     double* clearance;   /* per collider and node, a lower bound on the node's gap to the
                             collider, valid within one ms_step call (nnode x ncollider) */
     int64_t clearance_count; /* entries allocated in clearance */
@@ -192,7 +236,10 @@ typedef struct ms_energy {
     double kinetic;      /* 1/2 sum m |v|^2 over free nodes (J) */
     double spring;       /* 1/2 sum k (l - L)^2 over springs (J) */
     double gravity;      /* -sum m g.x over free nodes (J) */
-    double dissipated;   /* accumulated energy removed by dampers, drag, energy_loss (J) */
+    double dissipated;   /* the dissipative part of the ledger: dampers + drag + contact +
+                            energy_loss (J), never negative */
+    double work;         /* the work part of the ledger: wind + external + pins + colliders +
+                            constraints + user (J), either sign */
 } ms_energy;
 
 /* ---- model ---------------------------------------------------------------------- */
@@ -249,9 +296,16 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err);
 ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err);
 void ms_state_destroy(ms_state* s);
 
-/* Back to the initial positions and velocities; t, steps, dissipated and f zeroed;
+/* Back to the initial positions and velocities; t, steps, the ledger and f zeroed;
    the external force is kept. */
 void ms_state_reset(const ms_model* m, ms_state* s);
+
+/* Marks the state before the caller changes its energy between steps (positions,
+   velocities, masses, pins, rest lengths, stiffnesses, gravity): records the mechanical
+   energy now unless a recorded value is still waiting, and the next ms_step books the
+   change as ledger.user.  Changes before the first step (steps == 0) set up the initial
+   state and are not booked. */
+void ms_state_watch(const ms_model* m, ms_state* s);
 
 /* The external force array (nnode x 3), allocated as zeros on first use so that a
    system without external forces does not carry one; NULL (with err set) only if memory
@@ -272,27 +326,29 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
 
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
    relative to the wind, aerodynamic forces on the triangles and the external force
-   (external may be NULL for none); written to f (nnode x 3).  Returns the power taken out
-   of the nodes by dampers, drag and air (W; negative when the wind drives them).  A spring
-   of length ~0 exerts no force. */
-double ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
-                 double* f);
+   (external may be NULL for none); written to f (nnode x 3).  If flow is not NULL it
+   receives the power flows (W) of these forces, as the ledger splits them.  A spring of
+   length ~0 exerts no force. */
+void ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t, double* f,
+               ms_flow* flow);
 
 /* The total force (as ms_forces) at the state's own positions, velocities, external force
    and time, written to s->f and summed exactly as a step sums it, so that it equals the
-   s->f a step from this state leaves behind.  Returns the power as ms_forces does. */
-double ms_state_forces(ms_model* m, ms_state* s);
+   s->f a step from this state leaves behind; flow (or NULL) as in ms_forces. */
+void ms_state_forces(ms_model* m, ms_state* s, ms_flow* flow);
 
 /* The wind velocity (m/s) at point p and time t:
    W + A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, 0.5 sin(omega t)). */
 void ms_wind(const ms_air* air, const double p[3], double t, double out[3]);
 
-/* Adds the aerodynamic forces of the triangles to f and returns the power they take out of
-   the nodes (W).  For a triangle of area A with unit normal n turned towards the air's
-   velocity u relative to it (wind at the centroid minus the mean node velocity) and
-   c = n.u/|u|: pressure drag 1/2 rho C_d A |u|^2 c n and lift 1/2 rho C_l A |u|^2 c (n - c u/|u|),
-   shared equally by its three nodes. */
-double ms_face_forces(const ms_model* m, const double* x, const double* v, double t, double* f);
+/* Adds the aerodynamic forces of the triangles to f and, if flow is not NULL, their
+   power to flow->drag and flow->wind (W).  For a triangle of area A with unit normal n
+   turned towards the air's velocity u relative to it (wind w at the centroid minus the
+   mean node velocity v_mean) and c = n.u/|u|: pressure drag 1/2 rho C_d A |u|^2 c n and
+   lift 1/2 rho C_l A |u|^2 c (n - c u/|u|), shared equally by its three nodes.  The power
+   F.v_mean they deliver splits as F.w (the wind's work) - F.u, where F.u >= 0 is what
+   the air dissipates in its own frame (lift is perpendicular to u). */
+void ms_face_forces(const ms_model* m, const double* x, const double* v, double t, double* f, ms_flow* flow);
 
 /* Area-weighted unit vertex normals of the triangles at the current positions
    (nnode x 3); zero for a node in no triangle. */
@@ -309,6 +365,10 @@ int ms_max_eigenvalues(const ms_model* m, const ms_state* s, double* omega2_max,
                        ms_error* err);
 
 ms_energy ms_state_energy(const ms_model* m, const ms_state* s);
+/* The ledger's dissipated part (dampers + drag + contact + energy_loss) and its work part
+   (wind + external + pins + colliders + constraints + user), in J. */
+double ms_ledger_dissipated(const ms_ledger* ledger);
+double ms_ledger_work(const ms_ledger* ledger);
 void ms_state_momentum(const ms_model* m, const ms_state* s, double out[3]); /* free nodes */
 void ms_spring_lengths(const ms_model* m, const ms_state* s, double* out);   /* (nspring) m */
 /* (l - L) / L; +inf when L = 0 and l > 0, 0 when both are 0 */
