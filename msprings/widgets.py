@@ -27,6 +27,7 @@ bounded by ``fps``.
 """
 from __future__ import annotations
 
+import html
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -356,9 +357,12 @@ class LiveControls(ipywidgets.Box):
             f'<rect x="{split:.1f}" y="4" width="{width - split:.1f}" height="6" fill="#ef9a9a"/>{mark}'
             f'<path d="M{at - 5:.1f},16 L{at + 5:.1f},16 L{at:.1f},9 Z" fill="{colour}"/></svg>')
 
-    def _set_message(self, text: str) -> None:
-        self.view.message = text
-        self.message.value = (f'<div style="color:{_DANGER_COLOUR};max-width:380px;line-height:1.35">{text}</div>' if text else "")
+    def _set_message(self, headline: str, detail: str = "") -> None:
+        """Shows a message (plain text) under the sliders, its headline in bold, and on the canvas."""
+        self.view.message = f"{headline} {detail}".strip()
+        self.message.value = (
+            f'<div style="color:{_DANGER_COLOUR};max-width:380px;line-height:1.35"><b>{html.escape(headline)}</b> '
+            f'{html.escape(detail)}</div>' if headline else "")
 
     # -- stepping, dragging and resetting ---------------------------------------------
     @property
@@ -386,14 +390,13 @@ class LiveControls(ipywidgets.Box):
             reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
                       if self.dt.value > critical else "the state became non-finite")
             self._set_message(
-                f"<b>{label} blew up</b> at t = {error.time:.4g} s (step {error.step}): {reason}. "
-                "The state was rolled back to the last finite step. Lower dt or change the integrator, "
-                "then press Reset.")
+                f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The state was "
+                "rolled back to the last finite step. Lower dt or change the integrator, then press Reset.")
             self._publish()
             return False
         except ValueError as error:
             self.play.value = False
-            self._set_message(f"<b>Cannot step:</b> {error}")
+            self._set_message("Cannot step:", str(error))
             return False
         self._publish()
         return True

@@ -158,13 +158,23 @@ def test_a_blow_up_is_caught_rolled_back_and_explained() -> None:
     assert frames > 0
     assert not live.play.value and not live.view.playing
     assert "blew up" in live.message.value and "above its critical step" in live.message.value
-    assert "blew up" in live.view.message
+    assert "blew up" in live.view.message and "<" not in live.view.message  # plain text for the canvas
     # Rolled back: the state is the last finite one and time stopped there.
     assert np.all(np.isfinite(system.x)) and np.all(np.isfinite(system.v))
     assert before <= system.t < before + 5 * live.dt.value
     # Play again clears the message.
     live.play.value = True
     assert live.message.value == "" and live.view.message == ""
+
+
+def test_a_bad_value_written_through_a_view_pauses_with_the_reason() -> None:
+    system = scenes.chain(4)
+    live = msprings.interact(system)
+    live.play.value = True
+    system.k[1] = -5.0
+    assert not live.tick()
+    assert system.steps == 0 and not live.play.value
+    assert "Cannot step" in live.message.value and "k" in live.view.message
 
 
 def test_ticks_from_the_view_step_only_while_playing() -> None:

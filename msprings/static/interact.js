@@ -316,8 +316,7 @@ function render({ model, el }) {
     }
     const message = model.get("message");
     if (message) {
-      const text = message.replace(/<[^>]*>/g, "");
-      const words = text.split(" "), lines = [];
+      const words = message.split(" "), lines = [];
       let line = "";
       g.font = FONT;
       for (const word of words) {
