@@ -42,10 +42,16 @@ import traitlets
 from . import _core
 from ._system import StabilityWarning, System
 
-__all__ = ["ENERGY_BARS", "HISTORY_LIMIT", "LiveControls", "SystemView", "interact"]
+__all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "LiveControls", "SystemView", "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
+
+DISSIPATION_PARTS = ("dampers", "drag", "contact", "energy_loss")
+"""The fields of :meth:`System.ledger` that make up ``dissipated``."""
+
+WORK_PARTS = ("wind", "external", "pins", "colliders", "constraints", "user")
+"""The fields of :meth:`System.ledger` that make up ``work``."""
 
 HISTORY_LIMIT = 20_000
 """Samples of the ledger kept in Python (the oldest are dropped beyond it)."""
@@ -151,6 +157,7 @@ class LiveControls(ipywidgets.Box):
                                               tooltip="Back to the initial positions and velocities, t = 0",
                                               layout={"width": "96px"})
         self.message = ipywidgets.HTML("")
+        self.breakdown = ipywidgets.HTML("", layout={"margin": "6px 0 0 8px"})
 
         self.integrator = ipywidgets.Dropdown(
             options=[(_LABELS.get(name, name), name) for name in _core.INTEGRATORS], value=system.integrator,
@@ -233,7 +240,7 @@ class LiveControls(ipywidgets.Box):
         if self.wind is not None:
             sliders.append(self.wind)
         buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button])
-        panel = ipywidgets.VBox([buttons, *sliders, self.message],
+        panel = ipywidgets.VBox([buttons, *sliders, self.breakdown, self.message],
                                 layout={"padding": "0 0 0 12px", "width": "400px"})
         super().__init__([self.view, panel], layout={"display": "flex", "flex_flow": "row wrap",
                                                      "align_items": "flex-start"})
@@ -357,6 +364,17 @@ class LiveControls(ipywidgets.Box):
             f'<rect x="{split:.1f}" y="4" width="{width - split:.1f}" height="6" fill="#ef9a9a"/>{mark}'
             f'<path d="M{at - 5:.1f},16 L{at + 5:.1f},16 L{at:.1f},9 Z" fill="{colour}"/></svg>')
 
+    def _breakdown_table(self) -> str:
+        """The ledger by mechanism (J): what was dissipated and what did work, non-zero parts only."""
+        ledger = self.system.ledger()
+        rows = []
+        for title, parts, colour in (("dissipated", DISSIPATION_PARTS, "#8e5ea2"), ("work", WORK_PARTS, "#b8860b")):
+            total = sum(getattr(ledger, name) for name in parts)
+            shown = ", ".join(f"{name} {getattr(ledger, name):.3g}" for name in parts if getattr(ledger, name) != 0.0)
+            rows.append(f'<tr><td style="color:{colour};padding-right:10px"><b>{title}</b> {total:.3g} J</td>'
+                        f'<td style="color:#555">{shown or "none yet"}</td></tr>')
+        return f'<table style="font-size:12px;line-height:1.4">{"".join(rows)}</table>'
+
     def _set_message(self, headline: str, detail: str = "") -> None:
         """Shows a message (plain text) under the sliders, its headline in bold, and on the canvas."""
         self.view.message = f"{headline} {detail}".strip()
@@ -474,6 +492,7 @@ class LiveControls(ipywidgets.Box):
         # float32 holds up to 3.4e38; a blown-up ledger is drawn at the edge of that range.
         recent = np.clip(np.asarray(self._history[-_CHART_SAMPLES:]), -1e30, 1e30).astype("<f4")
         critical = self._critical
+        self.breakdown.value = self._breakdown_table()
         with self.view.hold_sync():
             if full:
                 self.view.pinned = np.ascontiguousarray(system.pinned, dtype=np.uint8).tobytes()

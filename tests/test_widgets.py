@@ -18,7 +18,7 @@ pytest.importorskip("anywidget")
 
 import msprings  # noqa: E402
 from msprings import scenes  # noqa: E402
-from msprings.widgets import ENERGY_BARS, LiveControls  # noqa: E402
+from msprings.widgets import DISSIPATION_PARTS, ENERGY_BARS, WORK_PARTS, LiveControls  # noqa: E402
 
 
 def test_import_msprings_does_not_import_widget_libraries() -> None:
@@ -38,6 +38,16 @@ def test_interact_returns_a_widget_with_the_controls() -> None:
     assert np.array_equal(np.frombuffer(live.view.springs, "<i4").reshape(-1, 2), live.system.springs)
     assert np.array_equal(np.frombuffer(live.view.faces, "<i4").reshape(-1, 3), live.system.faces)
     assert np.array_equal(np.frombuffer(live.view.pinned, np.uint8).astype(bool), live.system.pinned)
+
+
+def test_the_breakdown_parts_are_the_ledger_fields() -> None:
+    assert DISSIPATION_PARTS + WORK_PARTS == msprings.Ledger._fields
+    flag = scenes.flag(6, 8)
+    flag.step(1e-3, 200)
+    ledger = flag.ledger()
+    assert flag.work != 0.0 and flag.dissipated > 0.0
+    assert math.isclose(sum(getattr(ledger, name) for name in DISSIPATION_PARTS), flag.dissipated)
+    assert math.isclose(sum(getattr(ledger, name) for name in WORK_PARTS), flag.work)
 
 
 def test_a_system_without_families_gets_one_slider_for_all_springs() -> None:
@@ -117,6 +127,16 @@ def test_a_frame_updates_the_picture_the_energy_bars_and_the_ledger() -> None:
     assert live.view.energy == {name: getattr(energy, name) for name in ENERGY_BARS}
     assert np.allclose(live.history[-1, 1:], [getattr(energy, name) for name in ENERGY_BARS])
     assert energy.kinetic > 0 and energy.gravity < 0  # the chain is falling
+    # The breakdown beside the bars lists the ledger's non-zero parts.
+    ledger = system.ledger()
+    assert f"dampers {ledger.dampers:.3g}" in live.breakdown.value
+    assert f"<b>dissipated</b> {ledger.dissipated:.3g} J" in live.breakdown.value
+    assert "drag" not in live.breakdown.value and "user" not in live.breakdown.value
+    live.drag(5, system.x[5] + [0.0, 0.5, 0.0])
+    live.release(5)
+    live.tick()
+    assert system.ledger().user != 0.0
+    assert f"user {system.ledger().user:.3g}" in live.breakdown.value
     assert np.array_equal(np.frombuffer(live.view.positions, "<f4").reshape(-1, 3), system.x.astype(np.float32))
     assert np.allclose(np.frombuffer(live.view.strain, "<f4"), system.strain(), rtol=1e-6, atol=1e-7)
     assert live.view.status["time"] == system.t
