@@ -119,6 +119,11 @@ def _integer(value: Any, name: str, low: int, high: int) -> int:
     return int(value)
 
 
+def _joules(value: float) -> str:
+    """An energy for reading at a glance: 3 significant digits, whole joules from 1000 J."""
+    return f"{value:.0f}" if 1e3 <= abs(value) < 1e6 else f"{value:.3g}"
+
+
 def _typical(values: np.ndarray) -> float:
     """The median of the finite values, or 0 when there are none."""
     finite = values[np.isfinite(values)]
@@ -241,7 +246,7 @@ class LiveControls(ipywidgets.Box):
             sliders.append(self.wind)
         buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button])
         panel = ipywidgets.VBox([buttons, *sliders, self.breakdown, self.message],
-                                layout={"padding": "0 0 0 12px", "width": "400px"})
+                                layout={"padding": "0 0 0 12px", "width": "424px"})
         super().__init__([self.view, panel], layout={"display": "flex", "flex_flow": "row wrap",
                                                      "align_items": "flex-start"})
         self._update_critical()
@@ -370,8 +375,9 @@ class LiveControls(ipywidgets.Box):
         rows = []
         for title, parts, colour in (("dissipated", DISSIPATION_PARTS, "#8e5ea2"), ("work", WORK_PARTS, "#b8860b")):
             total = sum(getattr(ledger, name) for name in parts)
-            shown = ", ".join(f"{name} {getattr(ledger, name):.3g}" for name in parts if getattr(ledger, name) != 0.0)
-            rows.append(f'<tr><td style="color:{colour};padding-right:10px"><b>{title}</b> {total:.3g} J</td>'
+            shown = ", ".join(f"{name} {_joules(getattr(ledger, name))}" for name in parts
+                              if getattr(ledger, name) != 0.0)
+            rows.append(f'<tr><td style="color:{colour};padding-right:10px"><b>{title}</b> {_joules(total)} J</td>'
                         f'<td style="color:#555">{shown or "none yet"}</td></tr>')
         return f'<table style="font-size:12px;line-height:1.4">{"".join(rows)}</table>'
 

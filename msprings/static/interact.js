@@ -24,8 +24,10 @@ function copyOf(view, Type) {
 function format(value) {
   if (value === null || !isFinite(value)) return "overflow";
   const size = Math.abs(value);
-  if (size !== 0 && (size >= 1e5 || size < 1e-3)) return value.toExponential(2);
-  return value.toPrecision(3).replace(/\.?0+$/, (m) => (m.includes(".") ? "" : m));
+  if (size === 0) return "0";
+  if (size >= 1e6 || size < 1e-3) return value.toExponential(1);
+  if (size >= 1e3) return value.toFixed(0);
+  return value.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
 }
 
 // Diverging strain colours: blue (compressed), grey (at rest), red (stretched).
@@ -116,11 +118,13 @@ function render({ model, el }) {
 
   function camera() {
     const b = basis(model.get("azimuth"), model.get("elevation"));
-    const scale = (0.44 * Math.min(scene.w, scene.h - 40)) / fit.radius;
+    // The model's area leaves room for the status lines above and the strain key below.
+    const top = scene.y + 56, bottom = scene.y + scene.h - 48;
+    const scale = (0.47 * Math.min(scene.w, bottom - top)) / fit.radius;
     const c = fit.center;
     const offsetR = c[0] * b.right[0] + c[1] * b.right[1] + c[2] * b.right[2];
     const offsetU = c[0] * b.up[0] + c[1] * b.up[1] + c[2] * b.up[2];
-    const cx = scene.x + scene.w / 2, cy = scene.y + 20 + (scene.h - 40) / 2;
+    const cx = scene.x + scene.w / 2, cy = (top + bottom) / 2;
     return {
       ...b, scale,
       project(x, y, z) {
