@@ -66,6 +66,9 @@ _LABELS = {
 }
 _DESCRIPTION_STYLE = {"description_width": "128px"}
 _SLIDER_LAYOUT = {"width": "370px"}
+# Where ipywidgets 8 puts the track of a slider with that description width and layout
+# width (px from the slider's left edge): the gauge under the dt slider lines up with it.
+_TRACK_LEFT, _TRACK_WIDTH = 142, 146
 _SAFE_COLOUR = "#2e7d32"
 _DANGER_COLOUR = "#c62828"
 
@@ -345,14 +348,14 @@ class LiveControls(ipywidgets.Box):
                     f"dt = {dt / critical:.2f} × critical, {verdict}")
         self.dt.style.handle_color = colour
         self.critical.value = (
-            f'<div style="margin-left:132px;line-height:1.3;font-size:12px">{self._gauge(critical, colour)}'
+            f'<div style="margin-left:{_TRACK_LEFT}px;line-height:1.3;font-size:12px">{self._gauge(critical, colour)}'
             f'<br><span style="color:{colour}">{text}</span></div>')
         self._publish()
 
     def _gauge(self, critical: float, colour: str) -> str:
-        """An SVG strip on the dt slider's log scale: green below the critical step, red
-        above it, a mark at the critical step and a triangle at dt."""
-        width, low, high = 230.0, self.dt.min, self.dt.max
+        """An SVG strip under the dt slider's track, on its log scale: green below the
+        critical step, red above it, a mark at the critical step and a triangle at dt."""
+        width, low, high = float(_TRACK_WIDTH), self.dt.min, self.dt.max
 
         def place(value: float) -> float:
             if value <= 0:
