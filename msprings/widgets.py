@@ -179,7 +179,7 @@ class LiveControls(ipywidgets.Box):
             dt = min(0.5 * own, 1.0 / 60.0)
         low, high = min(low, dt), max(high, dt)
         self.dt = ipywidgets.FloatLogSlider(
-            value=dt, base=10.0, min=math.log10(low), max=math.log10(high), step=0.01,
+            value=dt, base=10.0, min=math.log10(low), max=math.log10(high), step=0.001,
             description="dt (s)", readout_format=".3g", style=dict(_DESCRIPTION_STYLE), layout=_SLIDER_LAYOUT)
         self.critical = ipywidgets.HTML("")
         if steps_per_frame is None:
@@ -297,7 +297,7 @@ class LiveControls(ipywidgets.Box):
         self._update_critical()
 
     def _on_dt(self, _change: Mapping[str, Any]) -> None:
-        self._update_critical()
+        self._show_verdict()
 
     def _on_stiffness(self, family: str, value: float) -> None:
         indices = self._families()[family]
@@ -330,12 +330,16 @@ class LiveControls(ipywidgets.Box):
         self._publish()
 
     def _update_critical(self) -> None:
-        """The critical step of the chosen integrator beside the dt slider, red once dt is above it."""
+        """Recomputes the critical step after a change of the system's settings (not every
+        frame: its Lanczos iterations cost up to tens of ms) and shows it."""
+        self._critical = self.system.critical_dt()
+        self._show_verdict()
+
+    def _show_verdict(self) -> None:
+        """The critical step of the chosen integrator under the dt slider, red once dt is above it."""
         name = self.system.integrator
         label = _LABELS.get(name, name)
-        # Computed when a setting changes, not every frame: Lanczos costs up to tens of ms.
-        critical = self._critical = self.system.critical_dt()
-        dt = self.dt.value
+        critical, dt = self._critical, self.dt.value
         above = dt > critical
         colour = _DANGER_COLOUR if above else _SAFE_COLOUR
         if math.isinf(critical):

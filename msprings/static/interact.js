@@ -88,11 +88,13 @@ function render({ model, el }) {
     const n = positions.length / 3;
     if (n === 0) return;
     if (fit === null) {
-      const lo = [Infinity, Infinity, Infinity], hi = [-Infinity, -Infinity, -Infinity];
+      // Coordinates at the float32 clip (1e30) belong to a blown-up state: not to the model.
+      const lo = [0, 0, 0].map(() => Infinity), hi = [0, 0, 0].map(() => -Infinity);
       for (let i = 0; i < n; i++) for (let a = 0; a < 3; a++) {
         const v = positions[3 * i + a];
-        if (isFinite(v)) { lo[a] = Math.min(lo[a], v); hi[a] = Math.max(hi[a], v); }
+        if (Math.abs(v) < 1e29) { lo[a] = Math.min(lo[a], v); hi[a] = Math.max(hi[a], v); }
       }
+      if (!lo.every(isFinite)) { lo.fill(-1); hi.fill(1); }
       const center = lo.map((l, a) => 0.5 * (l + hi[a]));
       const radius = Math.max(0.5 * Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-3);
       fit = { lo, hi, center, radius, limit: 25 * radius };
