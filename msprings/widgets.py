@@ -18,7 +18,8 @@ Libraries (the ``widgets`` extra):
   front-end extension to install; it works offline in every front end that runs
   ipywidgets 8.  The view draws on a 2-D canvas (an orthographic projection of the 3-D
   network, energy bars, a ledger strip chart), which needs no WebGL and keeps the module
-  small.
+  small.  The plotly figures of :func:`msprings.plot.view` were not reused for it: a
+  plotly update carries its numbers as JSON, and plotly has no way to drag a single node.
 
 The view's own timer drives playing rather than an ``ipywidgets.Play``: it asks the kernel
 for the next tick only after the previous frame has arrived, so a slow step slows the
@@ -138,7 +139,8 @@ class LiveControls(ipywidgets.Box):
     can be set from Python like any ipywidget: ``play`` (toggle), ``step_button``,
     ``reset_button``, ``dt``, ``steps_per_frame``, ``integrator``, ``stiffness`` and
     ``damping`` (dicts of sliders by spring family), ``gravity``, ``wind`` (None when the
-    system has nothing the wind acts on), ``message`` and ``view`` (:class:`SystemView`).
+    system has nothing the wind acts on), ``breakdown`` (the ledger by mechanism),
+    ``message`` and ``view`` (:class:`SystemView`).
     """
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
@@ -533,7 +535,8 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     damping ratio ζ (or ``c``) per spring family (``system.families``), gravity, and wind
     when the system has something the wind acts on.  The canvas shows the network coloured
     by strain (blue compressed, red stretched), pinned nodes as squares, bars of the energy
-    fields (J) and a strip chart of their history.  Drag a node to move it (it is held with
+    fields (J) and a strip chart of their history; beside the sliders, :meth:`System.ledger`
+    says which mechanisms dissipated energy and which did work.  Drag a node to move it (it is held with
     zero velocity while the button is down); drag empty space to turn the view.  A step that
     diverges (:class:`msprings.DivergenceError`) pauses the controls and says why; the system
     is rolled back to its last finite state.
