@@ -1,14 +1,16 @@
 """The live controls in a real browser: a notebook served by Voila, rendered by headless
 Chromium and driven with selenium.
 
-The page must show the model (not a blank canvas), and pressing Play must change the
-picture: that needs the whole chain to work (the ES module loads offline from the package,
-the kernel's frames reach the canvas, the canvas's ticks reach the kernel).  Only loopback
+The page must show the model (not a blank canvas), pressing Play must change the picture,
+and dragging the mass with the mouse must move it: that needs the whole chain to work (the
+ES module loads offline from the package, the kernel's frames reach the canvas, the
+canvas's ticks and drags reach the kernel).  Only loopback
 addresses are used; every wait is bounded.  Without Chromium the test is skipped, except
 under CI (the CI environment variable set), where it fails.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import socket
@@ -17,6 +19,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -24,13 +27,20 @@ import pytest
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = """\
+FALLING_CHAIN = """\
 import msprings
 from msprings import scenes
 
 live = msprings.interact(scenes.chain(6), fps=30)
 live.run(5)
 assert live.system.t > 0
+live
+"""
+RESTING_SPRING = """\
+import msprings
+from msprings import scenes
+
+live = msprings.interact(scenes.single_spring(gravity=(0.0, 0.0, 0.0)))
 live
 """
 
@@ -68,14 +78,14 @@ def _wait(condition: Callable[[], object], seconds: float, what: str) -> object:
 
 
 @pytest.fixture
-def served_notebook(tmp_path: Path) -> Iterator[tuple[str, Path]]:
-    """The address of a Voila page of a notebook with the live controls of a chain, and
-    the server's log."""
+def served_notebook(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """The address of a Voila page of a one-cell notebook (the source is the test's
+    parameter), and the server's log."""
     _requirements()
     import nbformat
 
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(NOTEBOOK)]
+    notebook.cells = [nbformat.v4.new_code_cell(request.param)]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, tmp_path / "live.ipynb")
     port = _free_port()
@@ -126,20 +136,23 @@ def _model_pixels(picture: np.ndarray) -> int:
     return int(np.count_nonzero(springs | masses))
 
 
-def test_live_controls_render_and_play_in_chromium(served_notebook: tuple[str, Path]) -> None:
-    address, log = served_notebook
-    try:
-        _render_and_play(address)
-    except AssertionError as failure:
-        errors = [line for line in log.read_text(errors="replace").splitlines() if "Error" in line]
-        raise AssertionError(f"{failure}; the server's errors: {errors[-3:]}") from failure
+def _masses(picture: np.ndarray) -> np.ndarray:
+    """(row, column) of the dark grey pixels of the masses and pins in the scene."""
+    scene = picture[50:290, 10:400]
+    red, green, blue = scene[..., 0], scene[..., 1], scene[..., 2]
+    rows, columns = np.nonzero((red < 120) & (green < 130) & (blue < 140))
+    return np.column_stack([rows + 50, columns + 10])
 
 
-def _render_and_play(address: str) -> None:
+@contextlib.contextmanager
+def _browser(served: tuple[str, Path]) -> Iterator[tuple[Any, Any]]:
+    """Headless Chromium on the served page: (driver, the live controls' canvas).  An
+    assertion that fails inside is reported with the server's last errors."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
+    address, log = served
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -152,6 +165,19 @@ def _render_and_play(address: str) -> None:
         driver.get(address)
         canvas = _wait(lambda: driver.find_elements(By.CSS_SELECTOR, "canvas.msprings-interact"), 90,
                        "the live controls' canvas")[0]
+        yield driver, canvas
+    except AssertionError as failure:
+        errors = [line for line in log.read_text(errors="replace").splitlines() if "Error" in line]
+        raise AssertionError(f"{failure}; the server's errors: {errors[-3:]}") from failure
+    finally:
+        driver.quit()
+
+
+@pytest.mark.parametrize("served_notebook", [FALLING_CHAIN], indirect=True)
+def test_live_controls_render_and_play_in_chromium(served_notebook: tuple[str, Path]) -> None:
+    from selenium.webdriver.common.by import By
+
+    with _browser(served_notebook) as (driver, canvas):
         _wait(lambda: _model_pixels(_picture(canvas)) > 300, 30, "the chain to be drawn")
         before = _picture(canvas)
         assert before.shape[:2] == (482, 642)  # 640 x 480 and its 1 px border
@@ -173,5 +199,32 @@ def _render_and_play(address: str) -> None:
         _wait(lambda: [b for b in driver.find_elements(By.TAG_NAME, "button") if b.text.strip() == "Play"], 15,
               "the button to return to Play")
         assert _model_pixels(_picture(canvas)) > 300
-    finally:
-        driver.quit()
+
+
+@pytest.mark.parametrize("served_notebook", [RESTING_SPRING], indirect=True)
+def test_dragging_the_mass_with_the_mouse_moves_it(served_notebook: tuple[str, Path]) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+
+    with _browser(served_notebook) as (driver, canvas):
+        # Face-on view: the pin (a square) on the left, the mass (a ball) on the right, on
+        # one horizontal line, and nothing moves (no gravity, no stretch, paused).
+        _wait(lambda: len(_masses(_picture(canvas))) > 300, 30, "the spring to be drawn")
+        before = _masses(_picture(canvas))
+        middle = 0.5 * (before[:, 1].min() + before[:, 1].max())
+        ball = before[before[:, 1] > middle].mean(axis=0)
+        pin = before[before[:, 1] < middle].mean(axis=0)
+        assert abs(ball[0] - pin[0]) < 3
+        # Press on the ball and pull it 90 px up.  Dragging empty space up would only tilt
+        # the view about the horizontal spring, which leaves the ball where it is.
+        width, height = canvas.size["width"], canvas.size["height"]
+        chain = ActionChains(driver).move_to_element_with_offset(canvas, int(ball[1] - width / 2),
+                                                                  int(ball[0] - height / 2))
+        chain.click_and_hold().move_by_offset(0, -30).move_by_offset(0, -30).move_by_offset(0, -30)
+        chain.pause(0.3).release().perform()
+
+        def lifted() -> bool:
+            after = _masses(_picture(canvas))
+            right = after[after[:, 1] > middle - 40]
+            return len(right) > 100 and right[:, 0].mean() < ball[0] - 30
+
+        _wait(lambda: lifted(), 20, "the ball to follow the mouse up")
