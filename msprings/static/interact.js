@@ -73,8 +73,8 @@ function render({ model, el }) {
   const g = canvas.getContext("2d");
   g.scale(ratio, ratio);
 
-  let springs = copyOf(model.get("springs"), Int32Array);
-  let faces = copyOf(model.get("faces"), Int32Array);
+  const springs = copyOf(model.get("springs"), Int32Array); // the topology is fixed
+  const faces = copyOf(model.get("faces"), Int32Array);
   let pinned = copyOf(model.get("pinned"), Uint8Array);
   let positions = copyOf(model.get("positions"), Float32Array);
   let strain = copyOf(model.get("strain"), Float32Array);
@@ -206,8 +206,8 @@ function render({ model, el }) {
         const a = faces[3 * f], b = faces[3 * f + 1], c = faces[3 * f + 2];
         if (!onCanvas(screen[3 * a], screen[3 * a + 1]) || !onCanvas(screen[3 * b], screen[3 * b + 1]) ||
             !onCanvas(screen[3 * c], screen[3 * c + 1])) continue;
-        const light = 0.45 + 0.55 * shade[f];
-        const colour = `rgb(${Math.round(120 * light + 40)},${Math.round(170 * light + 40)},${Math.round(215 * light + 35)})`;
+        const brightness = 0.45 + 0.55 * shade[f];
+        const colour = `rgb(${Math.round(120 * brightness + 40)},${Math.round(170 * brightness + 40)},${Math.round(215 * brightness + 35)})`;
         g.beginPath();
         g.moveTo(screen[3 * a], screen[3 * a + 1]);
         g.lineTo(screen[3 * b], screen[3 * b + 1]);
@@ -499,8 +499,6 @@ function render({ model, el }) {
   model.on("change:azimuth", draw);
   model.on("change:elevation", draw);
   model.on("change:message", draw);
-  model.on("change:springs", () => { springs = copyOf(model.get("springs"), Int32Array); draw(); });
-  model.on("change:faces", () => { faces = copyOf(model.get("faces"), Int32Array); draw(); });
 
   // Playing: ask for the next tick only once the last frame has arrived, at most fps a second.
   let waiting = false, timer = null, lastTick = 0;
