@@ -4,6 +4,8 @@ Build a network with :class:`System` (positions, springs, masses, stiffness, dam
 step it with :meth:`System.step`, and read or write its state through NumPy arrays that are
 the C memory itself.  Units are SI; y is up.
 """
+from typing import TYPE_CHECKING
+
 try:
     from ._core import INTEGRATORS, DivergenceError
 except ImportError as error:  # pragma: no cover - depends on how the package was installed
@@ -14,6 +16,9 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
 from . import _core
 from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
 from .trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from .widgets import LiveControls
 
 __version__ = "0.1.0"
 
@@ -44,6 +49,17 @@ def get_num_threads() -> int:
     return _core.get_num_threads()
 
 
+def interact(system: System, **options: object) -> "LiveControls":
+    """Live controls for ``system`` in a notebook (needs the ``widgets`` extra: ipywidgets,
+    anywidget): play/pause/step/reset, sliders for dt (with the critical step marked), the
+    integrator, k and damping per spring family, gravity and wind, energy bars, a running
+    ledger plot, and a view that turns and lets you drag nodes.  See
+    :func:`msprings.widgets.interact` for the options."""
+    from .widgets import interact as live_controls
+
+    return live_controls(system, **options)
+
+
 __all__ = [
     "INTEGRATORS",
     "DivergenceError",
@@ -56,5 +72,6 @@ __all__ = [
     "__version__",
     "damping_for_ratio",
     "get_num_threads",
+    "interact",
     "set_num_threads",
 ]

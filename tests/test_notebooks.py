@@ -1,22 +1,25 @@
-"""The tutorial notebooks are valid nbformat-4 documents, and their code runs top to bottom.
+"""The tutorial notebooks are valid nbformat-4 documents, and they run top to bottom in a
+real Jupyter kernel.
 
 Every notebook asserts its own physical claims (closed forms, wave speeds, bounce heights, ...)
-in plain ``assert`` statements, so executing its code is a test of msprings.  The code cells
-are joined and run with ``exec`` in a fresh namespace, with matplotlib's non-interactive Agg
-backend, in a temporary working directory; Jupyter itself is not needed.
+in plain ``assert`` statements, so executing it is a test of msprings.  Each one is executed
+by nbclient in a fresh ``python3`` kernel (ipykernel) whose working directory is a temporary
+directory and whose ``PYTHONPATH`` starts with this checkout, exactly as a student runs it:
+figures go through the inline backend and widgets are displayed.
 """
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 from typing import Any
 
-import matplotlib
 import pytest
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+nbformat = pytest.importorskip("nbformat")
+nbclient = pytest.importorskip("nbclient")
+pytest.importorskip("ipykernel")
 
 NOTEBOOK_DIRECTORY = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = (
@@ -94,18 +97,35 @@ def test_notebook_is_valid_nbformat4_without_outputs(name: str) -> None:
             assert not line.lstrip().startswith(("%", "!")), line
 
 
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+ROOT = NOTEBOOK_DIRECTORY.parent
+
+
+def outputs_of(notebook: Any, kind: str) -> list[Any]:
+    """Every output of the executed code cells whose MIME bundle has ``kind``, or stream
+    outputs named ``kind`` ("stdout", "stderr")."""
+    found = []
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            if output.get("name") == kind or kind in output.get("data", {}):
+                found.append(output)
+    return found
+
+
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    document = load(name)
-    code = "\n\n".join(source_text(cell) for cell in document["cells"] if cell["cell_type"] == "code")
-    monkeypatch.chdir(tmp_path)
-    plt.close("all")
-    namespace: dict[str, Any] = {"__name__": "__main__"}
-    try:
-        exec(compile(code, str(NOTEBOOK_DIRECTORY / name), "exec"), namespace)
-        # Every figure is closed once shown, so a long notebook does not pile up memory.
-        assert plt.get_fignums() == []
-    finally:
-        plt.close("all")
+    # The kernel imports msprings from this checkout, wherever it is started.
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    monkeypatch.delenv("MPLBACKEND", raising=False)
+    notebook = nbformat.read(NOTEBOOK_DIRECTORY / name, as_version=4)
+    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600, startup_timeout=120,
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    client.execute()  # raises CellExecutionError, with the cell and traceback, if an assert fails
+    # Every figure was shown as a picture, and nothing was written to stderr (no warning, no
+    # progress bar left behind).
+    assert outputs_of(notebook, "image/png"), "the tutorial shows its figures"
+    assert outputs_of(notebook, "stderr") == []
+    uses_widgets = any("msprings.interact(" in source_text(cell) for cell in notebook.cells)
+    assert bool(outputs_of(notebook, WIDGET_MIME)) == uses_widgets
     # Nothing is left behind in the working directory.
     assert list(tmp_path.iterdir()) == []

@@ -1,0 +1,603 @@
+// The canvas of msprings.interact: draws what the kernel publishes and reports the mouse.
+// No physics here: a tick, a drag and a release are messages to Python.
+
+const ENERGY = [
+  ["kinetic", "kinetic", "#e4572e"],
+  ["spring", "spring", "#1f78b4"],
+  ["gravity", "gravity", "#33a02c"],
+  ["dissipated", "dissipated", "#8e5ea2"],
+  ["work", "work", "#e6a100"],
+];
+const TOTAL_COLOUR = "#222";
+const FONT = "12px system-ui, -apple-system, 'Segoe UI', sans-serif";
+const SMALL = "11px system-ui, -apple-system, 'Segoe UI', sans-serif";
+const PICK_RADIUS = 12; // px
+const CHART_HEIGHT = 150; // px, the ledger strip chart under the scene
+const BARS_WIDTH = 230; // px, the energy bars beside the scene
+
+function copyOf(view, Type) {
+  if (!view || view.byteLength === 0) return new Type(0);
+  const bytes = view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
+  return new Type(bytes);
+}
+
+function format(value) {
+  if (value === null || !isFinite(value)) return "overflow";
+  const size = Math.abs(value);
+  if (size === 0) return "0";
+  if (size >= 1e6 || size < 1e-3) return value.toExponential(1);
+  if (size >= 1e3) return value.toFixed(0);
+  return value.toPrecision(3).replace(/(\.\d*?)0+$/, "$1").replace(/\.$/, "");
+}
+
+// Diverging strain colours: blue (compressed), grey (at rest), red (stretched).
+function strainColour(ratio) {
+  const r = Math.max(-1, Math.min(1, ratio));
+  const grey = [120, 128, 136];
+  const end = r < 0 ? [33, 102, 172] : [214, 39, 40];
+  const a = Math.abs(r);
+  const c = grey.map((g, i) => Math.round(g + (end[i] - g) * a));
+  return `rgb(${c[0]},${c[1]},${c[2]})`;
+}
+
+function basis(azimuth, elevation) {
+  const az = (azimuth * Math.PI) / 180, el = (elevation * Math.PI) / 180;
+  const toward = [Math.sin(az) * Math.cos(el), Math.sin(el), Math.cos(az) * Math.cos(el)];
+  const right = [Math.cos(az), 0, -Math.sin(az)];
+  const up = [
+    toward[1] * right[2] - toward[2] * right[1],
+    toward[2] * right[0] - toward[0] * right[2],
+    toward[0] * right[1] - toward[1] * right[0],
+  ];
+  return { toward, right, up };
+}
+
+function render({ model, el }) {
+  const width = model.get("width"), height = model.get("height");
+  const scene = { x: 0, y: 0, w: width - BARS_WIDTH, h: height - CHART_HEIGHT };
+  const canvas = document.createElement("canvas");
+  const ratio = window.devicePixelRatio || 1;
+  canvas.width = Math.round(width * ratio);
+  canvas.height = Math.round(height * ratio);
+  canvas.style.width = `${width}px`;
+  canvas.style.height = `${height}px`;
+  canvas.style.display = "block";
+  canvas.style.border = "1px solid #d0d7de";
+  canvas.style.borderRadius = "6px";
+  canvas.style.background = "#fff";
+  canvas.style.touchAction = "none";
+  canvas.className = "msprings-interact";
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", "mass-spring system, energy bars and energy ledger");
+  el.appendChild(canvas);
+  const g = canvas.getContext("2d");
+  g.scale(ratio, ratio);
+
+  const springs = copyOf(model.get("springs"), Int32Array); // the topology is fixed
+  const faces = copyOf(model.get("faces"), Int32Array);
+  let pinned = copyOf(model.get("pinned"), Uint8Array);
+  let positions = copyOf(model.get("positions"), Float32Array);
+  let strain = copyOf(model.get("strain"), Float32Array);
+  let history = copyOf(model.get("history"), Float32Array);
+  let fit = null; // {center, radius, limit}: grows to keep the motion in view, never shrinks
+  let strainScale = 1e-3;
+  let energyRange = [0, 0];
+  let held = -1, hover = -1, rotating = null, lastDragSent = 0;
+
+  function refit() {
+    const n = positions.length / 3;
+    if (n === 0) return;
+    if (fit === null) {
+      // Coordinates at the float32 clip (1e30) belong to a blown-up state: not to the model.
+      const lo = [0, 0, 0].map(() => Infinity), hi = [0, 0, 0].map(() => -Infinity);
+      for (let i = 0; i < n; i++) for (let a = 0; a < 3; a++) {
+        const v = positions[3 * i + a];
+        if (Math.abs(v) < 1e29) { lo[a] = Math.min(lo[a], v); hi[a] = Math.max(hi[a], v); }
+      }
+      if (!lo.every(isFinite)) { lo.fill(-1); hi.fill(1); }
+      const center = lo.map((l, a) => 0.5 * (l + hi[a]));
+      const radius = Math.max(0.5 * Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-3);
+      fit = { lo, hi, center, radius, limit: 25 * radius };
+      return;
+    }
+    // Grow the box to hold every node near the model; a node that has flown far away
+    // (a blow-up) leaves the picture instead of shrinking the model to a dot.
+    let grew = false;
+    for (let i = 0; i < n; i++) {
+      const p = [positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]];
+      if (!p.every(isFinite)) continue;
+      if (Math.hypot(p[0] - fit.center[0], p[1] - fit.center[1], p[2] - fit.center[2]) > fit.limit) continue;
+      for (let a = 0; a < 3; a++) {
+        if (p[a] < fit.lo[a]) { fit.lo[a] = p[a]; grew = true; }
+        if (p[a] > fit.hi[a]) { fit.hi[a] = p[a]; grew = true; }
+      }
+    }
+    if (grew) {
+      fit.center = fit.lo.map((l, a) => 0.5 * (l + fit.hi[a]));
+      fit.radius = Math.max(0.5 * Math.hypot(fit.hi[0] - fit.lo[0], fit.hi[1] - fit.lo[1], fit.hi[2] - fit.lo[2]), 1e-3);
+    }
+  }
+
+  function camera() {
+    const b = basis(model.get("azimuth"), model.get("elevation"));
+    // The model's area leaves room for the status lines above and the strain key below.
+    const top = scene.y + 56, bottom = scene.y + scene.h - 48;
+    const scale = (0.47 * Math.min(scene.w, bottom - top)) / fit.radius;
+    const c = fit.center;
+    const offsetR = c[0] * b.right[0] + c[1] * b.right[1] + c[2] * b.right[2];
+    const offsetU = c[0] * b.up[0] + c[1] * b.up[1] + c[2] * b.up[2];
+    const cx = scene.x + scene.w / 2, cy = (top + bottom) / 2;
+    return {
+      ...b, scale,
+      project(x, y, z) {
+        return [
+          cx + scale * (x * b.right[0] + y * b.right[1] + z * b.right[2] - offsetR),
+          cy - scale * (x * b.up[0] + y * b.up[1] + z * b.up[2] - offsetU),
+          x * b.toward[0] + y * b.toward[1] + z * b.toward[2],
+        ];
+      },
+    };
+  }
+
+  function projectAll(cam) {
+    const n = positions.length / 3;
+    const screen = new Float64Array(3 * n);
+    for (let i = 0; i < n; i++) {
+      const p = cam.project(positions[3 * i], positions[3 * i + 1], positions[3 * i + 2]);
+      screen[3 * i] = p[0]; screen[3 * i + 1] = p[1]; screen[3 * i + 2] = p[2];
+    }
+    return screen;
+  }
+
+  const onCanvas = (x, y) => isFinite(x) && isFinite(y) && Math.abs(x) < 1e5 && Math.abs(y) < 1e5;
+
+  function drawCoil(x0, y0, x1, y1, colour, lineWidth) {
+    // A zig-zag spring between the two ends, as in a textbook figure.
+    const dx = x1 - x0, dy = y1 - y0, length = Math.hypot(dx, dy);
+    if (length < 1) return;
+    const ux = dx / length, uy = dy / length, turns = 12, amplitude = 7;
+    const lead = Math.min(10, 0.15 * length);
+    g.beginPath();
+    g.moveTo(x0, y0);
+    g.lineTo(x0 + ux * lead, y0 + uy * lead);
+    const body = length - 2 * lead;
+    for (let k = 1; k < 2 * turns; k++) {
+      const s = lead + (body * k) / (2 * turns), side = k % 2 ? amplitude : -amplitude;
+      g.lineTo(x0 + ux * s - uy * side, y0 + uy * s + ux * side);
+    }
+    g.lineTo(x1 - ux * lead, y1 - uy * lead);
+    g.lineTo(x1, y1);
+    g.strokeStyle = colour;
+    g.lineWidth = lineWidth;
+    g.lineJoin = "round";
+    g.stroke();
+  }
+
+  function drawScene() {
+    g.save();
+    g.beginPath();
+    g.rect(scene.x, scene.y, scene.w, scene.h);
+    g.clip();
+    g.fillStyle = "#f7f9fb";
+    g.fillRect(scene.x, scene.y, scene.w, scene.h);
+    const n = positions.length / 3;
+    if (n === 0 || fit === null) { g.restore(); return; }
+    const cam = camera();
+    const screen = projectAll(cam);
+
+    // Faces, far to near, lit by a light over the viewer's shoulder.
+    const nf = faces.length / 3;
+    if (nf > 0) {
+      const light = [cam.toward[0] + 0.4 * cam.up[0], cam.toward[1] + 0.4 * cam.up[1], cam.toward[2] + 0.4 * cam.up[2]];
+      const norm = Math.hypot(...light);
+      const order = [], depth = new Float64Array(nf), shade = new Float64Array(nf);
+      for (let f = 0; f < nf; f++) {
+        const a = faces[3 * f], b = faces[3 * f + 1], c = faces[3 * f + 2];
+        depth[f] = screen[3 * a + 2] + screen[3 * b + 2] + screen[3 * c + 2];
+        const e1 = [0, 1, 2].map((q) => positions[3 * b + q] - positions[3 * a + q]);
+        const e2 = [0, 1, 2].map((q) => positions[3 * c + q] - positions[3 * a + q]);
+        const normal = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
+        const size = Math.hypot(...normal) || 1;
+        shade[f] = Math.abs(normal[0] * light[0] + normal[1] * light[1] + normal[2] * light[2]) / (size * norm);
+        if (isFinite(depth[f])) order.push(f);
+      }
+      order.sort((p, q) => depth[p] - depth[q]);
+      for (const f of order) {
+        const a = faces[3 * f], b = faces[3 * f + 1], c = faces[3 * f + 2];
+        if (!onCanvas(screen[3 * a], screen[3 * a + 1]) || !onCanvas(screen[3 * b], screen[3 * b + 1]) ||
+            !onCanvas(screen[3 * c], screen[3 * c + 1])) continue;
+        const brightness = 0.45 + 0.55 * shade[f];
+        const colour = `rgb(${Math.round(120 * brightness + 40)},${Math.round(170 * brightness + 40)},${Math.round(215 * brightness + 35)})`;
+        g.beginPath();
+        g.moveTo(screen[3 * a], screen[3 * a + 1]);
+        g.lineTo(screen[3 * b], screen[3 * b + 1]);
+        g.lineTo(screen[3 * c], screen[3 * c + 1]);
+        g.closePath();
+        g.fillStyle = colour;
+        g.strokeStyle = colour;
+        g.lineWidth = 0.6;
+        g.fill();
+        g.stroke();
+      }
+    }
+
+    // Springs coloured by strain: coils for a few, lines for many.
+    const m = springs.length / 2;
+    for (let s = 0; s < m; s++) {
+      const e = Math.abs(strain[s]);
+      if (isFinite(e) && e > strainScale && e < 1e3) strainScale = e;
+    }
+    const coils = m <= 3 && nf === 0;
+    const lineWidth = m > 2000 ? 0.7 : m > 200 ? 1.2 : 3;
+    g.globalAlpha = nf > 0 ? 0.75 : 1;
+    for (let s = 0; s < m; s++) {
+      const i = springs[2 * s], j = springs[2 * s + 1];
+      const x0 = screen[3 * i], y0 = screen[3 * i + 1], x1 = screen[3 * j], y1 = screen[3 * j + 1];
+      if (!onCanvas(x0, y0) || !onCanvas(x1, y1)) continue;
+      const colour = strainColour(strain[s] / strainScale);
+      if (coils) drawCoil(x0, y0, x1, y1, colour, 2);
+      else {
+        g.beginPath();
+        g.moveTo(x0, y0);
+        g.lineTo(x1, y1);
+        g.strokeStyle = colour;
+        g.lineWidth = lineWidth;
+        g.stroke();
+      }
+    }
+    g.globalAlpha = 1;
+
+    // Nodes: masses as balls when there are few, pinned nodes as dark squares.
+    const balls = n <= 60 && nf === 0;
+    const radius = n <= 3 ? 11 : n <= 20 ? 7 : 5;
+    for (let i = 0; i < n; i++) {
+      const x = screen[3 * i], y = screen[3 * i + 1];
+      if (!onCanvas(x, y)) continue;
+      if (pinned[i]) {
+        const h = balls ? 7 : 4;
+        g.fillStyle = "#263238";
+        g.fillRect(x - h, y - h, 2 * h, 2 * h);
+      } else if (balls) {
+        const shine = g.createRadialGradient(x - radius / 3, y - radius / 3, 1, x, y, radius);
+        shine.addColorStop(0, "#9fb3c8");
+        shine.addColorStop(1, "#37474f");
+        g.beginPath();
+        g.arc(x, y, radius, 0, 2 * Math.PI);
+        g.fillStyle = shine;
+        g.fill();
+      }
+    }
+    const marked = held >= 0 ? held : hover;
+    if (marked >= 0 && marked < n) {
+      g.beginPath();
+      g.arc(screen[3 * marked], screen[3 * marked + 1], balls ? radius + 4 : 7, 0, 2 * Math.PI);
+      g.strokeStyle = "#ff8f00";
+      g.lineWidth = 2.5;
+      g.stroke();
+    }
+    drawStrainKey();
+    drawStatus();
+    g.restore();
+  }
+
+  function drawStrainKey() {
+    const x = scene.x + 12, y = scene.y + scene.h - 30, w = 140;
+    const gradient = g.createLinearGradient(x, 0, x + w, 0);
+    gradient.addColorStop(0, strainColour(-1));
+    gradient.addColorStop(0.5, strainColour(0));
+    gradient.addColorStop(1, strainColour(1));
+    g.fillStyle = gradient;
+    g.fillRect(x, y, w, 8);
+    g.fillStyle = "#444";
+    g.font = SMALL;
+    g.textBaseline = "top";
+    g.textAlign = "left";
+    g.fillText(`−${format(100 * strainScale)}%`, x, y + 10);
+    g.textAlign = "center";
+    g.fillText("strain", x + w / 2, y + 10);
+    g.textAlign = "right";
+    g.fillText(`+${format(100 * strainScale)}%`, x + w, y + 10);
+    g.textAlign = "right";
+    g.fillStyle = "#777";
+    g.textBaseline = "top";
+    g.fillText("drag a node to move it", scene.x + scene.w - 10, y - 2);
+    g.fillText("drag empty space to turn", scene.x + scene.w - 10, y + 12);
+  }
+
+  function drawStatus() {
+    const status = model.get("status") || {};
+    g.font = FONT;
+    g.textBaseline = "top";
+    g.textAlign = "left";
+    g.fillStyle = "#222";
+    const time = status.time !== undefined ? `t = ${format(status.time)} s` : "";
+    g.fillText(`${time}   ${status.integrator || ""}`, scene.x + 10, scene.y + 8);
+    if (status.dt !== undefined) {
+      const critical = status.critical;
+      const above = critical !== null && critical !== undefined && status.dt > critical;
+      g.fillStyle = above ? "#c62828" : "#2e7d32";
+      const limit = critical === null || critical === undefined ? "no stability limit"
+        : `critical ${format(critical)} s (${format(status.dt / critical)}×)`;
+      g.fillText(`dt = ${format(status.dt)} s, ${limit}`, scene.x + 10, scene.y + 24);
+    }
+    const message = model.get("message");
+    if (message) {
+      const words = message.split(" "), lines = [];
+      let line = "";
+      g.font = FONT;
+      for (const word of words) {
+        const next = line ? `${line} ${word}` : word;
+        if (g.measureText(next).width > scene.w - 48 && line) { lines.push(line); line = word; } else line = next;
+      }
+      if (line) lines.push(line);
+      const boxHeight = 12 + 16 * lines.length, top = scene.y + 44;
+      g.fillStyle = "rgba(255,235,238,0.95)";
+      g.strokeStyle = "#c62828";
+      g.lineWidth = 1.5;
+      g.beginPath();
+      g.roundRect ? g.roundRect(scene.x + 14, top, scene.w - 28, boxHeight, 6) : g.rect(scene.x + 14, top, scene.w - 28, boxHeight);
+      g.fill();
+      g.stroke();
+      g.fillStyle = "#b71c1c";
+      lines.forEach((l, k) => g.fillText(l, scene.x + 24, top + 7 + 16 * k));
+    }
+  }
+
+  function widen(range, values) {
+    for (const v of values) if (isFinite(v)) { range[0] = Math.min(range[0], v); range[1] = Math.max(range[1], v); }
+  }
+
+  function drawBars() {
+    const x0 = scene.w, top = 44, bottom = scene.h - 62, w = BARS_WIDTH;
+    g.fillStyle = "#fff";
+    g.fillRect(x0, 0, w, scene.h);
+    g.strokeStyle = "#e1e4e8";
+    g.beginPath(); g.moveTo(x0 + 0.5, 0); g.lineTo(x0 + 0.5, scene.h); g.stroke();
+    g.fillStyle = "#222";
+    g.font = "bold 12px system-ui, sans-serif";
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    g.fillText("Energy (J)", x0 + 12, 10);
+    const energy = model.get("energy") || {};
+    const values = ENERGY.map(([key]) => energy[key] ?? NaN);
+    widen(energyRange, [0, ...values]);
+    const [lo, hi] = energyRange;
+    const span = hi - lo || 1;
+    const y = (v) => bottom - ((v - lo) / span) * (bottom - top);
+    const slot = (w - 20) / ENERGY.length;
+    g.strokeStyle = "#999";
+    g.beginPath(); g.moveTo(x0 + 8, y(0) + 0.5); g.lineTo(x0 + w - 8, y(0) + 0.5); g.stroke();
+    ENERGY.forEach(([, label, colour], k) => {
+      const v = values[k], cx = x0 + 10 + slot * (k + 0.5), bw = slot * 0.62;
+      const y0 = y(0), y1 = y(Math.max(lo, Math.min(hi, v)));
+      g.fillStyle = colour;
+      g.fillRect(cx - bw / 2, Math.min(y0, y1), bw, Math.max(Math.abs(y1 - y0), 1));
+      g.fillStyle = "#222";
+      g.font = SMALL;
+      g.textAlign = "center";
+      // The value sits at the end of its bar, kept inside the panel, on a white halo.
+      const end = v >= 0 ? Math.min(y0, y1) - 2 : Math.max(y0, y1) + 2;
+      g.textBaseline = v >= 0 ? "bottom" : "top";
+      const at = v >= 0 ? Math.max(end, top - 2) : Math.min(end, bottom - 14);
+      g.lineWidth = 3;
+      g.strokeStyle = "rgba(255,255,255,0.9)";
+      g.strokeText(format(v), cx, at);
+      g.fillText(format(v), cx, at);
+      g.save();
+      g.translate(cx, bottom + 6);
+      g.textBaseline = "top";
+      g.fillStyle = colour;
+      g.fillText(label.length > 7 ? `${label.slice(0, 5)}.` : label, 0, 0);
+      g.restore();
+    });
+    const total = values[0] + values[1] + values[2] + values[3] - values[4];
+    g.font = SMALL;
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    g.fillStyle = TOTAL_COLOUR;
+    g.fillText("kinetic + spring + gravity", x0 + 12, scene.h - 34);
+    g.fillText(`+ dissipated − work = ${format(total)}`, x0 + 12, scene.h - 19);
+  }
+
+  function drawChart() {
+    const top = scene.h + 8, left = 78, right = width - 110, bottom = height - 24;
+    g.fillStyle = "#fff";
+    g.fillRect(0, scene.h, width, CHART_HEIGHT);
+    g.strokeStyle = "#e1e4e8";
+    g.beginPath(); g.moveTo(0, scene.h + 0.5); g.lineTo(width, scene.h + 0.5); g.stroke();
+    const rows = history.length / 6;
+    g.font = SMALL;
+    g.fillStyle = "#444";
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    if (rows < 2) {
+      g.fillText("energy ledger: press Play or Step", left, top + 40);
+      return;
+    }
+    const t0 = history[0], t1 = history[6 * (rows - 1)] || t0 + 1;
+    const total = (row) => row[1] + row[2] + row[3] + row[4] - row[5];
+    // A blow-up grows the energy by many orders of magnitude: then the chart switches to
+    // a signed logarithmic scale (asinh), on which exponential growth is a straight line.
+    let early = 0, lo = 0, hi = 0;
+    for (let r = 0; r < rows; r++) {
+      const row = history.subarray(6 * r, 6 * r + 6);
+      for (const v of [row[1], row[2], row[3], row[4], row[5], total(row)]) {
+        if (!isFinite(v)) continue;
+        lo = Math.min(lo, v); hi = Math.max(hi, v);
+        if (r < Math.max(2, rows / 10)) early = Math.max(early, Math.abs(v));
+      }
+    }
+    early = early || 1;
+    const logarithmic = Math.max(Math.abs(lo), Math.abs(hi)) > 1e4 * early;
+    const T = (v) => (logarithmic ? Math.asinh(v / early) : v);
+    const span = T(hi) - T(lo) || 1;
+    const X = (t) => left + ((t - t0) / (t1 - t0 || 1)) * (right - left);
+    const Y = (v) => bottom - ((T(Math.max(lo, Math.min(hi, isFinite(v) ? v : hi))) - T(lo)) / span) * (bottom - top);
+    g.strokeStyle = "#ccc";
+    g.strokeRect(left + 0.5, top + 0.5, right - left, bottom - top);
+    g.beginPath(); g.moveTo(left, Y(0) + 0.5); g.lineTo(right, Y(0) + 0.5); g.strokeStyle = "#bbb"; g.stroke();
+    const series = ENERGY.map(([, label, colour], k) => [label, colour, (row) => row[k + 1], []]);
+    series.push(["total", TOTAL_COLOUR, total, [5, 3]]);
+    for (const [, colour, value, dash] of series) {
+      g.beginPath();
+      for (let r = 0; r < rows; r++) {
+        const row = history.subarray(6 * r, 6 * r + 6);
+        const px = X(row[0]), py = Y(value(row));
+        if (r === 0) g.moveTo(px, py); else g.lineTo(px, py);
+      }
+      g.setLineDash(dash);
+      g.strokeStyle = colour;
+      g.lineWidth = 1.6;
+      g.stroke();
+    }
+    g.setLineDash([]);
+    g.fillStyle = "#444";
+    g.textAlign = "right";
+    g.textBaseline = "middle";
+    g.fillText(format(hi), left - 6, top + 4);
+    g.fillText(format(lo), left - 6, bottom - 4);
+    g.save();
+    g.translate(10, (top + bottom) / 2);
+    g.rotate(-Math.PI / 2);
+    g.textAlign = "center";
+    g.fillText(logarithmic ? "energy (J), log scale" : "energy (J)", 0, 0);
+    g.restore();
+    g.textAlign = "left";
+    g.textBaseline = "top";
+    g.fillText(`${format(t0)} s`, left, bottom + 4);
+    g.textAlign = "right";
+    g.fillText(`t = ${format(t1)} s`, right, bottom + 4);
+    g.textAlign = "left";
+    g.textBaseline = "middle";
+    series.forEach(([label, colour, , dash], k) => {
+      const y = top + 8 + 18 * k;
+      g.beginPath(); g.moveTo(right + 12, y); g.lineTo(right + 32, y);
+      g.setLineDash(dash); g.strokeStyle = colour; g.lineWidth = 2; g.stroke(); g.setLineDash([]);
+      g.fillStyle = "#333";
+      g.fillText(label, right + 38, y);
+    });
+  }
+
+  function draw() {
+    g.clearRect(0, 0, width, height);
+    drawScene();
+    drawBars();
+    drawChart();
+  }
+
+  function refresh() {
+    positions = copyOf(model.get("positions"), Float32Array);
+    strain = copyOf(model.get("strain"), Float32Array);
+    history = copyOf(model.get("history"), Float32Array);
+    pinned = copyOf(model.get("pinned"), Uint8Array);
+    refit();
+    draw();
+  }
+
+  model.on("change:frame", () => { refresh(); waiting = false; });
+  model.on("change:generation", () => { fit = null; strainScale = 1e-3; energyRange = [0, 0]; refresh(); });
+  model.on("change:azimuth", draw);
+  model.on("change:elevation", draw);
+  model.on("change:message", draw);
+
+  // Playing: ask for the next tick only once the last frame has arrived, at most fps a second.
+  let waiting = false, timer = null, lastTick = 0;
+  function loop() {
+    timer = null;
+    if (!model.get("playing")) return;
+    const now = performance.now(), interval = 1000 / Math.max(1, model.get("fps"));
+    if (!waiting || now - lastTick > 5000) {
+      if (now - lastTick >= interval) {
+        waiting = true;
+        lastTick = now;
+        model.send({ type: "tick" });
+      }
+    }
+    timer = setTimeout(loop, Math.max(4, interval / 4));
+  }
+  model.on("change:playing", () => { waiting = false; if (model.get("playing") && timer === null) loop(); });
+  if (model.get("playing")) loop();
+
+  function pointer(event) {
+    const box = canvas.getBoundingClientRect();
+    return [event.clientX - box.left, event.clientY - box.top];
+  }
+
+  function nearest(x, y) {
+    if (fit === null) return -1;
+    const screen = projectAll(camera());
+    let best = -1, distance = PICK_RADIUS;
+    for (let i = 0; i < screen.length / 3; i++) {
+      const d = Math.hypot(screen[3 * i] - x, screen[3 * i + 1] - y);
+      if (d < distance) { distance = d; best = i; }
+    }
+    return best;
+  }
+
+  canvas.addEventListener("pointerdown", (event) => {
+    const [x, y] = pointer(event);
+    if (x > scene.w || y > scene.h) return;
+    canvas.setPointerCapture(event.pointerId);
+    const node = nearest(x, y);
+    if (node >= 0) {
+      held = node;
+      canvas.style.cursor = "grabbing";
+    } else {
+      rotating = { x, y, azimuth: model.get("azimuth"), elevation: model.get("elevation") };
+      canvas.style.cursor = "move";
+    }
+    draw();
+  });
+
+  canvas.addEventListener("pointermove", (event) => {
+    const [x, y] = pointer(event);
+    if (held >= 0) {
+      // Move the node in the plane of the screen through its current position.
+      const cam = camera();
+      const p = [positions[3 * held], positions[3 * held + 1], positions[3 * held + 2]];
+      const s = cam.project(p[0], p[1], p[2]);
+      const dx = (x - s[0]) / cam.scale, dy = -(y - s[1]) / cam.scale;
+      const target = [0, 1, 2].map((a) => p[a] + dx * cam.right[a] + dy * cam.up[a]);
+      positions[3 * held] = target[0]; positions[3 * held + 1] = target[1]; positions[3 * held + 2] = target[2];
+      const now = performance.now();
+      if (now - lastDragSent > 30) {
+        lastDragSent = now;
+        model.send({ type: "drag", node: held, position: target });
+      }
+      draw();
+    } else if (rotating) {
+      const azimuth = rotating.azimuth - 0.5 * (x - rotating.x);
+      const elevation = Math.max(-89, Math.min(89, rotating.elevation + 0.5 * (y - rotating.y)));
+      model.set("azimuth", azimuth);
+      model.set("elevation", elevation);
+      draw();
+    } else if (x <= scene.w && y <= scene.h) {
+      const node = nearest(x, y);
+      if (node !== hover) { hover = node; draw(); }
+      canvas.style.cursor = node >= 0 ? "grab" : "move";
+    }
+  });
+
+  function finish(event) {
+    if (held >= 0) {
+      const node = held;
+      model.send({ type: "drag", node, position: [positions[3 * node], positions[3 * node + 1], positions[3 * node + 2]] });
+      model.send({ type: "release", node });
+      held = -1;
+    }
+    if (rotating) {
+      rotating = null;
+      model.save_changes();
+    }
+    if (event && canvas.hasPointerCapture(event.pointerId)) canvas.releasePointerCapture(event.pointerId);
+    canvas.style.cursor = "default";
+    draw();
+  }
+  canvas.addEventListener("pointerup", finish);
+  canvas.addEventListener("pointercancel", finish);
+
+  refresh();
+  return () => { if (timer !== null) clearTimeout(timer); };
+}
+
+export default { render };
