@@ -41,17 +41,17 @@ import numpy as np
 import traitlets
 
 from . import _core
-from ._system import StabilityWarning, System
+from ._system import Ledger, StabilityWarning, System
 
 __all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "LiveControls", "SystemView", "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
 
-DISSIPATION_PARTS = ("dampers", "drag", "contact", "energy_loss")
+DISSIPATION_PARTS = Ledger._fields[:4]
 """The fields of :meth:`System.ledger` that make up ``dissipated``."""
 
-WORK_PARTS = ("wind", "external", "pins", "colliders", "constraints", "user")
+WORK_PARTS = Ledger._fields[4:]
 """The fields of :meth:`System.ledger` that make up ``work``."""
 
 HISTORY_LIMIT = 20_000
