@@ -329,11 +329,15 @@ class System(_core.System):
             Bad ``dt`` or ``n``, or a bad value written through a view; nothing has changed.
         DivergenceError
             A position or velocity became non-finite; the state is rolled back to the last
-            finite step, named by the error's ``step`` and ``time`` attributes.
+            finite step, named by the error's ``step`` and ``time`` attributes, and ``f`` to
+            its value before the call.
         """
         integrator = self.integrator
         key = (dt, integrator)
         if getattr(self, "_checked_step", None) != key:
+            # the stability pre-check reads the parameters: a bad value written through a
+            # view is the C check's ValueError, before the pre-check can trip over it
+            self._check_values()
             self._check_step(dt, integrator)
             self._checked_step = key
         if integrator != "implicit_euler":

@@ -1,0 +1,251 @@
+"""Every input from outside gets its documented error, and nothing else.
+
+Each case asserts the exception type, the argument's name in the message, and that the system
+is bitwise unchanged afterwards: integers of any size, names that C cannot hold, collider
+vectors of any finite size, values written through views, divergence, huge step counts and
+the self-collision hash at extreme coordinates.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import msprings
+
+DT = 1e-3
+VIEWS = ("x", "v", "f", "external", "mass", "pinned", "springs", "rest", "k", "c")
+OPTIONS = ("integrator", "threads", "newton_max_iter", "cg_max_iter", "newton_tol", "cg_tol", "drag",
+           "energy_loss", "strain_limit", "self_collision")
+
+
+def moving_system() -> msprings.System:
+    """A damped square of four nodes, one pinned, with a plane under it, after 20 steps."""
+    positions = [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    s = msprings.System(positions, [[0, 1], [1, 2], [2, 3], [3, 0], [0, 2]], k=30.0, c=0.1, pinned=[2])
+    s.add_plane((0.0, -2.0, 0.0), (0.0, 1.0, 0.0))
+    s.external[1] = (0.3, 0.0, 0.1)
+    s.step(DT, 20)
+    return s
+
+
+def snapshot(s: msprings.System) -> dict[str, Any]:
+    """Every observable piece of a system as exact bytes or plain values."""
+    state: dict[str, Any] = {name: getattr(s, name).tobytes() for name in VIEWS}
+    state.update({name: repr(getattr(s, name)) for name in OPTIONS})
+    state["clock"] = (float(s.t).hex(), s.steps)
+    state["ledger"] = tuple(float(value).hex() for value in s.ledger())
+    state["gravity"] = np.asarray(s.gravity).tobytes()
+    state["colliders"] = [s._get_collider(collider_id) for collider_id in s._collider_ids()]
+    return state
+
+
+def assert_refused(action: Callable[[], Any], s: msprings.System, error: type[BaseException],
+                   name: str) -> None:
+    """``action`` raises exactly ``error`` naming ``name``, and ``s`` is unchanged."""
+    before = snapshot(s)
+    with pytest.raises(Exception) as caught:
+        action()
+    assert type(caught.value) is error, f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(name, str(caught.value)), str(caught.value)
+    after = snapshot(s)
+    for key, value in before.items():
+        assert after[key] == value, f"{key} changed"
+
+
+# ---- integers --------------------------------------------------------------------------
+
+HUGE = [2**63, 2**64 + 1, 2**2000, -(2**63) - 1, -(2**70)]
+NOT_INTEGERS = [1.0, 2.5, "3", True, None, 3 + 0j, np.float64(2.0)]
+
+INTEGER_INPUTS: dict[str, tuple[Callable[[msprings.System, Any], Any], str]] = {
+    "set_num_threads": (lambda s, value: msprings.set_num_threads(value), r"\bn\b"),
+    "threads": (lambda s, value: setattr(s, "threads", value), "threads"),
+    "newton_max_iter": (lambda s, value: setattr(s, "newton_max_iter", value), "newton_max_iter"),
+    "cg_max_iter": (lambda s, value: setattr(s, "cg_max_iter", value), "cg_max_iter"),
+    "step n": (lambda s, value: s.step(DT, value), r"\bn\b"),
+    "remove_collider": (lambda s, value: s.remove_collider(value), "collider id"),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(INTEGER_INPUTS))
+@pytest.mark.parametrize("value", HUGE, ids=lambda value: f"{'-' if value < 0 else ''}{abs(value).bit_length()}bits")
+def test_integer_out_of_range_is_value_error(entry: str, value: int) -> None:
+    """An integer of any size out of range is a ValueError naming the argument, never OverflowError."""
+    action, name = INTEGER_INPUTS[entry]
+    s = moving_system()
+    threads_before = msprings.get_num_threads()
+    if entry == "remove_collider" and -(2**63) <= value < 2**63:
+        # within int64 it is merely an id that no collider has
+        assert_refused(lambda: action(s, value), s, KeyError, str(value))
+    else:
+        assert_refused(lambda: action(s, value), s, ValueError, name)
+    assert msprings.get_num_threads() == threads_before
+
+
+@pytest.mark.parametrize("entry", sorted(INTEGER_INPUTS))
+@pytest.mark.parametrize("value", NOT_INTEGERS, ids=repr)
+def test_non_integer_is_type_error(entry: str, value: Any) -> None:
+    action, name = INTEGER_INPUTS[entry]
+    s = moving_system()
+    assert_refused(lambda: action(s, value), s, TypeError, name)
+
+
+@pytest.mark.parametrize("entry, value", [("threads", -1), ("threads", 1025), ("newton_max_iter", 0),
+                                          ("newton_max_iter", 2**31), ("cg_max_iter", 0), ("cg_max_iter", 2**31),
+                                          ("step n", 0), ("step n", -5)])
+def test_integer_out_of_range_names_value_and_bounds(entry: str, value: int) -> None:
+    action, name = INTEGER_INPUTS[entry]
+    s = moving_system()
+    assert_refused(lambda: action(s, value), s, ValueError, rf"{name} = {value} is out of range: it must be between")
+
+
+def test_integers_in_range_are_taken() -> None:
+    """The parser takes what it should: numpy integers and the range's ends."""
+    s = moving_system()
+    s.newton_max_iter = np.int64(2**31 - 1)
+    s.cg_max_iter = np.uint8(1)
+    s.threads = 1024
+    assert (s.newton_max_iter, s.cg_max_iter, s.threads) == (2**31 - 1, 1, 1024)
+    steps = s.steps
+    s.step(DT, np.int16(3))
+    assert s.steps == steps + 3
+
+
+# ---- names -----------------------------------------------------------------------------
+
+BAD_NAMES = [("embedded NUL", "rk4\x00junk", "NUL"), ("lone surrogate", "rk4\ud800", "surrogate")]
+
+
+@pytest.mark.parametrize("label, text, reason", BAD_NAMES, ids=[case[0] for case in BAD_NAMES])
+def test_integrator_name_that_c_cannot_hold(label: str, text: str, reason: str) -> None:
+    s = moving_system()
+    assert_refused(lambda: setattr(s, "integrator", text), s, ValueError, f"integrator.*{reason}")
+
+
+@pytest.mark.parametrize("label, text, reason", BAD_NAMES, ids=[case[0] for case in BAD_NAMES])
+def test_integrator_name_at_construction(label: str, text: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=f"integrator.*{reason}"):
+        msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 1]], integrator=text)
+
+
+@pytest.mark.parametrize("label, text, reason",
+                         [("embedded NUL", "plane\x00", "NUL"), ("lone surrogate", "plane\udfff", "surrogate")],
+                         ids=["embedded NUL", "lone surrogate"])
+def test_collider_kind_that_c_cannot_hold(label: str, text: str, reason: str) -> None:
+    s = moving_system()
+    arguments = ((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0, 0.0, 0.0)
+    assert_refused(lambda: s._add_collider(text, *arguments), s, ValueError, f"collider kind.*{reason}")
+    collider_id = s._collider_ids()[0]
+    assert_refused(lambda: s._set_collider(collider_id, text, *arguments), s, ValueError, "collider kind")
+
+
+# ---- collider vectors ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e300, 1.7e308, 1e-10])
+def test_huge_or_tiny_plane_normal_is_normalised(scale: float) -> None:
+    """A finite normal of any size is scaled before it is squared: the stored normal is the
+    unit vector and the system steps."""
+    s = moving_system()
+    plane = s.add_plane((0.0, -1.0, 0.0), (scale, scale, 0.0))
+    np.testing.assert_allclose(plane.normal, [math.sqrt(0.5), math.sqrt(0.5), 0.0], rtol=1e-15)
+    cylinder = s.add_cylinder((5.0, 0.0, 0.0), 0.5, 1.0, axis=(0.0, -scale, scale))
+    np.testing.assert_allclose(cylinder.axis, [0.0, -math.sqrt(0.5), math.sqrt(0.5)], rtol=1e-15)
+    s.step(DT, 5)
+    assert np.isfinite(s.x).all()
+
+
+def test_vanishing_normal_is_refused() -> None:
+    s = moving_system()
+    assert_refused(lambda: s.add_plane((0.0, 0.0, 0.0), (1e-300, 0.0, 0.0)), s, ValueError, "normal")
+    assert_refused(lambda: s.add_cylinder((0.0, 0.0, 0.0), 1.0, 1.0, axis=(0.0, 0.0, 0.0)), s, ValueError,
+                   "axis")
+
+
+# ---- values written through views ------------------------------------------------------
+
+VIEW_WRITES: list[tuple[str, Callable[[msprings.System], None], str]] = [
+    ("negative c, k = 0", lambda s: (s.k.__setitem__(0, 0.0), s.c.__setitem__(0, -1.0)), r"\bc\[0\]"),
+    ("negative k", lambda s: s.k.__setitem__(1, -5.0), r"\bk\[1\]"),
+    ("nan mass", lambda s: s.mass.__setitem__(0, np.nan), r"mass\[0\]"),
+    ("zero mass on a free node", lambda s: s.mass.__setitem__(3, 0.0), r"mass\[3\]"),
+    ("nan rest", lambda s: s.rest.__setitem__(2, np.nan), r"rest\[2\]"),
+    ("inf x", lambda s: s.x.__setitem__((1, 0), np.inf), r"\bx\b"),
+    ("nan v", lambda s: s.v.__setitem__((0, 2), np.nan), r"\bv\b"),
+]
+
+
+@pytest.mark.parametrize("integrator", ["explicit_euler", "symplectic_euler", "rk4"])
+@pytest.mark.parametrize("label, write, name", VIEW_WRITES, ids=[case[0] for case in VIEW_WRITES])
+def test_bad_value_through_view_is_the_c_checks_value_error(integrator: str, label: str,
+                                                            write: Callable[[msprings.System], None],
+                                                            name: str) -> None:
+    """The stability pre-check runs on a new dt; it must not trip over the bad value first."""
+    s = moving_system()
+    s.integrator = integrator
+    write(s)
+    assert_refused(lambda: s.step(2 * DT), s, ValueError, name)
+
+
+# ---- divergence ------------------------------------------------------------------------
+
+
+def diverging_system(integrator: str, at_once: bool) -> msprings.System:
+    """A stepped system that diverges at its next step (``at_once``) or a few steps later."""
+    far = 1e300 if at_once else 1.0
+    s = msprings.System([[0.0, 0.0, 0.0], [far, 0.0, 0.0], [0.0, 1.0, 0.0]], [[0, 1], [1, 2]], rest=0.5,
+                        k=[1e10 if at_once else 1e60, 1.0], integrator=integrator, pinned=[0])
+    s.add_plane((0.0, -5.0, 0.0))
+    s.external[2] = (0.0, 0.1, 0.0)
+    return s
+
+
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
+@pytest.mark.parametrize("integrator", ["explicit_euler", "symplectic_euler", "velocity_verlet", "rk4"])
+@pytest.mark.parametrize("at_once", [True, False], ids=["first step", "later step"])
+def test_divergence_rolls_back_f(integrator: str, at_once: bool) -> None:
+    """A diverging call leaves f (saved with the state) as it found it, never non-finite; when
+    its first step diverges, the whole system is bitwise unchanged."""
+    s = diverging_system(integrator, at_once)
+    before = snapshot(s)
+    with pytest.raises(msprings.DivergenceError) as caught:
+        s.step(DT, 40)
+    assert (caught.value.step == 1) == at_once
+    assert s.f.tobytes() == before["f"]
+    assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+    if at_once:
+        after = snapshot(s)
+        for key, value in before.items():
+            assert after[key] == value, f"{key} changed"
+
+
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
+def test_huge_step_count_is_interrupted_not_overflowed() -> None:
+    """n close to 2**63 with many nodes must not overflow the binding's work estimate: the
+    run diverges within its first chunk and the error reports its step."""
+    s = msprings.System(np.arange(3000.0).reshape(1000, 3), [[i, i + 1] for i in range(999)], k=1e300)
+    with pytest.raises(msprings.DivergenceError) as caught:
+        s.step(1.0, 2**63 - 1)
+    assert 1 <= caught.value.step < 1000
+    assert s.steps == caught.value.step - 1
+
+
+# ---- self-collision at extreme coordinates ---------------------------------------------
+
+
+def test_self_collision_hash_far_from_the_origin() -> None:
+    """A tiny distance with huge coordinates puts nodes in cells beyond int64: they share the
+    outermost cell and nothing is undefined (UBSan runs of the C tests cover the cast)."""
+    s = msprings.System([[1e300, 0.0, 0.0], [-1e300, 1e300, 0.0], [0.0, 0.0, 0.0]], [], gravity=(0, 0, 0))
+    s.self_collision = 1e-300
+    s.step(DT, 3)
+    np.testing.assert_array_equal(s.x, [[1e300, 0.0, 0.0], [-1e300, 1e300, 0.0], [0.0, 0.0, 0.0]])
