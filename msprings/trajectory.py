@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._archive import Archive
 from ._system import Energy, Ledger
 
 if TYPE_CHECKING:
@@ -134,15 +135,8 @@ class Trajectory:
             The file is not an msprings trajectory, is damaged, or its arrays disagree in
             shape (the message names the entry).
         """
-        import zipfile
-
-        name = str(path)
-        with open(path, "rb") as stream:
-            try:
-                with np.load(stream, allow_pickle=False) as archive:
-                    return _trajectory_from_archive(archive, name)
-            except (zipfile.BadZipFile, EOFError, OSError) as error:
-                raise ValueError(f"{name} is not a readable msprings trajectory: {error}") from None
+        with Archive(path, "msprings trajectory") as archive:
+            return _trajectory_from_archive(archive)
 
     def to_dataframe(self) -> pandas.DataFrame:
         """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
@@ -166,19 +160,17 @@ def _json_number(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a trajectory file")
 
 
-def _trajectory_from_archive(archive: Any, name: str) -> Trajectory:
+def _trajectory_from_archive(archive: Archive) -> Trajectory:
+    name = archive.name
+
     def get(key: str, kind: str, ndim: int) -> np.ndarray:
-        if key not in archive.files:
-            raise ValueError(f"{name} is a damaged msprings trajectory: entry {key!r} is missing")
-        value = archive[key]
-        if value.dtype.kind not in kind or value.ndim != ndim:
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has dtype {value.dtype} and "
-                             f"{value.ndim} dimensions")
+        # kind and dimensions are checked on the entry's header, before its data is read
+        value = archive.read(key, kind, (None,) * ndim)
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise ValueError(f"{name} is a damaged msprings trajectory: {key} holds NaN or infinity")
         return value
 
-    if "format" not in archive.files or str(archive["format"]) != FORMAT_NAME:
+    if "format" not in archive or str(archive.read("format", "U", ())) != FORMAT_NAME:
         raise ValueError(f"{name} is not an msprings trajectory (no format entry {FORMAT_NAME!r})")
     version = get("format_version", "iu", 0)
     if int(version) != FORMAT_VERSION:

@@ -249,3 +249,172 @@ def test_self_collision_hash_far_from_the_origin() -> None:
     s.self_collision = 1e-300
     s.step(DT, 3)
     np.testing.assert_array_equal(s.x, [[1e300, 0.0, 0.0], [-1e300, 1e300, 0.0], [0.0, 0.0, 0.0]])
+
+
+# ---- model and trajectory files from outside -------------------------------------------
+
+import io as _bytes_io  # noqa: E402  (kept apart from msprings.io)
+import tracemalloc  # noqa: E402
+import zipfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from numpy.lib import format as npy_format  # noqa: E402
+
+from msprings import io as model_io  # noqa: E402
+
+UNPICKLED: list[str] = []
+
+
+class Tripwire:
+    """Records being unpickled: loading must never get that far."""
+
+    def __setstate__(self, state: Any) -> None:
+        UNPICKLED.append("unpickled")
+
+
+def npy(array: np.ndarray) -> bytes:
+    stream = _bytes_io.BytesIO()
+    npy_format.write_array(stream, array, allow_pickle=True)
+    return stream.getvalue()
+
+
+def npy_claiming(shape: tuple[int, ...], data: bytes, descr: str = "<f8") -> bytes:
+    """An .npy member whose header claims ``shape`` whatever data follows."""
+    stream = _bytes_io.BytesIO()
+    npy_format.write_array_header_1_0(stream, {"descr": descr, "fortran_order": False, "shape": shape})
+    return stream.getvalue() + data
+
+
+def members(path: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as archive:
+        return {info.filename: archive.read(info) for info in archive.infolist()}
+
+
+def write_zip(path: Path, entries: dict[str, bytes]) -> Path:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for member, data in entries.items():
+            archive.writestr(member, data)
+    return path
+
+
+def saved_model(tmp_path: Path) -> Path:
+    s = moving_system()
+    s.add_sphere((0.0, 3.0, 0.0), 0.5)
+    return model_io.save(s, tmp_path / "model.npz")
+
+
+def with_member(tmp_path: Path, label: str, **replaced: bytes | None) -> Path:
+    entries = members(saved_model(tmp_path))
+    for key, data in replaced.items():
+        if data is None:
+            del entries[f"{key}.npy"]
+        else:
+            entries[f"{key}.npy"] = data
+    return write_zip(tmp_path / f"{label}.npz", entries)
+
+
+def assert_load_refused(load: Callable[[Path], Any], path: Path, member: str) -> None:
+    """Only a ValueError naming ``member``, without allocating anything near a claimed size."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(Exception) as caught:
+            load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert type(caught.value) is ValueError, f"{type(caught.value).__name__}: {caught.value}"
+    assert re.search(rf"\b{member}\b", str(caught.value)), str(caught.value)
+    assert peak < 20e6, f"{peak / 1e6:.0f} MB allocated before refusing"
+
+
+# (what, the member replaced, the name the error must contain, the member's new bytes)
+HOSTILE_MEMBERS: list[tuple[str, str, str, Callable[[], bytes | None]]] = [
+    ("huge shape, few bytes", "x", "x", lambda: npy_claiming((10**9, 3), bytes(96))),
+    ("huge shape in f", "f", "f", lambda: npy_claiming((2**40, 3), bytes(96))),
+    ("shape whose size overflows int64", "mass", "mass", lambda: npy_claiming((2**62, 2**62), bytes(8))),
+    ("deflated zeros of the wrong shape", "external", "external", lambda: npy(np.zeros((4_000_000, 3)))),
+    ("str dtype claiming gigabytes", "option_integrator", "option_integrator", lambda: npy_claiming((), b"rk4", descr="<U1000000000")),
+    ("pickled object array", "mass", "mass", lambda: npy(np.array([Tripwire(), 1.0, 1.0, 1.0], dtype=object))),
+    ("complex positions", "x", "x", lambda: npy(np.zeros((4, 3), dtype=complex))),
+    ("strings for masses", "mass", "mass", lambda: npy(np.array(["1", "1", "1", "1"]))),
+    ("NaN in x", "x", "x", lambda: npy(np.full((4, 3), np.nan))),
+    ("inf in v", "v", "v", lambda: npy(np.full((4, 3), np.inf))),
+    ("collider array longer than the kinds", "collider_center", "collider_center", lambda: npy(np.zeros((5, 3)))),
+    ("empty collider kinds", "collider_kind", "collider_center", lambda: npy(np.array([], dtype="<U16"))),
+    ("header garbage", "k", "k", lambda: b"\x93NUMPY\x01\x00\x10\x00{'descr': <f8}  \n"),
+    ("not an npy", "k", "k", lambda: b"garbage"),
+    ("1-D spring array", "springs", "springs", lambda: npy(np.array([0, 1, 1, 2], dtype=np.int32))),
+    ("spring to a missing node", "springs", "springs", lambda: npy(np.array([[0, 1], [1, 2], [2, 3], [3, 9], [0, 2]]))),
+    ("unknown integrator", "option_integrator", "integrator", lambda: npy(np.array("leapfrog"))),
+    ("integrator with NUL", "option_integrator", "integrator", lambda: npy(np.array("rk4\x00junk"))),
+    ("negative thread count", "option_threads", "threads", lambda: npy(np.array(-3))),
+    ("step count beyond int64", "steps", "steps", lambda: npy(np.array(2**64 - 1, dtype=np.uint64))),
+    ("zero plane normal", "collider_axis", "normal", lambda: npy(np.zeros((2, 3)))),
+    ("missing entry", "ledger", "ledger", lambda: None),  # type: ignore[arg-type,return-value]
+]
+
+
+@pytest.mark.parametrize("label, member, named, data", HOSTILE_MEMBERS, ids=[case[0] for case in HOSTILE_MEMBERS])
+def test_hostile_model_member(tmp_path: Path, label: str, member: str, named: str,
+                              data: Callable[[], bytes | None]) -> None:
+    path = with_member(tmp_path, "hostile", **{member: data()})
+    assert_load_refused(model_io.load, path, named)
+    assert not UNPICKLED
+
+
+def test_member_claiming_impossible_compression(tmp_path: Path) -> None:
+    """A zip directory that claims 2 GB from a few hundred compressed bytes is refused before
+    anything is inflated."""
+    path = saved_model(tmp_path)
+    raw = bytearray(path.read_bytes())
+    entry = raw.index(b"PK\x01\x02" + raw[raw.index(b"PK\x01\x02") + 4:raw.index(b"PK\x01\x02") + 4])
+    while raw[entry + 46:entry + 46 + 5] != b"x.npy":
+        entry = raw.index(b"PK\x01\x02", entry + 4)
+    raw[entry + 24:entry + 28] = (2**31 - 1).to_bytes(4, "little")
+    path.write_bytes(bytes(raw))
+    assert_load_refused(model_io.load, path, "x")
+
+
+@pytest.mark.parametrize("fraction", [0.0, 0.1, 0.5, 0.9, 0.999])
+def test_truncated_model_file(tmp_path: Path, fraction: float) -> None:
+    path = saved_model(tmp_path)
+    data = path.read_bytes()
+    path.write_bytes(data[: int(len(data) * fraction)])
+    with pytest.raises(ValueError, match="model file"):
+        model_io.load(path)
+
+
+def test_every_flipped_byte_is_a_value_error_or_a_valid_model(tmp_path: Path) -> None:
+    """Corrupting any one byte of a model file gives a ValueError or (where the byte is not
+    checked, e.g. inside a float) a system; never another exception."""
+    path = saved_model(tmp_path)
+    data = path.read_bytes()
+    damaged = tmp_path / "flipped.npz"
+    for position in range(0, len(data), max(1, len(data) // 400)):
+        corrupted = bytearray(data)
+        corrupted[position] ^= 0xFF
+        damaged.write_bytes(bytes(corrupted))
+        try:
+            model_io.load(damaged)
+        except ValueError:
+            pass
+
+
+def test_model_files_that_load_are_unchanged_by_the_checks(tmp_path: Path) -> None:
+    """A file with a huge (finite) plane normal saved by this version loads exactly."""
+    s = moving_system()
+    s.add_plane((0.0, -3.0, 0.0), (1e200, 1e200, 0.0))
+    loaded = model_io.load(model_io.save(s, tmp_path / "big_normal.npz"))
+    assert snapshot(loaded) == snapshot(s)
+
+
+def test_hostile_trajectory_member(tmp_path: Path) -> None:
+    s = moving_system()
+    path = s.run(DT, 10).save(tmp_path / "run.npz")
+    entries = members(path)
+    for member, data in (("positions", npy_claiming((10**8, 4, 3), bytes(96))),
+                         ("times", npy(np.array([Tripwire()] * 11, dtype=object))),
+                         ("energy", npy(np.zeros((11, 7), dtype=complex)))):
+        hostile = write_zip(tmp_path / f"{member}.npz", {**entries, f"{member}.npy": data})
+        assert_load_refused(msprings.Trajectory.load, hostile, member)
+    assert not UNPICKLED
