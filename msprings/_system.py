@@ -156,6 +156,9 @@ def index_array(value: ArrayLike, name: str, width: int, count: int, noun: str =
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be a (rows, {width}) array of integer {noun} indices: {error}") from None
     if array.size == 0 and array.dtype.kind not in "USO":
+        # an empty list, or an empty array of the right width
+        if array.shape != (0,) and (array.ndim != 2 or array.shape[1] != width):
+            raise ValueError(f"{name} must have shape (rows, {width}), got {array.shape}")
         return np.zeros((0, width), dtype=np.int64)
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must contain integer {noun} indices, got dtype {array.dtype}")
@@ -312,6 +315,9 @@ class System(_core.System):
             coordinates = _real_array(uv, "uv")
             if coordinates.shape != (n, 2):
                 raise ValueError(f"uv must have shape ({n}, 2) (one (u, v) per node), got {coordinates.shape}")
+            if not np.isfinite(coordinates).all():
+                bad = int(np.flatnonzero(~np.isfinite(coordinates).all(axis=1))[0])
+                raise ValueError(f"uv[{bad}] = {tuple(coordinates[bad])} is not finite")
             self.uv = coordinates
 
     def step(self, dt: float, n: int = 1) -> None:

@@ -126,7 +126,7 @@ def _points(value: ArrayLike, name: str, width: int, rows: int | None = None) ->
         raise TypeError(f"{name} must be an array of real numbers: {error}") from None
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
-    if array.size == 0 and rows in (None, 0):
+    if array.shape == (0,) and rows in (None, 0):  # an empty list
         array = array.reshape(0, width)
     if array.ndim != 2 or array.shape[1] != width:
         raise ValueError(f"{name} must have shape (n, {width}), got {array.shape}")
@@ -295,16 +295,23 @@ def load_obj(path: str | os.PathLike[str]) -> Mesh:
     Raises
     ------
     ValueError
-        The file is not UTF-8 text or has a malformed line: a bad or non-finite number, a
-        face with fewer than three corners, an index that is 0 or outside the elements
-        defined; the message names the line number.
+        The file is not UTF-8 text, has no faces (empty, or only vertices), or has a
+        malformed line: a bad or non-finite number, a face with fewer than three corners,
+        an index that is 0 or outside the elements defined; the message names the line
+        number.
+    FileNotFoundError
+        No such file.
     """
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(f"{os.fspath(path)!s} is not a UTF-8 text file: {error}") from None
-    return _parse_obj(text)
+    mesh = _parse_obj(text)
+    if mesh.n_faces == 0:
+        raise ValueError(f"{os.fspath(path)!s} has no faces (no 'f' line): it is empty or only a point cloud, "
+                         "not a surface")
+    return mesh
 
 
 def _parse_obj(text: str) -> Mesh:

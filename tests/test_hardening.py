@@ -418,3 +418,45 @@ def test_hostile_trajectory_member(tmp_path: Path) -> None:
         hostile = write_zip(tmp_path / f"{member}.npz", {**entries, f"{member}.npy": data})
         assert_load_refused(msprings.Trajectory.load, hostile, member)
     assert not UNPICKLED
+
+
+# ---- meshes, texture coordinates and empty index arrays --------------------------------
+
+from msprings import mesh  # noqa: E402
+
+
+@pytest.mark.parametrize("text", ["", "\n\n# only a comment\n", "v 0 0 0\nv 1 0 0\nv 0 1 0\n", "\ufeff"],
+                         ids=["0 bytes", "comments", "point cloud", "byte-order mark"])
+def test_obj_without_faces_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.obj"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=r"empty\.obj has no faces"):
+        mesh.load_obj(path)
+
+
+def test_missing_obj_is_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        mesh.load_obj(tmp_path / "missing.obj")
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_uv_must_be_finite(bad: float) -> None:
+    uv = np.zeros((3, 2))
+    uv[1, 0] = bad
+    with pytest.raises(ValueError, match=r"uv\[1\]"):
+        msprings.System(np.eye(3), [[0, 1]], uv=uv)
+    with pytest.raises(ValueError, match=r"uv\[1\]"):
+        mesh.Mesh(np.eye(3), [[0, 1, 2]], uv)
+
+
+@pytest.mark.parametrize("shape", [(0, 3), (0, 1), (0, 2, 1), (2, 0)])
+def test_empty_springs_of_the_wrong_width(shape: tuple[int, ...]) -> None:
+    with pytest.raises(ValueError, match=r"springs must have shape \(rows, 2\)"):
+        msprings.System(np.eye(3), np.zeros(shape, dtype=int))
+    with pytest.raises(ValueError, match=r"faces must have shape \(rows, 3\)"):
+        msprings.System(np.eye(3), [], faces=np.zeros((0, 2), dtype=int))
+
+
+def test_empty_springs_and_faces_that_fit() -> None:
+    for springs in ([], np.zeros((0, 2), dtype=np.int32), np.zeros((0, 2))):
+        assert msprings.System(np.eye(3), springs, faces=[]).n_springs == 0
