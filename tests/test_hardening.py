@@ -460,3 +460,46 @@ def test_empty_springs_of_the_wrong_width(shape: tuple[int, ...]) -> None:
 def test_empty_springs_and_faces_that_fit() -> None:
     for springs in ([], np.zeros((0, 2), dtype=np.int32), np.zeros((0, 2))):
         assert msprings.System(np.eye(3), springs, faces=[]).n_springs == 0
+
+
+# ---- fork while another thread steps ---------------------------------------------------
+
+import threading  # noqa: E402
+import warnings  # noqa: E402
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+def test_fork_while_another_thread_steps_leaves_the_child_a_usable_system() -> None:
+    """The parent's stepping thread does not exist in a forked child: there the system is
+    not busy, and it steps."""
+    nodes = 2000
+    s = msprings.System(np.c_[np.arange(nodes), np.zeros(nodes), np.zeros(nodes)],
+                        [[i, i + 1] for i in range(nodes - 1)], k=50.0, c=0.5, pinned=[0])
+    stepper = threading.Thread(target=s.step, args=(1e-4, 150_000))
+    stepper.start()
+    try:
+        while True:  # wait until the step holds the system
+            try:
+                s.threads = 0
+            except RuntimeError as error:
+                assert "being stepped by another thread" in str(error)
+                break
+            assert stepper.is_alive(), "the step ended before the fork"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork() of a threaded process
+            pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                steps = s.steps
+                s.step(1e-4, 3)
+                status = 0 if s.steps == steps + 3 and np.isfinite(s.x).all() else 2
+            except BaseException:
+                status = 3
+            finally:
+                os._exit(status)
+        _, wait_status = os.waitpid(pid, 0)
+        assert os.WIFEXITED(wait_status) and os.WEXITSTATUS(wait_status) == 0, wait_status
+    finally:
+        stepper.join()
+    assert s.steps == 150_000

@@ -17,6 +17,8 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "msprings/msprings.h"
 
@@ -30,7 +32,8 @@ typedef struct {
     PyObject_HEAD
     ms_model* model;        /* NULL until __init__ succeeds */
     ms_state* state;
-    int busy;               /* set (with the GIL held) while a step runs */
+    pid_t stepping;         /* the process whose thread is stepping this system (set with the GIL
+                               held), 0 when none; see busy() */
     PyObject* energy_views; /* weak references to the writable views through which the caller
                                can change the energy (x, v, mass, pinned, rest, k); a list,
                                created by the first such view */
@@ -54,9 +57,13 @@ static int require_ready(SystemObject* self) {
     return 0;
 }
 
+/* Whether a thread of this process is stepping the system.  A process forked while one
+   was has no such thread: there the system is idle, in the state the fork caught it in. */
+static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == getpid(); }
+
 static int require_idle(SystemObject* self) {
     if (require_ready(self) < 0) return -1;
-    if (self->busy) {
+    if (busy(self)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "this System is being stepped by another thread; wait for that step to finish "
                         "(use a lock or step a copy())");
@@ -251,7 +258,7 @@ static int energy_views_alive(SystemObject* self) {
    view released. */
 static PyObject* watch_view(SystemObject* self, PyObject* view) {
     if (view == NULL) return NULL;
-    if (!self->busy) ms_state_watch(self->model, self->state);
+    if (!busy(self)) ms_state_watch(self->model, self->state);
     if (self->energy_views == NULL && (self->energy_views = PyList_New(0)) == NULL) goto error;
     if (PyList_GET_SIZE(self->energy_views) >= 32 && energy_views_alive(self) < 0) goto error;
     PyObject* reference = PyWeakref_NewRef(view, NULL);
@@ -451,7 +458,7 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     const int views_alive = energy_views_alive(self);
     if (views_alive < 0) return NULL;
     state->watch_after_step = views_alive;
-    self->busy = 1;
+    self->stepping = getpid();
     for (long long done = 0; done < n && status == MS_OK;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         if (release) {
@@ -463,11 +470,11 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         }
         done += count;
         if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) {
-            self->busy = 0;
+            self->stepping = 0;
             return NULL;
         }
     }
-    self->busy = 0;
+    self->stepping = 0;
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
