@@ -539,8 +539,11 @@ class System(_core.System):
         low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
         if low.shape != (3,) or high.shape != (3,):
             raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
-        return self._add("box", (low + high) / 2.0, (0.0, 1.0, 0.0), (high - low) / 2.0, velocity, restitution,
-                         friction, thickness)
+        # halves first: the same doubles (halving is exact), and no overflow for corners near the
+        # largest double; non-finite corners give a non-finite box, which the C check refuses
+        with np.errstate(invalid="ignore"):
+            center, half = low / 2.0 + high / 2.0, high / 2.0 - low / 2.0
+        return self._add("box", center, (0.0, 1.0, 0.0), half, velocity, restitution, friction, thickness)
 
     def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
                      restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,

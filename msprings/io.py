@@ -91,7 +91,7 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         "option_strain_limit": np.array(np.nan if system.strain_limit is None else system.strain_limit),
     }
     for name in _REAL_OPTIONS:
-        entries[f"option_{name}"] = np.array(float(getattr(system, name) or 0.0), dtype=np.float64)
+        entries[f"option_{name}"] = np.array(float(getattr(system, name)), dtype=np.float64)
     for name in _INT_OPTIONS:
         entries[f"option_{name}"] = np.array(int(getattr(system, name)), dtype=np.int64)
     for name in _VECTOR_OPTIONS:

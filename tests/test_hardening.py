@@ -503,3 +503,24 @@ def test_fork_while_another_thread_steps_leaves_the_child_a_usable_system() -> N
     finally:
         stepper.join()
     assert s.steps == 150_000
+
+
+# ---- found by the property-based tests (tests/test_fuzz.py) ----------------------------
+
+
+def test_box_corners_near_the_largest_double() -> None:
+    """Centre and half extents are taken from the halves: no overflow, no warning."""
+    s = moving_system()
+    box = s.add_box((-1.7e308, -1.7e308, -1.7e308), (1.7e308, 1.7e308, 1.7e308))
+    assert s._get_collider(box.id)[1] == (0.0, 0.0, 0.0)
+    assert s._get_collider(box.id)[3] == (1.7e308, 1.7e308, 1.7e308)
+    assert_refused(lambda: s.add_box((np.inf, 0.0, 0.0), (np.inf, 1.0, 1.0)), s, ValueError, "finite")
+
+
+def test_negative_zero_options_round_trip(tmp_path: Path) -> None:
+    s = moving_system()
+    s.drag = -0.0
+    s.gust = -0.0
+    loaded = model_io.load(model_io.save(s, tmp_path / "signed_zero.npz"))
+    assert math.copysign(1.0, loaded.drag) == math.copysign(1.0, loaded.gust) == -1.0
+    assert snapshot(loaded) == snapshot(s)
