@@ -34,7 +34,8 @@ def damping_for_ratio(zeta: ArrayLike, k: ArrayLike, mass_i: ArrayLike, mass_j: 
     ``zeta = 1`` is critical damping: the fastest return to rest without oscillating.
     Broadcasts like NumPy.
     """
-    zeta_a, k_a, m_i, m_j = (np.asarray(value, dtype=np.float64) for value in (zeta, k, mass_i, mass_j))
+    zeta_a, k_a, m_i, m_j = (_real_array(value, name) for value, name in
+                             ((zeta, "zeta"), (k, "k"), (mass_i, "mass_i"), (mass_j, "mass_j")))
     for name, value in (("zeta", zeta_a), ("k", k_a), ("mass_i", m_i), ("mass_j", m_j)):
         if np.any(np.isnan(value)) or np.any(value < 0):
             raise ValueError(f"{name} must be >= 0 (no NaN)")
@@ -127,15 +128,37 @@ def _stability_limit(integrator: str, zeta: float) -> float:
     return float(stability.stability_limit(integrator, zeta))
 
 
+def _beyond_range(array: np.ndarray) -> bool:
+    """Whether an object array holds only Python numbers, with integers too large for NumPy's
+    types among them (NumPy gives such input dtype object)."""
+    return array.dtype.kind == "O" and array.size > 0 and all(
+        isinstance(item, (int, float)) and not isinstance(item, bool) for item in array.flat)
+
+
 def _real_array(value: ArrayLike, name: str) -> np.ndarray:
-    """Converts ``value`` to a new float64 array, refusing non-real data with TypeError."""
+    """Converts ``value`` to a new float64 array, refusing non-real data with TypeError and
+    integers beyond a double's range with ValueError."""
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be an array of real numbers: {error}") from None
+    if _beyond_range(array):
+        try:
+            return np.array(array, dtype=np.float64, order="C")
+        except OverflowError:
+            raise ValueError(f"{name} holds a number beyond the largest double (1.8e308)") from None
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
     return np.array(array, dtype=np.float64, order="C")
+
+
+def real_scalar(value: Any, name: str) -> float:
+    """One real number as a float: TypeError for anything else, ValueError naming ``name``
+    for an integer beyond a double's range (never OverflowError)."""
+    array = _real_array(value, name)
+    if array.ndim != 0:
+        raise TypeError(f"{name} must be a single real number, got an array of shape {array.shape}")
+    return float(array)
 
 
 def _per_item(value: ArrayLike, count: int, name: str, what: str) -> np.ndarray:
@@ -160,6 +183,8 @@ def index_array(value: ArrayLike, name: str, width: int, count: int, noun: str =
         if array.shape != (0,) and (array.ndim != 2 or array.shape[1] != width):
             raise ValueError(f"{name} must have shape (rows, {width}), got {array.shape}")
         return np.zeros((0, width), dtype=np.int64)
+    if _beyond_range(array):
+        raise ValueError(f"{name} holds an index beyond int64: every {noun} index must be in 0..{count - 1}")
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must contain integer {noun} indices, got dtype {array.dtype}")
     if array.ndim != 2 or array.shape[1] != width:
@@ -184,6 +209,8 @@ def _pinned_mask(pinned: ArrayLike | None, n_nodes: int) -> np.ndarray:
         return array.copy()
     if array.size == 0:
         return mask
+    if _beyond_range(array):
+        raise ValueError(f"pinned holds a node index beyond int64: indices must be in 0..{n_nodes - 1}")
     if array.dtype.kind not in "iu":
         raise TypeError(f"pinned must be node indices (integers) or a boolean mask, got dtype {array.dtype}")
     indices = array.reshape(-1)
@@ -383,7 +410,14 @@ class System(_core.System):
             warnings.warn(warning, stacklevel=3)
 
     def _check_step(self, dt: Any, integrator: str) -> None:
-        if integrator == "implicit_euler" or not isinstance(dt, (int, float)) or not dt > 0 or not math.isfinite(dt):
+        # a dt that the C check refuses (not a number, <= 0, beyond a double) is not pre-checked
+        if integrator == "implicit_euler" or not isinstance(dt, (int, float)):
+            return
+        try:
+            dt = float(dt)
+        except OverflowError:
+            return
+        if not 0 < dt < math.inf:
             return
         if "stability" in getattr(self, "_warned", frozenset()):
             return
@@ -485,7 +519,7 @@ class System(_core.System):
         two pinned nodes get c = 0."""
         reduced = self._reduced_masses()
         both_pinned = np.isnan(reduced)
-        zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), reduced.shape)
+        zeta_a = np.broadcast_to(_real_array(zeta, "zeta"), reduced.shape)
         c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, reduced))
         return np.where(both_pinned, 0.0, c)
 
@@ -499,7 +533,7 @@ class System(_core.System):
         p = _real_array(points, "points")
         if p.shape[-1:] != (3,):
             raise ValueError(f"points must have shape (..., 3), got {p.shape}")
-        time = self.t if t is None else float(t)
+        time = self.t if t is None else real_scalar(t, "t")
         return self._wind_at(p.reshape(-1, 3), time).reshape(p.shape)
 
     # ---- colliders -----------------------------------------------------------------
@@ -529,8 +563,8 @@ class System(_core.System):
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
         """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
         :meth:`add_plane`."""
-        return self._add("sphere", center, (0.0, 1.0, 0.0), (radius, 0.0, 0.0), velocity, restitution, friction,
-                         thickness)
+        return self._add("sphere", center, (0.0, 1.0, 0.0), (real_scalar(radius, "radius"), 0.0, 0.0), velocity,
+                         restitution, friction, thickness)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
@@ -551,8 +585,8 @@ class System(_core.System):
         """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
         ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
         Other arguments as :meth:`add_plane`."""
-        return self._add("cylinder", center, axis, (radius, 0.5 * float(height), 0.0), velocity, restitution,
-                         friction, thickness)
+        size = (real_scalar(radius, "radius"), 0.5 * real_scalar(height, "height"), 0.0)
+        return self._add("cylinder", center, axis, size, velocity, restitution, friction, thickness)
 
     @property
     def colliders(self) -> tuple[Collider, ...]:

@@ -270,16 +270,22 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         raise ValueError(f"steps = {steps} must be >= 1")
     if record_every < 1:
         raise ValueError(f"record_every = {record_every} must be >= 1")
+    if steps > np.iinfo(np.int64).max:
+        raise ValueError("steps is out of range: at most 2**63 - 1")
     count = 1 + (steps + record_every - 1) // record_every
     n = system.n_nodes
-    times = np.empty(count)
-    step_counts = np.empty(count, dtype=np.int64)
-    positions = np.empty((count, n, 3))
-    speeds = np.empty((count, n, 3)) if velocities else None
-    energy = np.empty((count, len(ENERGY_FIELDS)))
-    ledger = np.empty((count, len(LEDGER_FIELDS)))
     colliders = system.colliders
-    centers = np.empty((count, len(colliders), 3))
+    try:
+        times = np.empty(count)
+        step_counts = np.empty(count, dtype=np.int64)
+        positions = np.empty((count, n, 3))
+        speeds = np.empty((count, n, 3)) if velocities else None
+        energy = np.empty((count, len(ENERGY_FIELDS)))
+        ledger = np.empty((count, len(LEDGER_FIELDS)))
+        centers = np.empty((count, len(colliders), 3))
+    except (ValueError, MemoryError):  # NumPy refuses sizes beyond its index range with ValueError
+        raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
+                          "record_every)") from None
 
     def keep(r: int) -> None:
         times[r] = system.t

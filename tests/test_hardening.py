@@ -120,6 +120,41 @@ def test_integers_in_range_are_taken() -> None:
     assert s.steps == steps + 3
 
 
+BEYOND_A_DOUBLE: dict[str, tuple[Callable[[msprings.System], Any], str]] = {
+    "step dt": (lambda s: s.step(2**1100), r"\bdt\b"),
+    "drag": (lambda s: setattr(s, "drag", 2**2000), "drag"),
+    "gravity": (lambda s: setattr(s, "gravity", (0.0, -(2**1100), 0.0)), "gravity"),
+    "wind": (lambda s: setattr(s, "wind", [2**1100, 0, 0]), "wind"),
+    "sphere radius": (lambda s: s.add_sphere((0.0, 0.0, 0.0), 2**2000), "radius"),
+    "cylinder height": (lambda s: s.add_cylinder((0.0, 0.0, 0.0), 1.0, -(2**1100)), "height"),
+    "plane point": (lambda s: s.add_plane((0, 2**1100, 0)), "center"),
+    "collider radius": (lambda s: setattr(s.colliders[-1], "radius", 2**1100), "radius"),
+    "wind_at t": (lambda s: s.wind_at([0.0, 0.0, 0.0], 2**1100), r"\bt\b"),
+    "damping_for_ratio": (lambda s: s.damping_for_ratio([2**1100] * s.n_springs), "zeta"),
+    "run steps": (lambda s: s.run(DT, 2**70), "steps"),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(BEYOND_A_DOUBLE))
+def test_real_beyond_a_double_is_value_error(entry: str) -> None:
+    """A Python integer too large for a double is out of range (ValueError naming the argument),
+    not the wrong type and never OverflowError."""
+    action, name = BEYOND_A_DOUBLE[entry]
+    s = moving_system()
+    s.add_sphere((9.0, 9.0, 9.0), 1.0)
+    assert_refused(lambda: action(s), s, ValueError, name)
+
+
+@pytest.mark.parametrize("argument", ["positions", "mass", "springs", "pinned"])
+def test_constructor_numbers_beyond_numpy_types(argument: str) -> None:
+    arguments: dict[str, Any] = {"positions": [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], "springs": [[0, 1]]}
+    bad = {"positions": [[0.0, 0.0, 2**1100], [1.0, 0.0, 0.0]], "mass": [1.0, -(2**2000)],
+           "springs": [[0, 2**64]], "pinned": [2**70]}[argument]
+    arguments[argument] = bad
+    with pytest.raises(ValueError, match=argument):
+        msprings.System(arguments.pop("positions"), arguments.pop("springs"), **arguments)
+
+
 # ---- names -----------------------------------------------------------------------------
 
 BAD_NAMES = [("embedded NUL", "rk4\x00junk", "NUL"), ("lone surrogate", "rk4\ud800", "surrogate")]

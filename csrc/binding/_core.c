@@ -100,6 +100,12 @@ static PyArrayObject* input_array(PyObject* obj, const char* name, int typenum, 
                                   npy_intp d1) {
     PyArrayObject* array = (PyArrayObject*)PyArray_FROMANY(obj, typenum, 0, 0, NPY_ARRAY_IN_ARRAY);
     if (array == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s holds a number out of range (beyond %s)", name,
+                         typenum == NPY_INT32 ? "int32" : "the largest double, 1.8e308");
+            return NULL;
+        }
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
         PyErr_Format(PyExc_TypeError, "%s must be an array of %s: %S", name,
@@ -207,8 +213,12 @@ static int parse_real(PyObject* value, const char* name, double* out) {
     }
     double result = PyFloat_AsDouble(value);
     if (result == -1.0 && PyErr_Occurred()) {
+        const int overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
+        if (overflow)
+            PyErr_Format(PyExc_ValueError, "%s is out of range: beyond the largest double (1.8e308)", name);
+        else
+            PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
         return -1;
     }
     *out = result;
