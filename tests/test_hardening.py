@@ -1,25 +1,33 @@
 """Every input from outside gets its documented error, and nothing else.
 
-Each case asserts the exception type, the argument's name in the message, and that the system
-is bitwise unchanged afterwards: integers of any size, names that C cannot hold, collider
-vectors of any finite size, values written through views, divergence, huge step counts and
-the self-collision hash at extreme coordinates.
+Each case asserts the exception type, the argument's (or file entry's) name in the message,
+and that the system is bitwise unchanged afterwards: integers of any size, real numbers beyond
+a double, names that C cannot hold, collider vectors of any finite size, values written through
+views, divergence, huge step counts, the self-collision hash at extreme coordinates, hostile
+model and trajectory files, OBJ files without faces, and fork() while a thread steps.  The
+command line's errors are tested in test_cli.py, random operation sequences in test_fuzz.py.
 """
 
 from __future__ import annotations
 
+import io as bytes_io
 import math
 import os
 import re
-import subprocess
-import sys
-import textwrap
+import threading
+import tracemalloc
+import warnings
+import zipfile
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import pytest
+from numpy.lib import format as npy_format
 
 import msprings
+from msprings import io as model_io
+from msprings import mesh
 
 DT = 1e-3
 VIEWS = ("x", "v", "f", "external", "mass", "pinned", "springs", "rest", "k", "c")
@@ -288,14 +296,6 @@ def test_self_collision_hash_far_from_the_origin() -> None:
 
 # ---- model and trajectory files from outside -------------------------------------------
 
-import io as _bytes_io  # noqa: E402  (kept apart from msprings.io)
-import tracemalloc  # noqa: E402
-import zipfile  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from numpy.lib import format as npy_format  # noqa: E402
-
-from msprings import io as model_io  # noqa: E402
 
 UNPICKLED: list[str] = []
 
@@ -308,14 +308,14 @@ class Tripwire:
 
 
 def npy(array: np.ndarray) -> bytes:
-    stream = _bytes_io.BytesIO()
+    stream = bytes_io.BytesIO()
     npy_format.write_array(stream, array, allow_pickle=True)
     return stream.getvalue()
 
 
 def npy_claiming(shape: tuple[int, ...], data: bytes, descr: str = "<f8") -> bytes:
     """An .npy member whose header claims ``shape`` whatever data follows."""
-    stream = _bytes_io.BytesIO()
+    stream = bytes_io.BytesIO()
     npy_format.write_array_header_1_0(stream, {"descr": descr, "fortran_order": False, "shape": shape})
     return stream.getvalue() + data
 
@@ -457,8 +457,6 @@ def test_hostile_trajectory_member(tmp_path: Path) -> None:
 
 # ---- meshes, texture coordinates and empty index arrays --------------------------------
 
-from msprings import mesh  # noqa: E402
-
 
 @pytest.mark.parametrize("text", ["", "\n\n# only a comment\n", "v 0 0 0\nv 1 0 0\nv 0 1 0\n", "\ufeff"],
                          ids=["0 bytes", "comments", "point cloud", "byte-order mark"])
@@ -498,9 +496,6 @@ def test_empty_springs_and_faces_that_fit() -> None:
 
 
 # ---- fork while another thread steps ---------------------------------------------------
-
-import threading  # noqa: E402
-import warnings  # noqa: E402
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
