@@ -470,6 +470,8 @@ class System(_core.System):
             One of :data:`msprings.INTEGRATORS`; default the system's current integrator.
         """
         name = self.integrator if integrator is None else integrator
+        if not isinstance(name, str):
+            raise TypeError(f"integrator must be a name (str), not {type(name).__name__}")
         if name not in _core.INTEGRATORS:
             raise ValueError(f"integrator {name!r} is unknown; choose one of {', '.join(_core.INTEGRATORS)}")
         if name == "implicit_euler":

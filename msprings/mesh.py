@@ -20,7 +20,7 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._system import System, index_array
+from ._system import System, index_array, real_scalar
 
 __all__ = [
     "InteriorEdges",
@@ -503,6 +503,11 @@ def export_obj_frames(
 # ---- shapes -------------------------------------------------------------------------
 
 
+#: icosphere's largest subdivision: 10 * 4**13 + 2 (about 6.7e8) vertices, still within the core's
+#: int32 node indices; every subdivision quadruples them.
+MAX_SUBDIVISIONS = 13
+
+
 def icosphere(subdivisions: int = 2, radius: float = 1.0, center: ArrayLike = (0.0, 0.0, 0.0)) -> Mesh:
     """A sphere triangulated by subdividing a regular icosahedron.
 
@@ -516,14 +521,18 @@ def icosphere(subdivisions: int = 2, radius: float = 1.0, center: ArrayLike = (0
     Parameters
     ----------
     subdivisions : int
-        >= 0 (0 gives the icosahedron).
+        0 (the icosahedron) to :data:`MAX_SUBDIVISIONS`.
     radius : float
         Sphere radius (m), > 0.
     center : array_like, shape (3,)
         Sphere centre (m).
     """
-    if isinstance(subdivisions, bool) or not isinstance(subdivisions, (int, np.integer)) or subdivisions < 0:
-        raise ValueError(f"subdivisions must be an integer >= 0, got {subdivisions!r}")
+    if isinstance(subdivisions, bool) or not isinstance(subdivisions, (int, np.integer)):
+        raise TypeError(f"subdivisions must be an integer, not {type(subdivisions).__name__}")
+    if not 0 <= subdivisions <= MAX_SUBDIVISIONS:
+        raise ValueError(f"subdivisions = {subdivisions if abs(subdivisions) < 2**63 else 'a huge number'} is out "
+                         f"of range: it must be between 0 and {MAX_SUBDIVISIONS}")
+    radius = real_scalar(radius, "radius")
     if not (math.isfinite(radius) and radius > 0):
         raise ValueError(f"radius must be finite and > 0, got {radius!r}")
     centre = np.asarray(center, dtype=np.float64)

@@ -27,7 +27,7 @@ from numpy.lib import format as npy_format
 
 import msprings
 from msprings import io as model_io
-from msprings import mesh
+from msprings import mesh, scenes
 
 DT = 1e-3
 VIEWS = ("x", "v", "f", "external", "mass", "pinned", "springs", "rest", "k", "c")
@@ -554,3 +554,31 @@ def test_negative_zero_options_round_trip(tmp_path: Path) -> None:
     loaded = model_io.load(model_io.save(s, tmp_path / "signed_zero.npz"))
     assert math.copysign(1.0, loaded.drag) == math.copysign(1.0, loaded.gust) == -1.0
     assert snapshot(loaded) == snapshot(s)
+
+
+# ---- sizes of generated scenes and meshes ----------------------------------------------
+
+
+@pytest.mark.parametrize("build, name, limit", [
+    (lambda value: scenes.chain(value), "n", 2**31 - 1),
+    (lambda value: scenes.cloth(value), "n", 46340),
+    (lambda value: scenes.cloth(4, value), "columns", 46340),
+    (lambda value: scenes.flag(rows=value), "rows", 46340),
+    (lambda value: scenes.tablecloth(value), "n", 46340),
+    (lambda value: scenes.jelly_cube(value), "n", 1290),
+    (lambda value: mesh.icosphere(value), "subdivisions", 13),
+    (lambda value: scenes.spring_sphere(value), "subdivisions", 13),
+], ids=["chain", "cloth", "cloth columns", "flag", "tablecloth", "jelly_cube", "icosphere", "spring_sphere"])
+@pytest.mark.parametrize("excess", [1, 2**40, 2**200])
+def test_generated_sizes_have_an_upper_bound(build: Callable[[int], Any], name: str, limit: int, excess: int) -> None:
+    """Sizes beyond the core's int32 node indices (or, for spheres, the subdivision that reaches
+    them) are refused at once with a ValueError naming the argument, before anything is built."""
+    with pytest.raises(ValueError, match=rf"{name} = .* is out of range.*{limit}"):
+        build(limit + excess)
+
+
+def test_huge_radius_and_spacing_are_value_errors() -> None:
+    with pytest.raises(ValueError, match="radius"):
+        mesh.icosphere(1, 2**2000)
+    with pytest.raises(ValueError, match="spacing"):
+        scenes.chain(3, 2**1100)
