@@ -121,8 +121,6 @@ def check_output(path: Path, system: System | None = None) -> str:
         raise ValueError("OBJ frames need a surface: this scene has no faces")
     if kind == "obj" and path.exists() and not path.is_dir():
         raise ValueError(f"cannot write OBJ frames into {path}: it is a file, not a folder")
-    if kind != "obj" and path.is_dir():
-        raise ValueError(f"cannot write {path}: it is a folder")
     folder = path if kind == "obj" and path.is_dir() else path.parent
     if not folder.is_dir():
         raise ValueError(f"cannot write {path}: the folder {folder} does not exist")
