@@ -5,7 +5,7 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -30,9 +30,17 @@ def _scene_table() -> dict[str, tuple[Callable[..., System], str, float, float]]
     }
 
 
-def _resolution_keyword(name: str) -> str | None:
-    return {"chain": "n", "cloth": "n", "tablecloth": "n", "jelly_cube": "n", "flag": "columns",
-            "spring_sphere": "subdivisions", "balloon": "subdivisions"}.get(name)
+#: scene -> (the builder's keyword that --resolution sets, its smallest and largest value).  The
+#: upper bounds keep a run within minutes and memory: a sphere's nodes grow fourfold per subdivision.
+RESOLUTIONS = {
+    "chain": ("n", 2, 100_000),
+    "cloth": ("n", 2, 400),
+    "tablecloth": ("n", 2, 400),
+    "jelly_cube": ("n", 2, 50),
+    "flag": ("columns", 2, 1000),
+    "spring_sphere": ("subdivisions", 1, 6),
+    "balloon": ("subdivisions", 1, 6),
+}
 
 
 def build_scene(name: str, resolution: int | None = None, wind: float | None = None,
@@ -44,9 +52,12 @@ def build_scene(name: str, resolution: int | None = None, wind: float | None = N
     builder = table[name][0]
     options: dict[str, Any] = {}
     if resolution is not None:
-        keyword = _resolution_keyword(name)
-        if keyword is None:
+        if name not in RESOLUTIONS:
             raise ValueError(f"scene {name!r} has no resolution to set")
+        keyword, low, high = RESOLUTIONS[name]
+        if not low <= resolution <= high:
+            raise ValueError(f"--resolution {resolution} is out of range for {name}: it must be between {low} "
+                             f"and {high}")
         options[keyword] = resolution
     if name in ("spring_sphere",):
         options.setdefault("center", (0.0, 1.0, 0.0))
@@ -54,6 +65,8 @@ def build_scene(name: str, resolution: int | None = None, wind: float | None = N
     if name in ("spring_sphere",) and not system.colliders:
         system.add_plane(friction=0.5)
     if wind is not None:
+        if system.n_faces == 0 and system.drag == 0.0:
+            raise ValueError(f"--wind has no effect on {name}: it has no surface and no drag")
         system.wind = (wind, 0.0, 0.0)
         if system.n_faces and system.drag_coefficient == 0.0:
             system.drag_coefficient = 1.0
@@ -82,42 +95,94 @@ def _print_ledger(trajectory: Any, rows: int) -> None:
           f"over {trajectory.steps[-1] - trajectory.steps[0]} steps (the integrator's error)")
 
 
-def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None:
+OUTPUT_SUFFIXES = (".gif", ".mp4", ".png", ".npz")
+ANIMATIONS = (".gif", ".mp4")
+
+
+def _output_kind(path: Path) -> str:
+    """".npz", ".png", ".gif", ".mp4" or "obj" (a folder of OBJ frames)."""
     suffix = path.suffix.lower()
-    if suffix == ".npz":
+    if suffix == "" or path.is_dir():
+        return "obj"
+    if suffix not in OUTPUT_SUFFIXES:
+        raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz or a folder for OBJ frames")
+    return suffix
+
+
+def check_output(path: Path, system: System | None = None) -> str:
+    """Everything about writing ``path`` that can be known before simulating: its type, that
+    its folder exists and is writable, and that the tools it needs are installed.  Returns
+    its kind (see :func:`_output_kind`); raises ValueError with a one-line message."""
+    import importlib.util
+    import tempfile
+
+    kind = _output_kind(path)
+    if kind == "obj" and system is not None and system.n_faces == 0:
+        raise ValueError("OBJ frames need a surface: this scene has no faces")
+    if kind == "obj" and path.exists() and not path.is_dir():
+        raise ValueError(f"cannot write OBJ frames into {path}: it is a file, not a folder")
+    folder = path if kind == "obj" and path.is_dir() else path.parent
+    if not folder.is_dir():
+        raise ValueError(f"cannot write {path}: the folder {folder} does not exist")
+    # Trying is the only reliable test (permissions, read-only file systems, special folders).
+    try:
+        if kind == "obj":
+            with tempfile.TemporaryFile(dir=folder):
+                pass
+        else:
+            existed = path.exists()
+            with open(path, "ab"):
+                pass
+            if not existed:
+                path.unlink()
+    except OSError as error:
+        raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
+    if kind in (".png", *ANIMATIONS) and importlib.util.find_spec("matplotlib") is None:
+        raise ValueError(f"writing {kind} needs matplotlib: pip install 'msprings[plot]'")
+    if kind == ".mp4":
+        from matplotlib import animation
+
+        if not animation.FFMpegWriter.isAvailable():
+            raise ValueError("writing .mp4 needs the ffmpeg program, which was not found: install ffmpeg "
+                             "(e.g. apt install ffmpeg) or write a .gif")
+    return kind
+
+
+def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None:
+    kind = _output_kind(path)
+    if kind == ".npz":
         trajectory.save(path)  # msprings.Trajectory.load reads it back
         return
-    if suffix == "" or path.is_dir():
+    if kind == "obj":
         from .mesh import export_obj_frames
 
-        if system.n_faces == 0:
-            raise ValueError("OBJ frames need a surface: this scene has no faces")
         export_obj_frames(path, trajectory.positions, system.faces, uv=system.uv)
         return
     from . import plot
 
-    if suffix == ".png":
+    if kind == ".png":
         import matplotlib.pyplot as plt
 
         ax = plot.draw(trajectory)
         ax.figure.savefig(path, dpi=120)
         plt.close(ax.figure)
         return
-    if suffix in (".gif", ".mp4"):
+    else:
         import matplotlib.pyplot as plt
 
         animation = plot.animate(trajectory, fps=fps)
         plot.save_animation(animation, path)
         plt.close(animation.axes.figure)
-        return
-    raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz or a folder for OBJ frames")
 
 
 def run(name: str, *, steps: int | None, dt: float | None, integrator: str | None, wind: float | None,
-        resolution: int | None, output: Path | None, frames: int, fps: int, quiet: bool) -> int:
-    """Simulates a scene, prints its energy ledger and optionally writes it to ``output``."""
+        resolution: int | None, output: Path | None, frames: int, fps: int | None, quiet: bool) -> int:
+    """Simulates a scene, prints its energy ledger and optionally writes it to ``output``
+    (checked before simulating, as are options that do not apply)."""
     table = _scene_table()
     system = build_scene(name, resolution, wind, integrator)
+    if output is not None:
+        check_output(output, system)
     if dt is not None:
         step = dt
     else:
@@ -132,7 +197,7 @@ def run(name: str, *, steps: int | None, dt: float | None, integrator: str | Non
     if not quiet:
         _print_ledger(trajectory, 6)
     if output is not None:
-        _write_output(system, trajectory, output, fps)
+        _write_output(system, trajectory, output, 20 if fps is None else fps)
         if not quiet:
             print(f"wrote {output}")
     return 0
@@ -143,6 +208,7 @@ def demo(output: Path, quiet: bool) -> int:
     falling onto a round table, written as an animation."""
     from .scenes import chain
 
+    check_output(output)
     if not quiet:
         print(f"msprings {__version__}: the 11-node hanging chain (k = 20 N/m, c = 0.3 N s/m, m = 1 kg), "
               "symplectic Euler, dt = 1 ms")
@@ -199,9 +265,40 @@ def list_scenes() -> int:
     return 0
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {_one_line(message)} (see {self.prog} -h)\n")
+
+
+def _one_line(message: object) -> str:
+    return " ".join(str(message).split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``python -m msprings`` and the ``msprings`` console script."""
-    parser = argparse.ArgumentParser(prog="msprings", description="Mass-spring simulation.")
+    """Entry point of ``python -m msprings`` and the ``msprings`` console script.
+
+    A user error (bad option, unknown scene, an output that cannot be written, a missing
+    tool, a diverging run) is one line on stderr and exit status 2; output piped into a
+    program that stops reading (``| head``) ends the command quietly."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe can still be handled
+        return status
+    except BrokenPipeError:
+        # the reader went away: nothing more can be shown, and the interpreter's final flush
+        # of stdout must not complain either
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    parser = _Parser(prog="msprings", description="Mass-spring simulation.")
     commands = parser.add_subparsers(dest="command", required=True)
     demo_parser = commands.add_parser("demo", help="simulate a scene and write its animation")
     demo_parser.add_argument("-o", "--output", type=Path, default=Path("msprings-demo.gif"),
@@ -214,11 +311,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     run_parser.add_argument("--dt", type=float, help="time step (s)")
     run_parser.add_argument("--integrator", choices=INTEGRATORS)
     run_parser.add_argument("--wind", type=float, help="wind speed along x (m/s)")
-    run_parser.add_argument("--resolution", type=int, help="nodes per side (or sphere subdivisions)")
+    run_parser.add_argument("--resolution", type=int,
+                            help="nodes per side (or sphere subdivisions); each scene has its own range")
     run_parser.add_argument("-o", "--output", type=Path,
                             help=".gif/.mp4 animation, .png last frame, .npz trajectory, or a folder of OBJ frames")
     run_parser.add_argument("--frames", type=int, default=60, help="records kept (frames), default 60")
-    run_parser.add_argument("--fps", type=int, default=20)
+    run_parser.add_argument("--fps", type=int, help="frames per second of a .gif or .mp4, default 20")
     run_parser.add_argument("-q", "--quiet", action="store_true")
     commands.add_parser("info", help="version and build information")
     bench_parser = commands.add_parser("bench", help="the side-by-side benchmarks (from the source tree)")
@@ -235,20 +333,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name in ("steps", "resolution", "frames", "fps"):
                 value = getattr(args, name)
                 if value is not None and value < 1:
-                    parser.error(f"--{name} must be >= 1")
+                    run_parser.error(f"--{name} must be >= 1")
             if args.dt is not None and not args.dt > 0:
-                parser.error("--dt must be > 0")
+                run_parser.error("--dt must be > 0")
+            if args.fps is not None and (args.output is None or _output_kind(args.output) not in ANIMATIONS):
+                run_parser.error("--fps applies only to an animation output (-o with .gif or .mp4)")
             return run(args.scene, steps=args.steps, dt=args.dt, integrator=args.integrator, wind=args.wind,
                        resolution=args.resolution, output=args.output, frames=args.frames, fps=args.fps,
                        quiet=args.quiet)
         if args.command == "bench":
             return bench(args.suite, args.quick)
         return info()
-    except (ValueError, DivergenceError) as error:
-        print(f"msprings: error: {error}", file=sys.stderr)
+    except (ValueError, DivergenceError, OSError) as error:
+        if isinstance(error, BrokenPipeError):
+            raise
+        print(f"msprings: error: {_one_line(error)}", file=sys.stderr)
         return 2
     except ImportError as error:
-        print(f"msprings: error: {error} (install the plotting extra: pip install 'msprings[plot]')",
+        print(f"msprings: error: {_one_line(error)} (install the plotting extra: pip install 'msprings[plot]')",
               file=sys.stderr)
         return 2
 

@@ -34,7 +34,8 @@ def damping_for_ratio(zeta: ArrayLike, k: ArrayLike, mass_i: ArrayLike, mass_j: 
     ``zeta = 1`` is critical damping: the fastest return to rest without oscillating.
     Broadcasts like NumPy.
     """
-    zeta_a, k_a, m_i, m_j = (np.asarray(value, dtype=np.float64) for value in (zeta, k, mass_i, mass_j))
+    zeta_a, k_a, m_i, m_j = (_real_array(value, name) for value, name in
+                             ((zeta, "zeta"), (k, "k"), (mass_i, "mass_i"), (mass_j, "mass_j")))
     for name, value in (("zeta", zeta_a), ("k", k_a), ("mass_i", m_i), ("mass_j", m_j)):
         if np.any(np.isnan(value)) or np.any(value < 0):
             raise ValueError(f"{name} must be >= 0 (no NaN)")
@@ -127,15 +128,37 @@ def _stability_limit(integrator: str, zeta: float) -> float:
     return float(stability.stability_limit(integrator, zeta))
 
 
+def _beyond_range(array: np.ndarray) -> bool:
+    """Whether an object array holds only Python numbers, with integers too large for NumPy's
+    types among them (NumPy gives such input dtype object)."""
+    return array.dtype.kind == "O" and array.size > 0 and all(
+        isinstance(item, (int, float)) and not isinstance(item, bool) for item in array.flat)
+
+
 def _real_array(value: ArrayLike, name: str) -> np.ndarray:
-    """Converts ``value`` to a new float64 array, refusing non-real data with TypeError."""
+    """Converts ``value`` to a new float64 array, refusing non-real data with TypeError and
+    integers beyond a double's range with ValueError."""
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be an array of real numbers: {error}") from None
+    if _beyond_range(array):
+        try:
+            return np.array(array, dtype=np.float64, order="C")
+        except OverflowError:
+            raise ValueError(f"{name} holds a number beyond the largest double (1.8e308)") from None
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
     return np.array(array, dtype=np.float64, order="C")
+
+
+def real_scalar(value: Any, name: str) -> float:
+    """One real number as a float: TypeError for anything else, ValueError naming ``name``
+    for an integer beyond a double's range (never OverflowError)."""
+    array = _real_array(value, name)
+    if array.ndim != 0:
+        raise TypeError(f"{name} must be a single real number, got an array of shape {array.shape}")
+    return float(array)
 
 
 def _per_item(value: ArrayLike, count: int, name: str, what: str) -> np.ndarray:
@@ -156,7 +179,12 @@ def index_array(value: ArrayLike, name: str, width: int, count: int, noun: str =
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be a (rows, {width}) array of integer {noun} indices: {error}") from None
     if array.size == 0 and array.dtype.kind not in "USO":
+        # an empty list, or an empty array of the right width
+        if array.shape != (0,) and (array.ndim != 2 or array.shape[1] != width):
+            raise ValueError(f"{name} must have shape (rows, {width}), got {array.shape}")
         return np.zeros((0, width), dtype=np.int64)
+    if _beyond_range(array):
+        raise ValueError(f"{name} holds an index beyond int64: every {noun} index must be in 0..{count - 1}")
     if array.dtype.kind not in "iu":
         raise TypeError(f"{name} must contain integer {noun} indices, got dtype {array.dtype}")
     if array.ndim != 2 or array.shape[1] != width:
@@ -181,6 +209,8 @@ def _pinned_mask(pinned: ArrayLike | None, n_nodes: int) -> np.ndarray:
         return array.copy()
     if array.size == 0:
         return mask
+    if _beyond_range(array):
+        raise ValueError(f"pinned holds a node index beyond int64: indices must be in 0..{n_nodes - 1}")
     if array.dtype.kind not in "iu":
         raise TypeError(f"pinned must be node indices (integers) or a boolean mask, got dtype {array.dtype}")
     indices = array.reshape(-1)
@@ -312,6 +342,9 @@ class System(_core.System):
             coordinates = _real_array(uv, "uv")
             if coordinates.shape != (n, 2):
                 raise ValueError(f"uv must have shape ({n}, 2) (one (u, v) per node), got {coordinates.shape}")
+            if not np.isfinite(coordinates).all():
+                bad = int(np.flatnonzero(~np.isfinite(coordinates).all(axis=1))[0])
+                raise ValueError(f"uv[{bad}] = {tuple(coordinates[bad])} is not finite")
             self.uv = coordinates
 
     def step(self, dt: float, n: int = 1) -> None:
@@ -329,11 +362,15 @@ class System(_core.System):
             Bad ``dt`` or ``n``, or a bad value written through a view; nothing has changed.
         DivergenceError
             A position or velocity became non-finite; the state is rolled back to the last
-            finite step, named by the error's ``step`` and ``time`` attributes.
+            finite step, named by the error's ``step`` and ``time`` attributes, and ``f`` to
+            its value before the call.
         """
         integrator = self.integrator
         key = (dt, integrator)
         if getattr(self, "_checked_step", None) != key:
+            # the stability pre-check reads the parameters: a bad value written through a
+            # view is the C check's ValueError, before the pre-check can trip over it
+            self._check_values()
             self._check_step(dt, integrator)
             self._checked_step = key
         if integrator != "implicit_euler":
@@ -373,7 +410,14 @@ class System(_core.System):
             warnings.warn(warning, stacklevel=3)
 
     def _check_step(self, dt: Any, integrator: str) -> None:
-        if integrator == "implicit_euler" or not isinstance(dt, (int, float)) or not dt > 0 or not math.isfinite(dt):
+        # a dt that the C check refuses (not a number, <= 0, beyond a double) is not pre-checked
+        if integrator == "implicit_euler" or not isinstance(dt, (int, float)):
+            return
+        try:
+            dt = float(dt)
+        except OverflowError:
+            return
+        if not 0 < dt < math.inf:
             return
         if "stability" in getattr(self, "_warned", frozenset()):
             return
@@ -426,6 +470,8 @@ class System(_core.System):
             One of :data:`msprings.INTEGRATORS`; default the system's current integrator.
         """
         name = self.integrator if integrator is None else integrator
+        if not isinstance(name, str):
+            raise TypeError(f"integrator must be a name (str), not {type(name).__name__}")
         if name not in _core.INTEGRATORS:
             raise ValueError(f"integrator {name!r} is unknown; choose one of {', '.join(_core.INTEGRATORS)}")
         if name == "implicit_euler":
@@ -475,7 +521,7 @@ class System(_core.System):
         two pinned nodes get c = 0."""
         reduced = self._reduced_masses()
         both_pinned = np.isnan(reduced)
-        zeta_a = np.broadcast_to(np.asarray(zeta, dtype=np.float64), reduced.shape)
+        zeta_a = np.broadcast_to(_real_array(zeta, "zeta"), reduced.shape)
         c = damping_for_ratio(zeta_a, self.k, np.where(both_pinned, 1.0, reduced))
         return np.where(both_pinned, 0.0, c)
 
@@ -489,7 +535,7 @@ class System(_core.System):
         p = _real_array(points, "points")
         if p.shape[-1:] != (3,):
             raise ValueError(f"points must have shape (..., 3), got {p.shape}")
-        time = self.t if t is None else float(t)
+        time = self.t if t is None else real_scalar(t, "t")
         return self._wind_at(p.reshape(-1, 3), time).reshape(p.shape)
 
     # ---- colliders -----------------------------------------------------------------
@@ -519,8 +565,8 @@ class System(_core.System):
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
         """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
         :meth:`add_plane`."""
-        return self._add("sphere", center, (0.0, 1.0, 0.0), (radius, 0.0, 0.0), velocity, restitution, friction,
-                         thickness)
+        return self._add("sphere", center, (0.0, 1.0, 0.0), (real_scalar(radius, "radius"), 0.0, 0.0), velocity,
+                         restitution, friction, thickness)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
@@ -529,8 +575,11 @@ class System(_core.System):
         low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
         if low.shape != (3,) or high.shape != (3,):
             raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
-        return self._add("box", (low + high) / 2.0, (0.0, 1.0, 0.0), (high - low) / 2.0, velocity, restitution,
-                         friction, thickness)
+        # halves first: the same doubles (halving is exact), and no overflow for corners near the
+        # largest double; non-finite corners give a non-finite box, which the C check refuses
+        with np.errstate(invalid="ignore"):
+            center, half = low / 2.0 + high / 2.0, high / 2.0 - low / 2.0
+        return self._add("box", center, (0.0, 1.0, 0.0), half, velocity, restitution, friction, thickness)
 
     def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
                      restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
@@ -538,8 +587,8 @@ class System(_core.System):
         """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
         ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
         Other arguments as :meth:`add_plane`."""
-        return self._add("cylinder", center, axis, (radius, 0.5 * float(height), 0.0), velocity, restitution,
-                         friction, thickness)
+        size = (real_scalar(radius, "radius"), 0.5 * real_scalar(height, "height"), 0.0)
+        return self._add("cylinder", center, axis, size, velocity, restitution, friction, thickness)
 
     @property
     def colliders(self) -> tuple[Collider, ...]:

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._system import real_scalar
+
 if TYPE_CHECKING:
     from ._system import System
 
@@ -106,7 +108,7 @@ class Collider:
     def radius(self, value: float) -> None:
         self._require(("sphere", "cylinder"), "radius")
         size = list(self._values()["size"])
-        size[0] = value
+        size[0] = real_scalar(value, "radius")
         self._update(size=size)
 
     @property
@@ -128,7 +130,7 @@ class Collider:
     def height(self, value: float) -> None:
         self._require("cylinder", "height")
         size = list(self._values()["size"])
-        size[1] = 0.5 * float(value)
+        size[1] = 0.5 * real_scalar(value, "height")
         self._update(size=size)
 
     @property

@@ -13,13 +13,14 @@ The file is a plain NumPy ``.npz`` archive (no pickled objects) whose ``format``
 """
 from __future__ import annotations
 
+import math
 import os
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from ._archive import Archive
 from ._system import Ledger, System
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
@@ -90,7 +91,7 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         "option_strain_limit": np.array(np.nan if system.strain_limit is None else system.strain_limit),
     }
     for name in _REAL_OPTIONS:
-        entries[f"option_{name}"] = np.array(float(getattr(system, name) or 0.0), dtype=np.float64)
+        entries[f"option_{name}"] = np.array(float(getattr(system, name)), dtype=np.float64)
     for name in _INT_OPTIONS:
         entries[f"option_{name}"] = np.array(int(getattr(system, name)), dtype=np.int64)
     for name in _VECTOR_OPTIONS:
@@ -108,48 +109,32 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
     return target
 
 
-def _entry(archive: Any, name: str, path: str) -> np.ndarray:
-    try:
-        return archive[name]
-    except KeyError:
-        raise ValueError(f"{path} is a damaged msprings model file: the entry {name!r} is missing") from None
-
-
 def load(path: str | os.PathLike[str]) -> System:
     """Reads a model file written by :func:`save` and returns a new :class:`System` in the
     saved state: stepping it gives bitwise the same results as stepping the saved system,
     and :meth:`~msprings.System.reset` returns to the saved initial state.
 
+    The file is not trusted: every entry's type and shape is checked against the others
+    from its header, before its data is read, and nothing is unpickled.
+
     Raises
     ------
     FileNotFoundError
-        No such file.
+        No such file (other errors opening ``path``, such as PermissionError, too).
     ValueError
-        The file is not an msprings model file, is damaged, or was written by a newer
-        version of msprings (its ``format_version`` is above :data:`FORMAT_VERSION`).
+        The file is not an msprings model file, is damaged or inconsistent (the message
+        names the entry), or was written by a newer version of msprings (its
+        ``format_version`` is above :data:`FORMAT_VERSION`).
     """
-    name = os.fspath(path)
-    with open(path, "rb") as stream:
-        try:
-            archive = np.load(stream, allow_pickle=False)
-        except (ValueError, OSError, EOFError, zipfile.BadZipFile) as error:
-            raise ValueError(f"{name} is not an msprings model file (not an .npz archive: {error})") from None
-        if not isinstance(archive, np.lib.npyio.NpzFile):
-            raise ValueError(f"{name} is not an msprings model file (it holds a single array, not an .npz archive)")
-        try:
-            with archive:
-                return _load_archive(archive, name)
-        except (zipfile.BadZipFile, EOFError, OSError) as error:
-            raise ValueError(f"{name} is a damaged msprings model file: {error}") from None
+    with Archive(path, "msprings model file") as archive:
+        return _load_archive(archive)
 
 
-def _load_archive(archive: Any, name: str) -> System:
-    if "format" not in archive.files or str(archive["format"]) != FORMAT_NAME:
+def _load_archive(archive: Archive) -> System:
+    name = archive.name
+    if "format" not in archive or str(archive.read("format", "U", ())) != FORMAT_NAME:
         raise ValueError(f"{name} is not an msprings model file (no format entry {FORMAT_NAME!r})")
-    version_entry = _entry(archive, "format_version", name)
-    if version_entry.shape != () or version_entry.dtype.kind not in "iu":
-        raise ValueError(f"{name} is a damaged msprings model file: format_version is not an integer")
-    version = int(version_entry)
+    version = int(archive.read("format_version", "iu", ()))
     if version > FORMAT_VERSION:
         raise ValueError(
             f"{name} is an msprings model file of format version {version}, newer than this msprings reads "
@@ -158,63 +143,72 @@ def _load_archive(archive: Any, name: str) -> System:
     if version < 1:
         raise ValueError(f"{name} has an invalid format version {version}")
 
-    def get(key: str) -> np.ndarray:
-        return _entry(archive, key, name)
+    # The sizes come from three headers; every other entry must agree before it is read.
+    n, m, colliders = (archive.rows(key) for key in ("x_initial", "springs", "collider_kind"))
 
-    strain_limit = float(get("option_strain_limit"))
-    has_uv = bool(get("has_uv"))
-    system = System(
-        get("x_initial"),
-        get("springs"),
-        mass=get("mass"),
-        k=get("k"),
-        c=get("c"),
-        rest=get("rest"),
-        pinned=get("pinned"),
-        velocities=get("v_initial"),
-        gravity=get("option_gravity"),
-        drag=float(get("option_drag")),
-        energy_loss=float(get("option_energy_loss")),
-        integrator=str(get("option_integrator")),
-        faces=get("faces"),
-        uv=get("uv") if has_uv else None,
-    )
-    system.strain_limit = None if np.isnan(strain_limit) else strain_limit
-    for option in _REAL_OPTIONS:
-        if option not in ("drag", "energy_loss"):
-            setattr(system, option, float(get(f"option_{option}")))
-    for option in _INT_OPTIONS:
-        setattr(system, option, int(get(f"option_{option}")))
-    system.wind = get("option_wind")
-    kinds = get("collider_kind")
-    fields = {key: get(f"collider_{key}") for key in _COLLIDER_VECTORS + _COLLIDER_SCALARS}
-    for index, kind in enumerate(kinds.tolist()):
-        system._add_collider(
-            str(kind),
-            *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
-            *(float(fields[key][index]) for key in _COLLIDER_SCALARS),
+    def real(key: str, *shape: int | None) -> np.ndarray:
+        return archive.read(key, "f", shape)
+
+    def finite(key: str, *shape: int | None) -> np.ndarray:
+        value = real(key, *shape)
+        if not np.isfinite(value).all():
+            raise archive.damaged(key, "it holds NaN or infinity")
+        return value
+
+    strain_limit = float(real("option_strain_limit"))
+    has_uv = bool(archive.read("has_uv", "b", ()))
+    try:
+        system = System(
+            finite("x_initial", n, 3),
+            archive.read("springs", "iu", (m, 2)),
+            mass=real("mass", n),
+            k=real("k", m),
+            c=real("c", m),
+            rest=real("rest", m),
+            pinned=archive.read("pinned", "b", (n,)),
+            velocities=finite("v_initial", n, 3),
+            gravity=real("option_gravity", 3),
+            drag=float(real("option_drag")),
+            energy_loss=float(real("option_energy_loss")),
+            integrator=str(archive.read("option_integrator", "U", ())),
+            faces=archive.read("faces", "iu", (None, 3)),
+            uv=finite("uv", n, 2) if has_uv else None,
         )
-    for view, key in ((system.x, "x"), (system.v, "v"), (system.f, "f"), (system.external, "external")):
-        saved = get(key)
-        if saved.shape != view.shape:
-            raise ValueError(f"{name} is a damaged msprings model file: {key} has shape {saved.shape}, "
-                             f"expected {view.shape}")
-        view[...] = saved
+        system.strain_limit = None if np.isnan(strain_limit) else strain_limit
+        for option in _REAL_OPTIONS:
+            if option not in ("drag", "energy_loss"):
+                setattr(system, option, float(real(f"option_{option}")))
+        for option in _INT_OPTIONS:
+            setattr(system, option, int(archive.read(f"option_{option}", "iu", ())))
+        system.wind = real("option_wind", 3)
+        kinds = archive.read("collider_kind", "U", (colliders,))
+        fields = {key: real(f"collider_{key}", colliders, 3) for key in _COLLIDER_VECTORS}
+        fields.update({key: real(f"collider_{key}", colliders) for key in _COLLIDER_SCALARS})
+        for index, kind in enumerate(kinds.tolist()):
+            system._add_collider(
+                str(kind),
+                *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
+                *(float(fields[key][index]) for key in _COLLIDER_SCALARS),
+            )
+    except (TypeError, ValueError) as error:
+        if str(error).startswith(name):
+            raise
+        raise ValueError(f"{name} is a damaged msprings model file: {error}") from None
+    for view, key in ((system.x, "x"), (system.v, "v"), (system.external, "external")):
+        view[...] = finite(key, n, 3)
+    system.f[...] = real("f", n, 3)
     if version >= 2:
-        ledger = get("ledger")
-        if ledger.shape != (len(Ledger._fields),) or ledger.dtype.kind != "f":
-            raise ValueError(f"{name} is a damaged msprings model file: ledger has shape {ledger.shape} and dtype "
-                             f"{ledger.dtype}, expected ({len(Ledger._fields)},) float64")
-        values = tuple(float(value) for value in ledger)
-        watched = get("watched_energy")
-        if watched.shape != () or watched.dtype.kind != "f" or np.isinf(watched):
-            raise ValueError(f"{name} is a damaged msprings model file: watched_energy must be a finite "
-                             "float64 scalar or nan")
+        values = tuple(float(value) for value in real("ledger", len(Ledger._fields)))
+        watched = float(real("watched_energy"))
     else:
-        dissipated = float(get("dissipated"))
-        fields = dict.fromkeys(Ledger._fields, 0.0)
-        fields["dampers" if dissipated >= 0.0 else "wind"] = abs(dissipated)
-        values = tuple(fields.values())
-        watched = np.array(np.nan)
-    system._restore_clock(float(get("t")), int(get("steps")), values, float(watched))
+        dissipated = float(real("dissipated"))
+        fields_v1 = dict.fromkeys(Ledger._fields, 0.0)
+        fields_v1["dampers" if dissipated >= 0.0 else "wind"] = abs(dissipated)
+        values = tuple(fields_v1.values())
+        watched = math.nan
+    try:
+        system._restore_clock(float(real("t")), int(archive.read("steps", "iu", ())), values, watched)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ValueError(f"{name} is a damaged msprings model file: t, steps, ledger or watched_energy: "
+                         f"{error}") from None
     return system

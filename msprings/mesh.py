@@ -20,7 +20,7 @@ from typing import Any, Iterable, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._system import System, index_array
+from ._system import System, index_array, real_scalar
 
 __all__ = [
     "InteriorEdges",
@@ -126,7 +126,7 @@ def _points(value: ArrayLike, name: str, width: int, rows: int | None = None) ->
         raise TypeError(f"{name} must be an array of real numbers: {error}") from None
     if array.dtype.kind not in "iuf":
         raise TypeError(f"{name} must contain real numbers, got dtype {array.dtype}")
-    if array.size == 0 and rows in (None, 0):
+    if array.shape == (0,) and rows in (None, 0):  # an empty list
         array = array.reshape(0, width)
     if array.ndim != 2 or array.shape[1] != width:
         raise ValueError(f"{name} must have shape (n, {width}), got {array.shape}")
@@ -295,16 +295,23 @@ def load_obj(path: str | os.PathLike[str]) -> Mesh:
     Raises
     ------
     ValueError
-        The file is not UTF-8 text or has a malformed line: a bad or non-finite number, a
-        face with fewer than three corners, an index that is 0 or outside the elements
-        defined; the message names the line number.
+        The file is not UTF-8 text, has no faces (empty, or only vertices), or has a
+        malformed line: a bad or non-finite number, a face with fewer than three corners,
+        an index that is 0 or outside the elements defined; the message names the line
+        number.
+    FileNotFoundError
+        No such file.
     """
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
         raise ValueError(f"{os.fspath(path)!s} is not a UTF-8 text file: {error}") from None
-    return _parse_obj(text)
+    mesh = _parse_obj(text)
+    if mesh.n_faces == 0:
+        raise ValueError(f"{os.fspath(path)!s} has no faces (no 'f' line): it is empty or only a point cloud, "
+                         "not a surface")
+    return mesh
 
 
 def _parse_obj(text: str) -> Mesh:
@@ -496,6 +503,11 @@ def export_obj_frames(
 # ---- shapes -------------------------------------------------------------------------
 
 
+#: icosphere's largest subdivision: 10 * 4**13 + 2 (about 6.7e8) vertices, still within the core's
+#: int32 node indices; every subdivision quadruples them.
+MAX_SUBDIVISIONS = 13
+
+
 def icosphere(subdivisions: int = 2, radius: float = 1.0, center: ArrayLike = (0.0, 0.0, 0.0)) -> Mesh:
     """A sphere triangulated by subdividing a regular icosahedron.
 
@@ -509,14 +521,18 @@ def icosphere(subdivisions: int = 2, radius: float = 1.0, center: ArrayLike = (0
     Parameters
     ----------
     subdivisions : int
-        >= 0 (0 gives the icosahedron).
+        0 (the icosahedron) to :data:`MAX_SUBDIVISIONS`.
     radius : float
         Sphere radius (m), > 0.
     center : array_like, shape (3,)
         Sphere centre (m).
     """
-    if isinstance(subdivisions, bool) or not isinstance(subdivisions, (int, np.integer)) or subdivisions < 0:
-        raise ValueError(f"subdivisions must be an integer >= 0, got {subdivisions!r}")
+    if isinstance(subdivisions, bool) or not isinstance(subdivisions, (int, np.integer)):
+        raise TypeError(f"subdivisions must be an integer, not {type(subdivisions).__name__}")
+    if not 0 <= subdivisions <= MAX_SUBDIVISIONS:
+        raise ValueError(f"subdivisions = {subdivisions if abs(subdivisions) < 2**63 else 'a huge number'} is out "
+                         f"of range: it must be between 0 and {MAX_SUBDIVISIONS}")
+    radius = real_scalar(radius, "radius")
     if not (math.isfinite(radius) and radius > 0):
         raise ValueError(f"radius must be finite and > 0, got {radius!r}")
     centre = np.asarray(center, dtype=np.float64)

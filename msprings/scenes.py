@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._system import System
+from ._system import System, real_scalar
 
 __all__ = [
     "balloon",
@@ -62,16 +62,27 @@ def _check_families(families: Iterable[str]) -> tuple[str, ...]:
     return chosen
 
 
-def _positive_int(value: int, name: str, minimum: int = 1) -> int:
+# Nodes are indexed by int32 in the core: a scene holds fewer than 2**31 of them, so a square
+# grid has at most 46340 nodes a side and a cube 1290.
+_MAX_NODES = 2**31 - 1
+_SIDE_2D = math.isqrt(_MAX_NODES)
+_SIDE_3D = 1290
+
+
+def _positive_int(value: int, name: str, minimum: int = 1, maximum: int = _MAX_NODES) -> int:
+    """An integer count in [minimum, maximum] (the maximum keeps the node count within int32)."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{name} = {value} must be >= {minimum}")
+    if value > maximum:
+        shown = value if value.bit_length() < 64 else f"2**{int(value).bit_length() - 1} or more"
+        raise ValueError(f"{name} = {shown} is out of range: at most {maximum} (nodes are indexed by int32)")
     return int(value)
 
 
 def _positive(value: float, name: str) -> float:
-    number = float(value)
+    number = real_scalar(value, name)
     if not math.isfinite(number) or number <= 0.0:
         raise ValueError(f"{name} = {value} must be finite and > 0")
     return number
@@ -202,8 +213,8 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
     ``pin``: ``"corners"`` (nodes (0, 0) and (0, columns - 1)), ``"top"`` (all of row 0), a
     list of node indices, or None; ``pinned=`` overrides it.
     """
-    rows = _positive_int(n, "n", 2)
-    columns = rows if columns is None else _positive_int(columns, "columns", 2)
+    rows = _positive_int(n, "n", 2, _SIDE_2D)
+    columns = rows if columns is None else _positive_int(columns, "columns", 2, _SIDE_2D)
     spacing = _positive(size, "size") / rows
     i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
     positions = np.column_stack([j.ravel() * spacing, np.zeros(rows * columns), i.ravel() * spacing])
@@ -228,8 +239,8 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float =
     c = 0.7 N s/m; the air (rho = 1.2 kg/m^3, C_d, C_l) blows with a uniform ``wind`` plus
     the flag reference's gust field of amplitude ``gust`` (m/s), so it streams and flaps.
     """
-    rows = _positive_int(rows, "rows", 2)
-    columns = _positive_int(columns, "columns", 2)
+    rows = _positive_int(rows, "rows", 2, _SIDE_2D)
+    columns = _positive_int(columns, "columns", 2, _SIDE_2D)
     spacing = _positive(width, "width") / (columns - 1)
     i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
     positions = np.column_stack([j.ravel() * spacing, -i.ravel() * spacing, np.zeros(rows * columns)])
@@ -254,7 +265,7 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
     references' scale and parameters: 25 m cloth, 3 kg nodes, k = 3000 N/m, c = 8 N s/m.
     Contacts use ``friction`` and a ``thickness`` of a tenth of the node spacing.
     """
-    n = _positive_int(n, "n", 2)
+    n = _positive_int(n, "n", 2, _SIDE_2D)
     size = _positive(size, "size")
     spacing = size / (n - 1)
     radius = 0.7 * size / 2.0 if table_radius is None else _positive(table_radius, "table_radius")
@@ -282,7 +293,7 @@ def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float = 0.5, k: Paramete
     of 0.5 kg, k = 150 N/m and ``c = 0.9 * 2 sqrt(m k)`` (90 % of critical) by default.
     The cube's surface triangles are its faces.
     """
-    n = _positive_int(n, "n", 2)
+    n = _positive_int(n, "n", 2, _SIDE_3D)
     size = _positive(size, "size")
     spacing = size / (n - 1)
     if c is None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ._archive import Archive
 from ._system import Energy, Ledger
 
 if TYPE_CHECKING:
@@ -134,15 +135,8 @@ class Trajectory:
             The file is not an msprings trajectory, is damaged, or its arrays disagree in
             shape (the message names the entry).
         """
-        import zipfile
-
-        name = str(path)
-        with open(path, "rb") as stream:
-            try:
-                with np.load(stream, allow_pickle=False) as archive:
-                    return _trajectory_from_archive(archive, name)
-            except (zipfile.BadZipFile, EOFError, OSError) as error:
-                raise ValueError(f"{name} is not a readable msprings trajectory: {error}") from None
+        with Archive(path, "msprings trajectory") as archive:
+            return _trajectory_from_archive(archive)
 
     def to_dataframe(self) -> pandas.DataFrame:
         """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
@@ -166,19 +160,17 @@ def _json_number(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a trajectory file")
 
 
-def _trajectory_from_archive(archive: Any, name: str) -> Trajectory:
+def _trajectory_from_archive(archive: Archive) -> Trajectory:
+    name = archive.name
+
     def get(key: str, kind: str, ndim: int) -> np.ndarray:
-        if key not in archive.files:
-            raise ValueError(f"{name} is a damaged msprings trajectory: entry {key!r} is missing")
-        value = archive[key]
-        if value.dtype.kind not in kind or value.ndim != ndim:
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has dtype {value.dtype} and "
-                             f"{value.ndim} dimensions")
+        # kind and dimensions are checked on the entry's header, before its data is read
+        value = archive.read(key, kind, (None,) * ndim)
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
             raise ValueError(f"{name} is a damaged msprings trajectory: {key} holds NaN or infinity")
         return value
 
-    if "format" not in archive.files or str(archive["format"]) != FORMAT_NAME:
+    if "format" not in archive or str(archive.read("format", "U", ())) != FORMAT_NAME:
         raise ValueError(f"{name} is not an msprings trajectory (no format entry {FORMAT_NAME!r})")
     version = get("format_version", "iu", 0)
     if int(version) != FORMAT_VERSION:
@@ -278,16 +270,22 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         raise ValueError(f"steps = {steps} must be >= 1")
     if record_every < 1:
         raise ValueError(f"record_every = {record_every} must be >= 1")
+    if steps > np.iinfo(np.int64).max:
+        raise ValueError("steps is out of range: at most 2**63 - 1")
     count = 1 + (steps + record_every - 1) // record_every
     n = system.n_nodes
-    times = np.empty(count)
-    step_counts = np.empty(count, dtype=np.int64)
-    positions = np.empty((count, n, 3))
-    speeds = np.empty((count, n, 3)) if velocities else None
-    energy = np.empty((count, len(ENERGY_FIELDS)))
-    ledger = np.empty((count, len(LEDGER_FIELDS)))
     colliders = system.colliders
-    centers = np.empty((count, len(colliders), 3))
+    try:
+        times = np.empty(count)
+        step_counts = np.empty(count, dtype=np.int64)
+        positions = np.empty((count, n, 3))
+        speeds = np.empty((count, n, 3)) if velocities else None
+        energy = np.empty((count, len(ENERGY_FIELDS)))
+        ledger = np.empty((count, len(LEDGER_FIELDS)))
+        centers = np.empty((count, len(colliders), 3))
+    except (ValueError, MemoryError):  # NumPy refuses sizes beyond its index range with ValueError
+        raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
+                          "record_every)") from None
 
     def keep(r: int) -> None:
         times[r] = system.t

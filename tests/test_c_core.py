@@ -1,8 +1,9 @@
 """Builds and runs the plain C tests of the core (csrc/tests) through csrc/Makefile.
 
-The optimised build, the AddressSanitizer/UndefinedBehaviorSanitizer build and an
-optimised build without the AVX2 vector code (what a processor without AVX2 runs) must
-pass every test.  Build products go to pytest's temporary directory, so the source tree
+The optimised build, the AddressSanitizer/UndefinedBehaviorSanitizer build, the same with
+signed overflow undefined and float-to-integer casts checked (-fno-wrapv,
+float-cast-overflow), and an optimised build without the AVX2 vector code (what a processor
+without AVX2 runs) must pass every test.  Build products go to pytest's temporary directory, so the source tree
 stays clean.
 """
 
@@ -54,7 +55,7 @@ def _summary(stdout: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2))
 
 
-@pytest.mark.parametrize("target", ["test", "test-asan", "test-plain"])
+@pytest.mark.parametrize("target", ["test", "test-asan", "test-strict", "test-plain"])
 def test_c_core(target: str, tmp_path: Path) -> None:
     """Every C test passes, in the optimised build, under ASan + UBSan and without AVX2."""
     result = _run_make(target, tmp_path / "build")
@@ -74,5 +75,6 @@ def test_c_core(target: str, tmp_path: Path) -> None:
     assert "AddressSanitizer" not in result.stderr, report
     assert "LeakSanitizer" not in result.stderr, report
     # The build went to the requested directory, not into the source tree.
-    executable = {"test": "test_core", "test-asan": "test_core_asan", "test-plain": "test_core_plain"}[target]
+    executable = {"test": "test_core", "test-asan": "test_core_asan", "test-strict": "test_core_strict",
+                  "test-plain": "test_core_plain"}[target]
     assert (tmp_path / "build" / executable).is_file()

@@ -41,9 +41,10 @@ def assert_ok(result: subprocess.CompletedProcess[str]) -> None:
 
 
 def assert_usage_error(result: subprocess.CompletedProcess[str], *fragments: str) -> None:
-    """Exit status 2, a one-line-style message naming the problem on stderr, no traceback."""
+    """Exit status 2, one line naming the problem on stderr, no traceback."""
     assert result.returncode == 2, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.endswith("\n"), result.stderr
     assert "error" in result.stderr
     for fragment in fragments:
         assert fragment in result.stderr, result.stderr
@@ -175,6 +176,19 @@ def test_unknown_scene_is_a_usage_error(tmp_path: Path) -> None:
         (("run", "chain", "--steps", "5", "-q", "-o", "frames"), ("OBJ", "faces")),
         (("frobnicate",), ("frobnicate",)),
         ((), ("command",)),
+        # out of each scene's resolution range: refused before building anything
+        (("run", "spring_sphere", "--resolution", "40"), ("--resolution 40", "between 1 and 6")),
+        (("run", "cloth", "--resolution", "100000"), ("--resolution", "cloth", "400")),
+        (("run", "chain", "--resolution", "1"), ("--resolution 1", "between 2")),
+        # options that do not apply to the scene or the output
+        (("run", "chain", "--wind", "3"), ("--wind", "chain")),
+        (("run", "chain", "--fps", "10"), ("--fps", ".gif")),
+        (("run", "chain", "--fps", "10", "-o", "run.npz"), ("--fps",)),
+        # outputs that cannot be written, refused before simulating
+        (("run", "chain", "-o", "no_such_folder/run.npz"), ("no_such_folder", "does not exist")),
+        (("run", "chain", "-o", "."), ("OBJ", "faces")),
+        (("demo", "-o", "no_such_folder/demo.gif"), ("no_such_folder",)),
+        (("demo", "-o", "demo.txt"), (".txt",)),
     ],
 )
 def test_bad_options_are_usage_errors(tmp_path: Path, arguments: tuple[str, ...], fragments: tuple[str, ...]) -> None:
@@ -182,3 +196,40 @@ def test_bad_options_are_usage_errors(tmp_path: Path, arguments: tuple[str, ...]
     assert_usage_error(result, *fragments)
     # Nothing is written when the command is refused.
     assert list(tmp_path.iterdir()) == []
+
+
+def test_outputs_are_checked_before_simulating(tmp_path: Path) -> None:
+    """A long run with an output that cannot be written fails at once, before printing the
+    run's header or simulating (a 100-second cloth would take minutes)."""
+    (tmp_path / "a_file").write_text("")
+    for output in ("a_file/run.npz", "a_file", "run.txt"):
+        result = run_cli("run", "cloth", "--steps", "100000", "-o", output, cwd=tmp_path, timeout=60.0)
+        assert_usage_error(result, output.split("/")[0] if "/" in output else output.split(".")[-1])
+        assert result.stdout == ""
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["a_file"]
+
+
+def test_missing_ffmpeg_is_reported_before_simulating(tmp_path: Path) -> None:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    environment = dict(os.environ, PATH=str(empty), MPLBACKEND="Agg",
+                       PYTHONPATH=str(REPOSITORY))
+    result = subprocess.run([sys.executable, "-m", "msprings", "run", "cloth", "--steps", "100000", "-o", "run.mp4"],
+                            cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60, check=False)
+    assert_usage_error(result, "ffmpeg", ".gif")
+    assert result.stdout == ""
+    assert not (tmp_path / "run.mp4").exists()
+
+
+def test_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
+    """``msprings run chain | head -n 1``: the closed pipe ends the command without a traceback."""
+    environment = dict(os.environ, PYTHONPATH=str(REPOSITORY), MPLBACKEND="Agg")
+    process = subprocess.Popen([sys.executable, "-m", "msprings", "run", "chain", "--steps", "3000"], cwd=tmp_path,
+                               env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before it has written anything
+    with process.stderr:
+        stderr = process.stderr.read().decode()
+    process.wait(timeout=60)
+    assert stderr == ""
+    assert process.returncode == 1

@@ -104,7 +104,7 @@ def test_damaged_or_foreign_files_raise_value_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="format version 7"):
         msprings.Trajectory.load(rewritten(format_version=np.array(7)))
     (tmp_path / "noise.npz").write_bytes(b"PK\x03\x04 not really a zip file")
-    with pytest.raises(ValueError, match="not a readable msprings trajectory"):
+    with pytest.raises(ValueError, match=r"not an msprings trajectory \(not an .npz archive"):
         msprings.Trajectory.load(tmp_path / "noise.npz")
     with pytest.raises(FileNotFoundError):
         msprings.Trajectory.load(tmp_path / "missing.npz")

@@ -14,8 +14,11 @@
 #define NPY_TARGET_VERSION NPY_1_22_API_VERSION
 #include <numpy/arrayobject.h>
 
+#include <limits.h>
 #include <math.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 #include "msprings/msprings.h"
 
@@ -29,7 +32,8 @@ typedef struct {
     PyObject_HEAD
     ms_model* model;        /* NULL until __init__ succeeds */
     ms_state* state;
-    int busy;               /* set (with the GIL held) while a step runs */
+    pid_t stepping;         /* the process whose thread is stepping this system (set with the GIL
+                               held), 0 when none; see busy() */
     PyObject* energy_views; /* weak references to the writable views through which the caller
                                can change the energy (x, v, mass, pinned, rest, k); a list,
                                created by the first such view */
@@ -53,9 +57,13 @@ static int require_ready(SystemObject* self) {
     return 0;
 }
 
+/* Whether a thread of this process is stepping the system.  A process forked while one
+   was has no such thread: there the system is idle, in the state the fork caught it in. */
+static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == getpid(); }
+
 static int require_idle(SystemObject* self) {
     if (require_ready(self) < 0) return -1;
-    if (self->busy) {
+    if (busy(self)) {
         PyErr_SetString(PyExc_RuntimeError,
                         "this System is being stepped by another thread; wait for that step to finish "
                         "(use a lock or step a copy())");
@@ -92,6 +100,12 @@ static PyArrayObject* input_array(PyObject* obj, const char* name, int typenum, 
                                   npy_intp d1) {
     PyArrayObject* array = (PyArrayObject*)PyArray_FROMANY(obj, typenum, 0, 0, NPY_ARRAY_IN_ARRAY);
     if (array == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s holds a number out of range (beyond %s)", name,
+                         typenum == NPY_INT32 ? "int32" : "the largest double, 1.8e308");
+            return NULL;
+        }
         PyObject *type, *value, *traceback;
         PyErr_Fetch(&type, &value, &traceback);
         PyErr_Format(PyExc_TypeError, "%s must be an array of %s: %S", name,
@@ -122,12 +136,59 @@ static PyArrayObject* input_array(PyObject* obj, const char* name, int typenum, 
     return array;
 }
 
-static int parse_integrator(PyObject* value, ms_integrator* out) {
-    if (!PyUnicode_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "integrator must be a name (str), not %.100s", Py_TYPE(value)->tp_name);
+/* The one parser of integer arguments: an int (or an object with __index__, not a bool)
+   in [low, high].  TypeError for anything else, ValueError naming the argument when it is
+   out of range, however large (never OverflowError).  Returns 0, or -1 with an exception. */
+static int parse_integer(PyObject* value, const char* name, long long low, long long high, long long* out) {
+    if (PyBool_Check(value) || !PyIndex_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
         return -1;
     }
-    const char* name = PyUnicode_AsUTF8(value);
+    PyObject* index = PyNumber_Index(value);
+    if (index == NULL) return -1;
+    int overflow = 0;
+    const long long number = PyLong_AsLongLongAndOverflow(index, &overflow);
+    Py_DECREF(index);
+    if (number == -1 && PyErr_Occurred()) return -1;
+    if (overflow != 0) {
+        PyErr_Format(PyExc_ValueError, "%s is out of range: it must be between %lld and %lld", name, low, high);
+        return -1;
+    }
+    if (number < low || number > high) {
+        PyErr_Format(PyExc_ValueError, "%s = %lld is out of range: it must be between %lld and %lld", name, number,
+                     low, high);
+        return -1;
+    }
+    *out = number;
+    return 0;
+}
+
+/* The one parser of name arguments (integrators, collider kinds): the UTF-8 text of a str.
+   TypeError for a non-str; ValueError naming the argument for text that C cannot hold
+   unchanged: an embedded NUL (it would cut the name short) or a lone surrogate (not
+   encodable).  Returns NULL with an exception set on failure. */
+static const char* parse_name(PyObject* value, const char* name) {
+    if (!PyUnicode_Check(value)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a name (str), not %.100s", name, Py_TYPE(value)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(value, &size);
+    if (text == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeError)) return NULL;
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s %R is not valid text (it contains a lone surrogate)", name, value);
+        return NULL;
+    }
+    if ((size_t)size != strlen(text)) {
+        PyErr_Format(PyExc_ValueError, "%s %R contains a NUL character", name, value);
+        return NULL;
+    }
+    return text;
+}
+
+static int parse_integrator(PyObject* value, ms_integrator* out) {
+    const char* name = parse_name(value, "integrator");
     if (name == NULL) return -1;
     int integrator = ms_integrator_from_name(name);
     if (integrator < 0) {
@@ -152,8 +213,12 @@ static int parse_real(PyObject* value, const char* name, double* out) {
     }
     double result = PyFloat_AsDouble(value);
     if (result == -1.0 && PyErr_Occurred()) {
+        const int overflow = PyErr_ExceptionMatches(PyExc_OverflowError);
         PyErr_Clear();
-        PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
+        if (overflow)
+            PyErr_Format(PyExc_ValueError, "%s is out of range: beyond the largest double (1.8e308)", name);
+        else
+            PyErr_Format(PyExc_TypeError, "%s must be a real number, not %.100s", name, Py_TYPE(value)->tp_name);
         return -1;
     }
     *out = result;
@@ -203,7 +268,7 @@ static int energy_views_alive(SystemObject* self) {
    view released. */
 static PyObject* watch_view(SystemObject* self, PyObject* view) {
     if (view == NULL) return NULL;
-    if (!self->busy) ms_state_watch(self->model, self->state);
+    if (!busy(self)) ms_state_watch(self->model, self->state);
     if (self->energy_views == NULL && (self->energy_views = PyList_New(0)) == NULL) goto error;
     if (PyList_GET_SIZE(self->energy_views) >= 32 && energy_views_alive(self) < 0) goto error;
     PyObject* reference = PyWeakref_NewRef(view, NULL);
@@ -386,25 +451,7 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     else if (parse_real(dt_obj, "dt", &dt) < 0)
         return NULL;
     long long n = 1;
-    if (n_obj != NULL) {
-        if (PyBool_Check(n_obj) || !PyIndex_Check(n_obj)) {
-            PyErr_Format(PyExc_TypeError, "n must be an integer number of steps, not %.100s", Py_TYPE(n_obj)->tp_name);
-            return NULL;
-        }
-        PyObject* index = PyNumber_Index(n_obj);
-        if (index == NULL) return NULL;
-        n = PyLong_AsLongLong(index);
-        Py_DECREF(index);
-        if (n == -1 && PyErr_Occurred()) {
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError, "n is too large");
-            return NULL;
-        }
-    }
-    if (n < 1) {
-        PyErr_Format(PyExc_ValueError, "n = %lld must be >= 1 (number of steps)", n);
-        return NULL;
-    }
+    if (n_obj != NULL && parse_integer(n_obj, "n", 1, LLONG_MAX, &n) < 0) return NULL;
     if (require_idle(self) < 0) return NULL;
 
     ms_model* model = self->model;
@@ -412,14 +459,16 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     ms_error err;
     int status = MS_OK;
     const int64_t chunk = chunk_steps(model);
-    const int release = (int64_t)n * (model->nnode + model->nspring) > 20000;
+    /* n can be up to LLONG_MAX: compare without multiplying (no signed overflow) */
+    const int64_t work = model->nnode + model->nspring;
+    const int release = n > 20000 || n * work > 20000;
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
     model->default_threads = st->num_threads;
     const int views_alive = energy_views_alive(self);
     if (views_alive < 0) return NULL;
     state->watch_after_step = views_alive;
-    self->busy = 1;
+    self->stepping = getpid();
     for (long long done = 0; done < n && status == MS_OK;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         if (release) {
@@ -431,11 +480,11 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         }
         done += count;
         if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) {
-            self->busy = 0;
+            self->stepping = 0;
             return NULL;
         }
     }
-    self->busy = 0;
+    self->stepping = 0;
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
@@ -561,11 +610,8 @@ static int parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c) {
         return -1;
     }
     PyObject* kind = PyTuple_GET_ITEM(args, offset);
-    const char* name = PyUnicode_Check(kind) ? PyUnicode_AsUTF8(kind) : NULL;
-    if (name == NULL) {
-        if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "collider kind must be a str");
-        return -1;
-    }
+    const char* name = parse_name(kind, "collider kind");
+    if (name == NULL) return -1;
     int type = -1;
     for (int t = 0; t < MS_COLLIDER_TYPE_COUNT; ++t)
         if (strcmp(name, ms_collider_type_name(t)) == 0) type = t;
@@ -596,10 +642,12 @@ static PyObject* System_add_collider(SystemObject* self, PyObject* args) {
     return PyLong_FromLongLong(id);
 }
 
-static int64_t parse_id(PyObject* value) {
-    long long id = PyLong_AsLongLong(value);
-    if (id == -1 && PyErr_Occurred()) return -1;
-    return id;
+/* A collider id (any int64; one that names no collider is a KeyError later). */
+static int parse_id(PyObject* value, int64_t* out) {
+    long long id = 0;
+    if (parse_integer(value, "collider id", LLONG_MIN, LLONG_MAX, &id) < 0) return -1;
+    *out = (int64_t)id;
+    return 0;
 }
 
 static PyObject* System_set_collider(SystemObject* self, PyObject* args) {
@@ -610,8 +658,7 @@ static PyObject* System_set_collider(SystemObject* self, PyObject* args) {
     }
     ms_collider c;
     memset(&c, 0, sizeof c);
-    c.id = parse_id(PyTuple_GET_ITEM(args, 0));
-    if (PyErr_Occurred() || parse_collider(args, 1, &c) < 0) return NULL;
+    if (parse_id(PyTuple_GET_ITEM(args, 0), &c.id) < 0 || parse_collider(args, 1, &c) < 0) return NULL;
     ms_error err;
     if (ms_model_set_collider(self->model, &c, &err) != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
@@ -621,8 +668,8 @@ static PyObject* vector_tuple(const double v[3]) { return Py_BuildValue("(ddd)",
 
 static PyObject* System_get_collider(SystemObject* self, PyObject* id_obj) {
     if (require_ready(self) < 0) return NULL;
-    int64_t id = parse_id(id_obj);
-    if (PyErr_Occurred()) return NULL;
+    int64_t id = 0;
+    if (parse_id(id_obj, &id) < 0) return NULL;
     const ms_collider* c = ms_model_find_collider(self->model, id);
     if (c == NULL) {
         PyErr_Format(PyExc_KeyError, "no collider with id %lld in this system (it was removed?)", (long long)id);
@@ -634,8 +681,8 @@ static PyObject* System_get_collider(SystemObject* self, PyObject* id_obj) {
 
 static PyObject* System_remove_collider(SystemObject* self, PyObject* id_obj) {
     if (require_idle(self) < 0) return NULL;
-    int64_t id = parse_id(id_obj);
-    if (PyErr_Occurred()) return NULL;
+    int64_t id = 0;
+    if (parse_id(id_obj, &id) < 0) return NULL;
     ms_error err;
     if (ms_model_remove_collider(self->model, id, &err) != MS_OK) {
         PyErr_SetString(PyExc_KeyError, err.message);
@@ -733,6 +780,14 @@ static PyObject* System_watched_energy(SystemObject* self, PyObject* Py_UNUSED(i
     return PyFloat_FromDouble(self->state->watched ? self->state->watched_energy : NAN);
 }
 
+static PyObject* System_check_values(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    ms_error err;
+    if (ms_model_check_values(self->model, &err) != MS_OK || ms_state_check(self->model, self->state, &err) != MS_OK)
+        return raise_ms_error(&err);
+    Py_RETURN_NONE;
+}
+
 static PyObject* System_eigenvalue_bounds(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     double omega2 = 0.0, gamma = 0.0;
@@ -774,6 +829,8 @@ static PyMethodDef System_methods[] = {
      "recorded energy that the next step books the caller's changes against (nan: none) (model files)."},
     {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
      "The mechanical energy (J) the next step books the caller's changes against, or nan."},
+    {"_check_values", (PyCFunction)System_check_values, METH_NOARGS,
+     "_check_values(): ValueError if a value written through a view is invalid (the check step() makes)."},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
      "(omega2_bound, gamma_bound): Gershgorin upper bounds on the values _max_eigenvalues estimates."},
     {"_max_eigenvalues", (PyCFunction)System_max_eigenvalues, METH_NOARGS,
@@ -970,16 +1027,8 @@ static PyObject* get_threads(SystemObject* self, void* closure) {
 /* A thread count (System.threads, set_num_threads): an integer in [0, 1024], else -1 with
    an exception set. */
 static int thread_request(PyObject* value, const char* name) {
-    if (PyBool_Check(value) || !PyIndex_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    long number = PyLong_AsLong(value);
-    if (number == -1 && PyErr_Occurred()) return -1;
-    if (number < 0 || number > 1024) {
-        PyErr_Format(PyExc_ValueError, "%s = %ld must be between 0 and 1024", name, number);
-        return -1;
-    }
+    long long number = 0;
+    if (parse_integer(value, name, 0, 1024, &number) < 0) return -1;
     return (int)number;
 }
 
@@ -1030,16 +1079,8 @@ static const char* implicit_name(size_t offset) {
 static int set_implicit_int(SystemObject* self, PyObject* value, void* closure) {
     const char* name = implicit_name((size_t)closure);
     if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
-    if (PyBool_Check(value) || !PyIndex_Check(value)) {
-        PyErr_Format(PyExc_TypeError, "%s must be an integer, not %.100s", name, Py_TYPE(value)->tp_name);
-        return -1;
-    }
-    long long number = PyLong_AsLongLong(value);
-    if (number == -1 && PyErr_Occurred()) return -1;
-    if (number > INT32_MAX || number < INT32_MIN) {
-        PyErr_Format(PyExc_ValueError, "%s = %lld is out of range", name, number);
-        return -1;
-    }
+    long long number = 0;
+    if (parse_integer(value, name, 1, INT_MAX, &number) < 0) return -1;
     ms_options opt = self->model->opt;
     *(int*)((char*)&opt.implicit + (size_t)closure) = (int)number;
     return commit_options(self, &opt);

@@ -10,6 +10,20 @@ static const char* const collider_names[MS_COLLIDER_TYPE_COUNT] = {"plane", "sph
 
 static int all_finite3(const double v[3]) { return isfinite(v[0]) && isfinite(v[1]) && isfinite(v[2]); }
 
+/* The largest |component| of a and a / largest, whose length is in [1, sqrt 3]: scaling
+   before squaring keeps the length of a finite vector of any size from overflowing or
+   underflowing.  Returns 0 (and leaves scaled unset) for the zero vector. */
+static double scale_vector(const double a[3], double scaled[3]) {
+    const double largest = fmax(fabs(a[0]), fmax(fabs(a[1]), fabs(a[2])));
+    if (!(largest > 0.0)) return 0.0;
+    for (int q = 0; q < 3; ++q) scaled[q] = a[q] / largest;
+    return largest;
+}
+
+static double scaled_length(const double scaled[3]) {
+    return sqrt(scaled[0] * scaled[0] + scaled[1] * scaled[1] + scaled[2] * scaled[2]);
+}
+
 int ms_collider_check(const ms_collider* c, ms_error* err) {
     if ((int)c->type < 0 || c->type >= MS_COLLIDER_TYPE_COUNT)
         return ms_error_set(err, MS_ERR_VALUE, "collider type %d is unknown", (int)c->type);
@@ -17,8 +31,9 @@ int ms_collider_check(const ms_collider* c, ms_error* err) {
     if (!all_finite3(c->center) || !all_finite3(c->axis) || !all_finite3(c->size) || !all_finite3(c->velocity))
         return ms_error_set(err, MS_ERR_VALUE, "%s: position, axis, size and velocity must be finite", name);
     if (c->type == MS_PLANE || c->type == MS_CYLINDER) {
-        const double length = sqrt(c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2]);
-        if (!(length > 1e-12))
+        double scaled[3];
+        const double largest = scale_vector(c->axis, scaled);
+        if (!(largest > 0.0 && largest * scaled_length(scaled) > 1e-12))
             return ms_error_set(err, MS_ERR_VALUE, "%s: the %s must be a non-zero vector", name,
                                 c->type == MS_PLANE ? "normal" : "axis");
     }
@@ -43,11 +58,14 @@ int ms_collider_check(const ms_collider* c, ms_error* err) {
 static ms_collider normalised(const ms_collider* c) {
     ms_collider copy = *c;
     if (c->type == MS_PLANE || c->type == MS_CYLINDER) {
-        const double length = sqrt(c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2]);
+        double scaled[3];
+        const double largest = scale_vector(c->axis, scaled); /* > 0: checked */
+        const double length = scaled_length(scaled);
         /* An axis that is already unit is kept bit for bit: normalising again is not
-           idempotent in floating point, and a saved model must load exactly. */
-        if (fabs(length - 1.0) > 4.0 * DBL_EPSILON)
-            for (int a = 0; a < 3; ++a) copy.axis[a] = c->axis[a] / length;
+           idempotent in floating point, and a saved model must load exactly.  (largest *
+           length may overflow to inf: then it is not unit.) */
+        if (fabs(largest * length - 1.0) > 4.0 * DBL_EPSILON)
+            for (int a = 0; a < 3; ++a) copy.axis[a] = scaled[a] / length;
     }
     return copy;
 }

@@ -373,6 +373,9 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
 
     const ms_step_function step = step_functions[integrator];
     const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    /* Every step overwrites f before it knows whether it diverges: a diverged call puts
+       back the f it found, so nothing it returns with is non-finite. */
+    memcpy(s->f_saved, s->f, bytes);
     int status = MS_OK;
     int64_t failed = -1; /* index within this call of a step that diverged */
 
@@ -438,6 +441,7 @@ int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
             memcpy(s->v, v, bytes);
         }
     }
+    if (failed >= 0) memcpy(s->f, s->f_saved, bytes);
     if (failed >= 0 && status == MS_OK) {
         status = ms_error_set(err, MS_ERR_DIVERGED,
                               "the simulation diverged at step %lld (t = %g s): a position or velocity "

@@ -107,7 +107,16 @@ static int joined(const self_work* w, int32_t i, int32_t j) {
     return low < w->adjacency_start[i + 1] - w->adjacency_start[i] && first[low] == j;
 }
 
-static int64_t cell_of(double coordinate, double inv_cell) { return (int64_t)floor(coordinate * inv_cell); }
+/* Cells beyond +-2^52 share the outermost cell: the cast below stays defined for any
+   coordinate (huge, or infinite after dividing by a tiny distance), and neighbour cells
+   cx +- 1 never overflow. */
+#define MS_CELL_LIMIT 4503599627370496.0
+static int64_t cell_of(double coordinate, double inv_cell) {
+    const double cell = floor(coordinate * inv_cell);
+    if (!(cell > -MS_CELL_LIMIT)) return -(int64_t)MS_CELL_LIMIT; /* also NaN */
+    if (!(cell < MS_CELL_LIMIT)) return (int64_t)MS_CELL_LIMIT;
+    return (int64_t)cell;
+}
 
 static int64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, int64_t buckets) {
     const uint64_t h = (uint64_t)cx * 73856093ull ^ (uint64_t)cy * 19349663ull ^ (uint64_t)cz * 83492791ull;

@@ -4,9 +4,9 @@
 
 #include "internal.h"
 
-/* x, v, f (nnode x 3 each), then inv_mass (nnode).  The external force and the second
-   half of the double buffer are separate allocations made on first use. */
-static size_t state_bytes(int64_t nnode) { return sizeof(double) * 10 * (size_t)nnode; }
+/* x, v, f (nnode x 3 each), inv_mass (nnode), then f_saved (nnode x 3).  The external
+   force and the second half of the double buffer are separate allocations made on first use. */
+static size_t state_bytes(int64_t nnode) { return sizeof(double) * 13 * (size_t)nnode; }
 
 static size_t work_bytes(int64_t nnode) { return sizeof(double) * 9 * (size_t)nnode; }
 
@@ -30,6 +30,7 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->v = buffer + n3;
     s->f = buffer + 2 * n3;
     s->inv_mass = buffer + 3 * n3;
+    s->f_saved = buffer + 3 * n3 + (size_t)m->nnode;
     s->external = NULL;
     s->x_next = NULL;
     s->v_next = NULL;

@@ -2052,6 +2052,75 @@ typedef struct test_case {
 
 #define TEST(fn) {#fn, fn}
 
+/* A finite plane normal of any size is normalised without overflow (scaled before it is
+   squared); a zero one is refused. */
+static int test_collider_axis_of_any_size(void) {
+    ms_error err = fresh_error();
+    ms_model* m = make_oscillator(10.0, 1.0, 0.0, 0.1, MS_SYMPLECTIC_EULER);
+    ENSURE(m != NULL);
+    const double scales[] = {1e-10, 1.0, 1e200, 1.7e308};
+    for (int k = 0; k < 4; ++k) {
+        ms_collider plane = {0};
+        plane.type = MS_PLANE;
+        plane.center[1] = -5.0;
+        plane.axis[0] = scales[k], plane.axis[1] = scales[k];
+        const int64_t id = ms_model_add_collider(m, &plane, &err);
+        ENSURE(id >= 0);
+        const ms_collider* stored = ms_model_find_collider(m, id);
+        ENSURE_NEAR(stored->axis[0], sqrt(0.5), 1e-15);
+        ENSURE_NEAR(stored->axis[1], sqrt(0.5), 1e-15);
+        ENSURE(stored->axis[2] == 0.0);
+    }
+    ms_collider zero = {0};
+    zero.type = MS_CYLINDER;
+    zero.size[0] = zero.size[1] = 1.0;
+    zero.axis[2] = 1e-300;
+    ENSURE(ms_model_add_collider(m, &zero, &err) < 0 && err.status == MS_ERR_VALUE);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+/* Self-collision with a tiny distance and huge coordinates: the cells lie far beyond int64
+   and share the outermost cell (no undefined cast or overflow for the sanitizers to find);
+   nodes that far apart are not pushed. */
+static int test_self_collision_far_cells(void) {
+    ms_error err = fresh_error();
+    ms_model* m = ms_model_create(3, 0, 0, &err);
+    ENSURE(m != NULL);
+    const double x[9] = {1e300, 0.0, 0.0, -1e300, 1e300, 0.0, 0.0, -1e308, 1e-300};
+    memcpy(m->x_initial, x, sizeof x);
+    for (int i = 0; i < 3; ++i) m->mass[i] = 1.0;
+    m->opt.gravity[1] = 0.0;
+    m->opt.self_collision = 1e-300;
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    for (int q = 0; q < 9; ++q) ENSURE(s->x[q] == x[q]);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+/* A diverging call puts f back as it found it: f is state (saved in model files). */
+static int test_divergence_restores_f(void) {
+    ms_error err = fresh_error();
+    ms_model* m = make_oscillator(1e10, 1.0, 0.0, 1e300, MS_RK4);
+    ENSURE(m != NULL);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    for (int q = 0; q < 6; ++q) s->f[q] = 0.25 * q;
+    ENSURE(ms_step(m, s, 1e-3, 5, &err) == MS_ERR_DIVERGED);
+    for (int q = 0; q < 6; ++q) ENSURE(s->f[q] == 0.25 * q);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 /* The ledger closes with every mechanism at once: a pinned corner moving with a
    velocity, drag in a gusty wind, an external force, and a moving sphere with friction
    that the cloth falls onto.  With RK4 at small steps mechanical + dissipated - work
@@ -2153,6 +2222,9 @@ int main(void) {
         TEST(test_contact_many_steps_per_call),
         TEST(test_contact_push_towards_an_earlier_collider),
         TEST(test_ledger_closes),
+        TEST(test_collider_axis_of_any_size),
+        TEST(test_self_collision_far_cells),
+        TEST(test_divergence_restores_f),
     };
     int passed = 0, failed = 0;
     for (size_t i = 0; i < sizeof tests / sizeof tests[0]; ++i) {
