@@ -13,7 +13,7 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "the msprings C core (msprings._core) is not built: install with `pip install -e .` "
         "(or `pip install .` and run from outside the source tree)"
     ) from error
-from . import _core
+from . import _core, io
 from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
 from .trajectory import Trajectory
 

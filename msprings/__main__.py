@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import argparse
+import math
+import warnings
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -324,6 +326,14 @@ def _main(argv: Sequence[str] | None) -> int:
                               choices=(*BENCH_SUITES, "all"))
     bench_parser.add_argument("--quick", action="store_true", help="short runs: rough numbers")
     args = parser.parse_args(argv)
+    quiet = getattr(args, "quiet", False)
+
+    def one_line_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                         file: Any = None, line: str | None = None) -> None:
+        if not quiet:
+            print(f"msprings: warning: {_one_line(message)}", file=sys.stderr)
+
+    warnings.showwarning = one_line_warning
     try:
         if args.command == "demo":
             return demo(args.output, args.quiet)
@@ -334,8 +344,8 @@ def _main(argv: Sequence[str] | None) -> int:
                 value = getattr(args, name)
                 if value is not None and value < 1:
                     run_parser.error(f"--{name} must be >= 1")
-            if args.dt is not None and not args.dt > 0:
-                run_parser.error("--dt must be > 0")
+            if args.dt is not None and not (args.dt > 0 and math.isfinite(args.dt)):
+                run_parser.error("--dt must be a finite time step > 0 (s)")
             if args.fps is not None and (args.output is None or _output_kind(args.output) not in ANIMATIONS):
                 run_parser.error("--fps applies only to an animation output (-o with .gif or .mp4)")
             return run(args.scene, steps=args.steps, dt=args.dt, integrator=args.integrator, wind=args.wind,

@@ -161,6 +161,14 @@ def real_scalar(value: Any, name: str) -> float:
     return float(array)
 
 
+def _positive_length(value: Any, name: str) -> float:
+    """A finite length > 0 (m), with errors that name ``name``."""
+    length = real_scalar(value, name)
+    if not (math.isfinite(length) and length > 0.0):
+        raise ValueError(f"{name} = {length} must be a finite length > 0 (m)")
+    return length
+
+
 def _per_item(value: ArrayLike, count: int, name: str, what: str) -> np.ndarray:
     """A scalar broadcast to ``count`` items, or an array of exactly ``count`` items."""
     array = _real_array(value, name)
@@ -365,6 +373,8 @@ class System(_core.System):
             finite step, named by the error's ``step`` and ``time`` attributes, and ``f`` to
             its value before the call.
         """
+        if isinstance(dt, bool):
+            raise TypeError("dt must be a number of seconds, not bool")
         integrator = self.integrator
         key = (dt, integrator)
         if getattr(self, "_checked_step", None) != key:
@@ -565,8 +575,8 @@ class System(_core.System):
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
         """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
         :meth:`add_plane`."""
-        return self._add("sphere", center, (0.0, 1.0, 0.0), (real_scalar(radius, "radius"), 0.0, 0.0), velocity,
-                         restitution, friction, thickness)
+        return self._add("sphere", center, (0.0, 1.0, 0.0), (_positive_length(radius, "radius"), 0.0, 0.0),
+                         velocity, restitution, friction, thickness)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
@@ -575,6 +585,11 @@ class System(_core.System):
         low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
         if low.shape != (3,) or high.shape != (3,):
             raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
+        for name, corner in (("lower", low), ("upper", high)):
+            if not np.all(np.isfinite(corner)):
+                raise ValueError(f"{name} = {tuple(corner)} must be finite (m)")
+        if not np.all(low < high):
+            raise ValueError(f"lower = {tuple(low)} must be below upper = {tuple(high)} on every axis (m)")
         # halves first: the same doubles (halving is exact), and no overflow for corners near the
         # largest double; non-finite corners give a non-finite box, which the C check refuses
         with np.errstate(invalid="ignore"):
@@ -587,7 +602,7 @@ class System(_core.System):
         """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
         ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
         Other arguments as :meth:`add_plane`."""
-        size = (real_scalar(radius, "radius"), 0.5 * real_scalar(height, "height"), 0.0)
+        size = (_positive_length(radius, "radius"), 0.5 * _positive_length(height, "height"), 0.0)
         return self._add("cylinder", center, axis, size, velocity, restitution, friction, thickness)
 
     @property

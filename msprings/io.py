@@ -84,7 +84,8 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         "external": np.array(system.external),
         "t": np.array(system.t, dtype=np.float64),
         "steps": np.array(system.steps, dtype=np.int64),
-        "ledger": np.array(system.ledger(), dtype=np.float64),
+        "ledger": np.array(system._ledger(False), dtype=np.float64),  # as booked; the change since
+        # the energy was recorded (watched_energy) is booked by the loaded system's next step
         "watched_energy": np.array(system._watched_energy(), dtype=np.float64),
         # options
         "option_integrator": np.array(system.integrator),

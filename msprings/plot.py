@@ -68,7 +68,7 @@ __all__ = [
 ]
 
 #: Colour bar label when springs are coloured by strain.
-STRAIN_LABEL = "spring strain (l - L) / L (dimensionless)"
+STRAIN_LABEL = "strain (l - L) / L (dimensionless)"
 #: Colour bar label when springs are coloured by tension.
 TENSION_LABEL = "spring tension (N), > 0 pulling"
 
@@ -585,9 +585,9 @@ class _SurfaceValues:
 # Layout of a new figure (fractions of its size): the 3-D axes, and a colour bar clear
 # of the tick labels that mplot3d draws outside the axes' own rectangle.
 # The 3-D box (with its tick labels) is zoomed to fill _BOX_REGION, below the title.
-_AXES_RECT = (0.0, 0.0, 0.82, 0.9)
-_BOX_REGION = (0.01, 0.01, 0.83, 0.89)
-_COLORBAR_RECT = (0.86, 0.2, 0.022, 0.6)
+_AXES_RECT = (0.0, 0.0, 0.78, 0.9)
+_BOX_REGION = (0.01, 0.01, 0.79, 0.89)
+_COLORBAR_RECT = (0.80, 0.2, 0.022, 0.6)
 _AXES_RECT_ALONE = (0.0, 0.0, 1.0, 0.9)
 _BOX_REGION_ALONE = (0.01, 0.06, 0.99, 0.89)
 _LARGEST_ZOOM = 2.2

@@ -30,7 +30,7 @@ FORMAT_NAME = "msprings-trajectory"
 FORMAT_VERSION = 1
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class Trajectory:
     """A recorded run.  Arrays are preallocated and indexed by record ``r``:
 
@@ -66,6 +66,12 @@ class Trajectory:
 
     def __len__(self) -> int:
         return len(self.times)
+
+    def __repr__(self) -> str:
+        nodes = self.positions.shape[1]
+        span = f"t = {self.times[0]:.6g} to {self.times[-1]:.6g} s" if len(self) else "no records"
+        return (f"<msprings.Trajectory: {len(self)} records, {span}, {nodes} nodes, {len(self.springs)} springs, "
+                f"{len(self.faces)} faces, {len(self.colliders)} colliders>")
 
     def column(self, name: str) -> np.ndarray:
         """The energy or ledger column ``name`` (one of :data:`ENERGY_FIELDS` or
@@ -195,6 +201,9 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
         raise ValueError(f"{name} is a damaged msprings trajectory: colliders: {error}") from None
     if not isinstance(colliders, list) or not all(isinstance(c, dict) for c in colliders):
         raise ValueError(f"{name} is a damaged msprings trajectory: colliders is not a list of descriptions")
+    # JSON keeps the descriptions' tuples as lists: give them back as they were recorded
+    colliders = [{key: tuple(value) if isinstance(value, list) else value for key, value in c.items()}
+                 for c in colliders]
     expected = {
         "steps": (steps.shape, (records,)),
         "positions": (positions.shape, (records, nodes, 3)),

@@ -406,3 +406,19 @@ def test_refused_step_leaves_energy_and_diagnostics_as_they_were() -> None:
     s.k[1] = 30.0
     assert s.energy() == energy
     np.testing.assert_array_equal(s.lengths(), lengths)
+
+
+def test_collider_sizes_and_a_bool_step_name_their_argument() -> None:
+    s = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 1]])
+    before = (s.x.copy(), s.t, len(s.colliders))
+    with pytest.raises(ValueError, match="radius = nan must be a finite length"):
+        s.add_sphere((0, 0, 0), np.nan)
+    with pytest.raises(ValueError, match="height = -1.0 must be a finite length"):
+        s.add_cylinder((0, 0, 0), 1.0, -1.0)
+    with pytest.raises(ValueError, match="lower = .* must be below upper"):
+        s.add_box((1, 1, 1), (0, 0, 0))
+    with pytest.raises(ValueError, match="upper = .* must be finite"):
+        s.add_box((0, 0, 0), (1, np.inf, 1))
+    with pytest.raises(TypeError, match="dt must be a number of seconds, not bool"):
+        s.step(True)
+    assert np.array_equal(s.x, before[0]) and s.t == before[1] and len(s.colliders) == before[2]

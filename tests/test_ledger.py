@@ -255,8 +255,11 @@ def test_writes_between_steps_are_booked_as_user_work() -> None:
     system.x[3] += (0.0, 0.5, 0.0)
     system.v[2] = (1.0, 2.0, 0.0)
     changed = system.energy()
-    assert system.ledger().user == 0.0  # booked at the start of the next step
-    system.step(1e-3)
+    # counted at once (the next step books it), so the total is right between steps too
+    assert system.ledger().user == system.work == changed.work == changed.mechanical - before.mechanical
+    assert changed.total == pytest.approx(before.total, rel=1e-12, abs=1e-12)
+    trajectory = system.run(1e-3, 3)
+    np.testing.assert_allclose(trajectory.total, before.total, rtol=0, atol=1e-6 * scale_of(system, start))
     assert system.ledger().user == pytest.approx(changed.mechanical - before.mechanical, rel=1e-12)
     assert abs(system.energy().total - before.total) < 1e-6 * scale_of(system, start)
 

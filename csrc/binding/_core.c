@@ -506,12 +506,15 @@ static const size_t ledger_offsets[] = {
     offsetof(ms_ledger, user)};
 #define LEDGER_FIELDS (sizeof ledger_offsets / sizeof ledger_offsets[0])
 
-static PyObject* System_ledger(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+static PyObject* System_ledger(SystemObject* self, PyObject* args) {
+    int pending = 1;
+    if (!PyArg_ParseTuple(args, "|p:_ledger", &pending)) return NULL;
     if (require_ready(self) < 0) return NULL;
     PyObject* out = PyTuple_New(LEDGER_FIELDS);
     if (out == NULL) return NULL;
+    const ms_ledger ledger = pending ? ms_state_ledger(self->model, self->state) : self->state->ledger;
     for (size_t i = 0; i < LEDGER_FIELDS; ++i) {
-        PyObject* value = PyFloat_FromDouble(*(const double*)((const char*)&self->state->ledger + ledger_offsets[i]));
+        PyObject* value = PyFloat_FromDouble(*(const double*)((const char*)&ledger + ledger_offsets[i]));
         if (value == NULL) {
             Py_DECREF(out);
             return NULL;
@@ -802,8 +805,9 @@ static PyMethodDef System_methods[] = {
      "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
     {"_energy_components", (PyCFunction)System_energy_components, METH_NOARGS,
      "(kinetic, spring, gravity, dissipated, work) energies in J."},
-    {"_ledger", (PyCFunction)System_ledger, METH_NOARGS,
-     "(dampers, drag, contact, energy_loss, wind, external, pins, colliders, constraints, user) in J."},
+    {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
+     "_ledger(pending=True): (dampers, drag, contact, energy_loss, wind, external, pins, colliders, constraints, "
+     "user) in J; user includes the caller's change that the next step books unless pending is false."},
     {"momentum", (PyCFunction)System_momentum, METH_NOARGS,
      "momentum()\n--\n\nTotal linear momentum sum(m v) of the free nodes (kg m/s), shape (3,)."},
     {"lengths", (PyCFunction)System_lengths, METH_NOARGS,
@@ -924,7 +928,8 @@ static PyObject* get_dissipated(SystemObject* self, void* closure) {
 static PyObject* get_work(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(ms_ledger_work(&self->state->ledger));
+    const ms_ledger ledger = ms_state_ledger(self->model, self->state);
+    return PyFloat_FromDouble(ms_ledger_work(&ledger));
 }
 
 static int refuse_delete(PyObject* value, const char* name) {

@@ -30,11 +30,22 @@ double ms_mechanical_energy(const ms_model* m, const double* x, const double* v)
     return e.kinetic + e.spring + e.gravity;
 }
 
+/* The caller's change since the state was watched, not yet booked by a step (J). */
+static double pending_user(const ms_state* s, double mechanical_now) {
+    return s->watched && s->steps > 0 ? mechanical_now - s->watched_energy : 0.0;
+}
+
 ms_energy ms_state_energy(const ms_model* m, const ms_state* s) {
     ms_energy e = mechanical(m, s->x, s->v);
     e.dissipated = ms_ledger_dissipated(&s->ledger);
-    e.work = ms_ledger_work(&s->ledger);
+    e.work = ms_ledger_work(&s->ledger) + pending_user(s, e.kinetic + e.spring + e.gravity);
     return e;
+}
+
+ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s) {
+    ms_ledger ledger = s->ledger;
+    if (s->watched && s->steps > 0) ledger.user += pending_user(s, ms_mechanical_energy(m, s->x, s->v));
+    return ledger;
 }
 
 double ms_ledger_dissipated(const ms_ledger* l) { return l->dampers + l->drag + l->contact + l->energy_loss; }

@@ -365,7 +365,12 @@ void ms_vertex_normals(const ms_model* m, const ms_state* s, double* out);
 int ms_max_eigenvalues(const ms_model* m, const ms_state* s, double* omega2_max, double* gamma_max,
                        ms_error* err);
 
+/* The energies and the ledger's two sums; work includes a change the caller made since
+   the state was watched, which the next step books (so total is right between steps). */
 ms_energy ms_state_energy(const ms_model* m, const ms_state* s);
+
+/* The ledger by mechanism, with such a pending change in user. */
+ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s);
 /* The ledger's dissipated part (dampers + drag + contact + energy_loss) and its work part
    (wind + external + pins + colliders + constraints + user), in J. */
 double ms_ledger_dissipated(const ms_ledger* ledger);
