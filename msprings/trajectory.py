@@ -221,7 +221,8 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
         expected["uv"] = (uv.shape, (nodes, 2))
     for key, (shape, wanted) in expected.items():
         if shape != wanted:
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has shape {shape}, expected {wanted}")
+            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has shape {shape}, expected {wanted} "
+                             f"({records} records in times, {nodes} nodes in positions, {len(springs)} springs)")
     for key, indices, count in (("springs", springs, nodes), ("faces", faces, nodes)):
         if indices.size and (indices.min() < 0 or indices.max() >= count):
             raise ValueError(f"{name} is a damaged msprings trajectory: {key} refer to nodes outside 0..{count - 1}")
