@@ -58,22 +58,25 @@ class Collider:
         """The collider's handle number, unique within its system."""
         return self._id
 
-    def _values(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
+        """The collider as a plain record: ``kind``, ``center``, ``axis``, ``size``,
+        ``velocity``, ``restitution``, ``friction`` and ``thickness`` (SI units), as a
+        :class:`~msprings.trajectory.Trajectory` keeps it."""
         return dict(zip(_FIELDS, self._system._get_collider(self.id)))
 
     def _update(self, **changes: Any) -> None:
-        values = self._values()
+        values = self.describe()
         values.update(changes)
         self._system._set_collider(self.id, *(values[name] for name in _FIELDS))
 
     @property
     def kind(self) -> str:
         """"plane", "sphere", "box" or "cylinder"."""
-        return self._values()["kind"]
+        return self.describe()["kind"]
 
     @property
     def center(self) -> np.ndarray:
-        return np.array(self._values()["center"])
+        return np.array(self.describe()["center"])
 
     @center.setter
     def center(self, value: ArrayLike) -> None:
@@ -82,7 +85,7 @@ class Collider:
     @property
     def normal(self) -> np.ndarray:
         self._require("plane", "normal")
-        return np.array(self._values()["axis"])
+        return np.array(self.describe()["axis"])
 
     @normal.setter
     def normal(self, value: ArrayLike) -> None:
@@ -92,7 +95,7 @@ class Collider:
     @property
     def axis(self) -> np.ndarray:
         self._require("cylinder", "axis")
-        return np.array(self._values()["axis"])
+        return np.array(self.describe()["axis"])
 
     @axis.setter
     def axis(self, value: ArrayLike) -> None:
@@ -102,19 +105,19 @@ class Collider:
     @property
     def radius(self) -> float:
         self._require(("sphere", "cylinder"), "radius")
-        return self._values()["size"][0]
+        return self.describe()["size"][0]
 
     @radius.setter
     def radius(self, value: float) -> None:
         self._require(("sphere", "cylinder"), "radius")
-        size = list(self._values()["size"])
+        size = list(self.describe()["size"])
         size[0] = real_scalar(value, "radius")
         self._update(size=size)
 
     @property
     def half_extents(self) -> np.ndarray:
         self._require("box", "half_extents")
-        return np.array(self._values()["size"])
+        return np.array(self.describe()["size"])
 
     @half_extents.setter
     def half_extents(self, value: ArrayLike) -> None:
@@ -124,18 +127,18 @@ class Collider:
     @property
     def height(self) -> float:
         self._require("cylinder", "height")
-        return 2.0 * self._values()["size"][1]
+        return 2.0 * self.describe()["size"][1]
 
     @height.setter
     def height(self, value: float) -> None:
         self._require("cylinder", "height")
-        size = list(self._values()["size"])
+        size = list(self.describe()["size"])
         size[1] = 0.5 * real_scalar(value, "height")
         self._update(size=size)
 
     @property
     def velocity(self) -> np.ndarray:
-        return np.array(self._values()["velocity"])
+        return np.array(self.describe()["velocity"])
 
     @velocity.setter
     def velocity(self, value: ArrayLike) -> None:
@@ -143,7 +146,7 @@ class Collider:
 
     @property
     def restitution(self) -> float:
-        return self._values()["restitution"]
+        return self.describe()["restitution"]
 
     @restitution.setter
     def restitution(self, value: float) -> None:
@@ -151,7 +154,7 @@ class Collider:
 
     @property
     def friction(self) -> float:
-        return self._values()["friction"]
+        return self.describe()["friction"]
 
     @friction.setter
     def friction(self, value: float) -> None:
@@ -159,7 +162,7 @@ class Collider:
 
     @property
     def thickness(self) -> float:
-        return self._values()["thickness"]
+        return self.describe()["thickness"]
 
     @thickness.setter
     def thickness(self, value: float) -> None:
@@ -168,7 +171,7 @@ class Collider:
     def distance(self, points: ArrayLike) -> np.ndarray:
         """Signed distance (m) from points (..., 3) to the collider's surface, negative inside
         (a slow NumPy evaluation of the same formulas the C contact code uses)."""
-        values = self._values()
+        values = self.describe()
         p = np.asarray(points, dtype=np.float64) - np.asarray(values["center"])
         axis = np.asarray(values["axis"])
         size = np.asarray(values["size"])
@@ -199,7 +202,7 @@ class Collider:
 
     def __repr__(self) -> str:
         try:
-            values = self._values()
+            values = self.describe()
         except KeyError:
             return f"<msprings.Collider {self.id} (removed)>"
         return (

@@ -42,6 +42,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import _core
+
 __all__ = [
     "INTEGRATORS",
     "RADIUS_TOLERANCE",
@@ -55,8 +57,9 @@ __all__ = [
     "stability_region",
 ]
 
-#: Every integrator this module knows: the four of the C core and backward Euler.
-INTEGRATORS = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler")
+#: Every integrator this module knows: the C core's (explicit, symplectic and backward Euler,
+#: velocity Verlet, RK4).
+INTEGRATORS = _core.INTEGRATORS
 
 #: A spectral radius up to ``1 + RADIUS_TOLERANCE`` counts as stable: the eigenvalues of a
 #: conservative method lie on the unit circle and round-off puts them a few ulps either side.

@@ -232,12 +232,7 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
 
 
 def _collider_dicts(system: System) -> list[dict[str, Any]]:
-    out = []
-    for collider in system.colliders:
-        kind, center, axis, size, velocity, restitution, friction, thickness = system._get_collider(collider.id)
-        out.append({"kind": kind, "center": center, "axis": axis, "size": size, "velocity": velocity,
-                    "restitution": restitution, "friction": friction, "thickness": thickness})
-    return out
+    return [collider.describe() for collider in system.colliders]
 
 
 class _Progress:

@@ -161,9 +161,10 @@ def _collider_from_dict(collider: Mapping[str, Any], centers: np.ndarray) -> _Co
 def _system_frames(system: System) -> _Frames:
     colliders = []
     for handle in system.colliders:
-        kind, center, axis, size = system._get_collider(handle.id)[:4]
-        colliders.append(_Collider(kind, np.asarray(axis, dtype=float), np.asarray(size, dtype=float),
-                                   np.asarray(center, dtype=float)[None, :]))
+        record = handle.describe()
+        colliders.append(_Collider(record["kind"], np.asarray(record["axis"], dtype=float),
+                                   np.asarray(record["size"], dtype=float),
+                                   np.asarray(record["center"], dtype=float)[None, :]))
     return _Frames(system.x.copy()[None], system.v.copy()[None], np.array([system.t]),
                    system.springs.astype(np.int64), system.faces.astype(np.int64), system.pinned.copy(),
                    system.rest.copy(), system.k.copy(), colliders, strain=system.strain()[None],
