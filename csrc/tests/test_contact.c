@@ -1,0 +1,138 @@
+/* Collision and contact with colliders. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "helpers.h"
+#include "msprings/msprings.h"
+
+static int test_contact_many_steps_per_call(void) {
+    /* A cloth falling onto a sphere and the ground: one call of 150 steps (the contact pass
+       carries the nodes' known gaps from step to step) equals 150 calls of one step bit for
+       bit, also after a third collider is added and the sphere removed between calls. */
+    ms_model* m = make_cloth(10, 0, 9u);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_collider sphere = {0};
+    sphere.type = MS_SPHERE;
+    sphere.center[0] = 0.45, sphere.center[1] = -0.4, sphere.center[2] = 0.45;
+    sphere.size[0] = 0.3;
+    sphere.friction = 0.3;
+    sphere.thickness = 0.005;
+    ms_collider ground = {0};
+    ground.type = MS_PLANE;
+    ground.center[1] = -1.0;
+    ground.axis[1] = 1.0;
+    ground.velocity[1] = 0.2;
+    const int64_t sphere_id = ms_model_add_collider(m, &sphere, &err);
+    ENSURE(sphere_id >= 0 && ms_model_add_collider(m, &ground, &err) >= 0);
+    ms_model* m_each = ms_model_copy(m, &err);
+    ENSURE(m_each != NULL);
+    ms_state* one = ms_state_create(m, &err);
+    ms_state* each = ms_state_create(m_each, &err);
+    ENSURE(one != NULL && each != NULL);
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    for (int round = 0; round < 3; ++round) {
+        if (round == 1) {
+            ms_collider box = {0};
+            box.type = MS_BOX;
+            box.center[0] = 0.2, box.center[1] = -0.8, box.center[2] = 0.2;
+            box.size[0] = box.size[1] = box.size[2] = 0.15;
+            ENSURE(ms_model_add_collider(m, &box, &err) >= 0 && ms_model_add_collider(m_each, &box, &err) >= 0);
+        } else if (round == 2) {
+            ENSURE(ms_model_remove_collider(m, sphere_id, &err) == MS_OK);
+            ENSURE(ms_model_remove_collider(m_each, sphere_id, &err) == MS_OK);
+        }
+        ENSURE(ms_step(m, one, 2e-3, 150, &err) == MS_OK);
+        for (int k = 0; k < 150; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+        ENSURE(memcmp(one->x, each->x, bytes) == 0 && memcmp(one->v, each->v, bytes) == 0);
+        ENSURE(memcmp(&one->ledger, &each->ledger, sizeof one->ledger) == 0);
+    }
+    /* the cloth did reach the colliders */
+    double lowest = INFINITY;
+    for (int64_t i = 0; i < m->nnode; ++i) lowest = fmin(lowest, one->x[3 * i + 1]);
+    ENSURE(lowest < -0.5);
+    ms_state_destroy(one);
+    ms_state_destroy(each);
+    ms_model_destroy(m);
+    ms_model_destroy(m_each);
+    return 0;
+}
+
+static int test_contact_push_towards_an_earlier_collider(void) {
+    /* A rising plane with restitution 1, listed second, kicks a free node up into a fixed
+       ceiling listed first: the ceiling must stop it within one call of many steps as it
+       does with one call per step. */
+    ms_error err = fresh_error();
+    ms_model* m = ms_model_create(1, 0, 0, &err);
+    ENSURE(m != NULL);
+    m->mass[0] = 1.0;
+    m->opt.gravity[1] = 0.0;
+    ms_collider ceiling = {0};
+    ceiling.type = MS_PLANE;
+    ceiling.center[1] = 0.0485;
+    ceiling.axis[1] = -1.0;
+    ms_collider kicker = {0};
+    kicker.type = MS_PLANE;
+    kicker.center[1] = -0.001;
+    kicker.axis[1] = 1.0;
+    kicker.velocity[1] = 1.0;
+    kicker.restitution = 1.0;
+    ENSURE(ms_model_add_collider(m, &ceiling, &err) >= 0 && ms_model_add_collider(m, &kicker, &err) >= 0);
+    ms_model* m_each = ms_model_copy(m, &err);
+    ENSURE(m_each != NULL);
+    ms_state* one = ms_state_create(m, &err);
+    ms_state* each = ms_state_create(m_each, &err);
+    ENSURE(one != NULL && each != NULL);
+    ENSURE(ms_step(m, one, 2e-3, 13, &err) == MS_OK);
+    for (int k = 0; k < 13; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+    ENSURE(memcmp(one->x, each->x, 3 * sizeof(double)) == 0 && memcmp(one->v, each->v, 3 * sizeof(double)) == 0);
+    ENSURE_NEAR(one->x[1], 0.0485, 1e-12);
+    ms_state_destroy(one);
+    ms_state_destroy(each);
+    ms_model_destroy(m);
+    ms_model_destroy(m_each);
+    return 0;
+}
+
+/* A finite plane normal of any size is normalised without overflow (scaled before it is
+   squared); a zero one is refused. */
+static int test_collider_axis_of_any_size(void) {
+    ms_error err = fresh_error();
+    ms_model* m = make_oscillator(10.0, 1.0, 0.0, 0.1, MS_SYMPLECTIC_EULER);
+    ENSURE(m != NULL);
+    const double scales[] = {1e-10, 1.0, 1e200, 1.7e308};
+    for (int k = 0; k < 4; ++k) {
+        ms_collider plane = {0};
+        plane.type = MS_PLANE;
+        plane.center[1] = -5.0;
+        plane.axis[0] = scales[k], plane.axis[1] = scales[k];
+        const int64_t id = ms_model_add_collider(m, &plane, &err);
+        ENSURE(id >= 0);
+        const ms_collider* stored = ms_model_find_collider(m, id);
+        ENSURE_NEAR(stored->axis[0], sqrt(0.5), 1e-15);
+        ENSURE_NEAR(stored->axis[1], sqrt(0.5), 1e-15);
+        ENSURE(stored->axis[2] == 0.0);
+    }
+    ms_collider zero = {0};
+    zero.type = MS_CYLINDER;
+    zero.size[0] = zero.size[1] = 1.0;
+    zero.axis[2] = 1e-300;
+    ENSURE(ms_model_add_collider(m, &zero, &err) < 0 && err.status == MS_ERR_VALUE);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+const test_case contact_tests[] = {
+    TEST(test_contact_many_steps_per_call),
+    TEST(test_contact_push_towards_an_earlier_collider),
+    TEST(test_collider_axis_of_any_size),
+    {NULL, NULL},
+};

@@ -1,0 +1,158 @@
+/* The implicit (backward Euler) solver: energy factor, stability at any step, exact
+   pinned nodes, rollback on overflow. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "helpers.h"
+#include "msprings/msprings.h"
+
+static int test_implicit_energy_factor(void) {
+    /* Backward Euler on x'' = -w^2 x maps (w x, v) by (1 / (1 + a^2)) [[1, a], [-a, 1]]
+       with a = w h: a rotation scaled by 1 / sqrt(1 + a^2), so the energy is multiplied by
+       exactly 1 / (1 + a^2) every step.  The spring is linear along its own axis and the
+       motion stays on that axis, so the first Newton iteration is already exact. */
+    const double k = 9.0, mass = 0.5, amplitude = 0.2;
+    const double omega_h_values[3] = {0.05, 0.5, 2.0};
+    for (int c = 0; c < 3; ++c) {
+        const double omega_h = omega_h_values[c];
+        const double h = omega_h / sqrt(k / mass);
+        const double factor = 1.0 / (1.0 + omega_h * omega_h);
+        ms_model* m = make_oscillator(k, mass, 0.0, amplitude, MS_IMPLICIT_EULER);
+        ENSURE(m != NULL);
+        m->v_initial[3] = 0.3;
+        ms_error err = fresh_error();
+        ms_state* s = ms_state_create(m, &err);
+        ENSURE(s != NULL);
+        double previous = mechanical_energy(m, s);
+        /* Enough steps to lose a factor of ~1000 in energy, no more: the displacement is
+           stored as 1 + u, so u must stay well above rounding. */
+        const int steps = (int)ceil(log(1000.0) / log(1.0 + omega_h * omega_h));
+        for (int step = 1; step <= steps; ++step) {
+            ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+            ENSURE(s->solver.newton_iterations == 1);
+            ENSURE(s->solver.newton_converged == 1);
+            double energy = mechanical_energy(m, s);
+            ENSURE_NEAR(energy / previous, factor, 1e-10);
+            ENSURE(s->x[4] == 0.0 && s->x[5] == 0.0 && s->v[4] == 0.0 && s->v[5] == 0.0);
+            previous = energy;
+        }
+        /* Without dampers the loss is numerical: the ledger books nothing. */
+        ENSURE(ms_ledger_dissipated(&s->ledger) == 0.0);
+        ms_state_destroy(s);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
+static int test_implicit_unconditionally_stable(void) {
+    /* At w h = 100, a hundred times any explicit method's limit, the energy still falls by
+       1 / (1 + (w h)^2) per step and the oscillator comes to rest at the rest length. */
+    const double k = 1e6, mass = 1.0, amplitude = 0.1, omega_h = 100.0;
+    const double h = omega_h / sqrt(k / mass);
+    ms_model* m = make_oscillator(k, mass, 0.0, amplitude, MS_IMPLICIT_EULER);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    double initial = mechanical_energy(m, s), previous = initial;
+    /* u shrinks by a factor of ~100 per step: two steps keep it far above rounding. */
+    for (int step = 0; step < 2; ++step) {
+        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        double energy = mechanical_energy(m, s);
+        ENSURE_NEAR(energy / previous, 1.0 / (1.0 + omega_h * omega_h), 1e-10);
+        previous = energy;
+    }
+    for (int block = 0; block < 100; ++block) {
+        ENSURE(ms_step(m, s, h, 10, &err) == MS_OK);
+        ENSURE(all_finite(s->x, 6) && all_finite(s->v, 6));
+        double energy = mechanical_energy(m, s);
+        ENSURE(energy <= previous);
+        ENSURE(fabs(s->x[3] - 1.0) <= amplitude);
+        previous = energy;
+    }
+    ENSURE(s->steps == 1002);
+    ENSURE(previous <= 1e-20 * initial);
+    ENSURE_NEAR(s->x[3], 1.0, 1e-12);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+static int test_implicit_pinned_nodes_exact(void) {
+    /* Pinned rows are removed from the linear systems, so a pinned node moves by exactly
+       x += h v with its own velocity, bit for bit, however hard the springs pull. */
+    ms_model* m = make_cloth(5, 1, 77u);
+    ENSURE(m != NULL);
+    m->opt.integrator = MS_IMPLICIT_EULER;
+    m->pinned[12] = 1; /* an interior node too, with springs on every side */
+    const int pins[3] = {0, 4, 12};
+    const double velocity[3][3] = {{0.3, -0.1, 0.05}, {0.0, 0.0, 0.0}, {-0.2, 0.4, 0.1}};
+    for (int p = 0; p < 3; ++p)
+        for (int a = 0; a < 3; ++a) m->v_initial[3 * pins[p] + a] = velocity[p][a];
+    ms_error err = fresh_error();
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    const double h = 1e-2;
+    for (int step = 0; step < 50; ++step) {
+        double expected[3][3];
+        for (int p = 0; p < 3; ++p)
+            for (int a = 0; a < 3; ++a) expected[p][a] = s->x[3 * pins[p] + a] + h * velocity[p][a];
+        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        for (int p = 0; p < 3; ++p)
+            for (int a = 0; a < 3; ++a) {
+                ENSURE(s->x[3 * pins[p] + a] == expected[p][a]);
+                ENSURE(s->v[3 * pins[p] + a] == velocity[p][a]);
+            }
+    }
+    /* The free nodes did move: the cloth fell and was dragged. */
+    ENSURE(s->x[3 * 24 + 1] < m->x_initial[3 * 24 + 1] - 0.01);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+static int test_implicit_overflow_rolls_back(void) {
+    /* Implicit Euler cannot blow up gradually, but a step so large that h^2 k overflows a
+       double still produces a non-finite state: it is rolled back like any divergence. */
+    ms_model* m = make_oscillator(1e6, 1.0, 0.5, 0.1, MS_IMPLICIT_EULER);
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-4, 5, &err) == MS_OK);
+    snapshot before;
+    ENSURE(snapshot_take(m, s, &before));
+    err = fresh_error();
+    ENSURE(ms_step(m, s, 1e307, 3, &err) == MS_ERR_DIVERGED);
+    ENSURE(err.status == MS_ERR_DIVERGED);
+    ENSURE(has_message(&err));
+    ENSURE(err.step == 6);
+    ENSURE(err.time == s->t);
+    ENSURE(s->steps == 5);
+    /* x, v, t, steps and dissipated are as before; f is the force at the failed step's
+       start, which is the state kept. */
+    size_t bytes = 6 * sizeof(double);
+    ENSURE(memcmp(s->x, before.arrays, bytes) == 0);
+    ENSURE(memcmp(s->v, before.arrays + 6, bytes) == 0);
+    ENSURE(s->t == before.t && memcmp(&s->ledger, &before.ledger, sizeof s->ledger) == 0);
+    /* A sane step goes on from there. */
+    ENSURE(ms_step(m, s, 1e-4, 1, &err) == MS_OK);
+    ENSURE(s->steps == 6);
+    free(before.arrays);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+const test_case implicit_tests[] = {
+    TEST(test_implicit_energy_factor),
+    TEST(test_implicit_unconditionally_stable),
+    TEST(test_implicit_pinned_nodes_exact),
+    TEST(test_implicit_overflow_rolls_back),
+    {NULL, NULL},
+};
