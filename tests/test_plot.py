@@ -29,7 +29,7 @@ from mpl_toolkits.mplot3d.axes3d import Axes3D  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import msprings  # noqa: E402
-from msprings import mesh, plot, scenes, stability  # noqa: E402
+from msprings import _draw, mesh, plot, scenes, stability  # noqa: E402
 from msprings.trajectory import ENERGY_FIELDS, LEDGER_FIELDS  # noqa: E402
 
 
@@ -490,7 +490,7 @@ def test_animate_has_one_frame_per_record_and_saves_a_gif(falling_cloth, tmp_pat
         assert image.info["duration"] == pytest.approx(1000 / 12, abs=10)  # GIF counts 1/100 s
     assert np.any(first != last)
     # One palette for every frame: the colour bar keeps its colours, and shows a gradient.
-    left, _, width, _ = plot._COLORBAR_RECT
+    left, _, width, _ = _draw._COLORBAR_RECT
     bar = (slice(int(0.3 * 128), int(0.7 * 128)), int((left + width / 2) * 160))
     np.testing.assert_array_equal(first[bar], last[bar])
     assert len(np.unique(first[bar], axis=0)) > 5
