@@ -626,9 +626,14 @@ class System(_core.System):
         """The energy ledger (J): kinetic and gravitational energy of the free nodes, elastic
         energy of the springs, the energy dissipated so far and the work done on the system
         (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin."""
-        kinetic, spring, gravity, dissipated, work = self._energy_components()
+        return self._energy_and_ledger()[0]
+
+    def _energy_and_ledger(self) -> tuple[Energy, Ledger]:
+        """:meth:`energy` and :meth:`ledger` from one pass over the nodes and springs."""
+        (kinetic, spring, gravity, dissipated, work), parts = self._accounts()
         mechanical = kinetic + spring + gravity
-        return Energy(kinetic, spring, gravity, dissipated, work, mechanical, mechanical + dissipated - work)
+        return (Energy(kinetic, spring, gravity, dissipated, work, mechanical, mechanical + dissipated - work),
+                Ledger(*parts))
 
     def ledger(self) -> Ledger:
         """The dissipated energy and the work done since construction or :meth:`reset`, by

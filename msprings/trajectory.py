@@ -298,8 +298,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         positions[r] = system.x
         if speeds is not None:
             speeds[r] = system.v
-        energy[r] = system.energy()
-        ledger[r] = system.ledger()
+        energy[r], ledger[r] = system._energy_and_ledger()
         for c, collider in enumerate(colliders):
             centers[r, c] = system._get_collider(collider.id)[1]
 

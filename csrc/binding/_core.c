@@ -492,10 +492,14 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
 
 /* ---- methods -------------------------------------------------------------------- */
 
-static PyObject* System_energy_components(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+static PyObject* System_accounts(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
-    ms_energy e = ms_state_energy(self->model, self->state);
-    return Py_BuildValue("(ddddd)", e.kinetic, e.spring, e.gravity, e.dissipated, e.work);
+    ms_energy e;
+    ms_ledger l;
+    ms_state_accounts(self->model, self->state, &e, &l);
+    return Py_BuildValue("((ddddd)(dddddddddd))", e.kinetic, e.spring, e.gravity, e.dissipated, e.work, l.dampers,
+                         l.drag, l.contact, l.energy_loss, l.wind, l.external, l.pins, l.colliders, l.constraints,
+                         l.user);
 }
 
 /* The ledger's fields, in the order of the tuple that _ledger returns. */
@@ -803,8 +807,8 @@ static PyMethodDef System_methods[] = {
      "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
      "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
-    {"_energy_components", (PyCFunction)System_energy_components, METH_NOARGS,
-     "(kinetic, spring, gravity, dissipated, work) energies in J."},
+    {"_accounts", (PyCFunction)System_accounts, METH_NOARGS,
+     "((kinetic, spring, gravity, dissipated, work), (the ledger's ten parts)) in J, from one pass."},
     {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
      "_ledger(pending=True): (dampers, drag, contact, energy_loss, wind, external, pins, colliders, constraints, "
      "user) in J; user includes the caller's change that the next step books unless pending is false."},

@@ -30,22 +30,27 @@ double ms_mechanical_energy(const ms_model* m, const double* x, const double* v)
     return e.kinetic + e.spring + e.gravity;
 }
 
-/* The caller's change since the state was watched, not yet booked by a step (J). */
-static double pending_user(const ms_state* s, double mechanical_now) {
-    return s->watched && s->steps > 0 ? mechanical_now - s->watched_energy : 0.0;
+void ms_state_accounts(const ms_model* m, const ms_state* s, ms_energy* energy, ms_ledger* ledger) {
+    ms_energy e = mechanical(m, s->x, s->v);
+    ms_ledger l = s->ledger;
+    /* the caller's change since the state was watched, which the next step books */
+    if (s->watched && s->steps > 0) l.user += (e.kinetic + e.spring + e.gravity) - s->watched_energy;
+    e.dissipated = ms_ledger_dissipated(&l);
+    e.work = ms_ledger_work(&l);
+    if (energy != NULL) *energy = e;
+    if (ledger != NULL) *ledger = l;
 }
 
 ms_energy ms_state_energy(const ms_model* m, const ms_state* s) {
-    ms_energy e = mechanical(m, s->x, s->v);
-    e.dissipated = ms_ledger_dissipated(&s->ledger);
-    e.work = ms_ledger_work(&s->ledger) + pending_user(s, e.kinetic + e.spring + e.gravity);
+    ms_energy e;
+    ms_state_accounts(m, s, &e, NULL);
     return e;
 }
 
 ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s) {
-    ms_ledger ledger = s->ledger;
-    if (s->watched && s->steps > 0) ledger.user += pending_user(s, ms_mechanical_energy(m, s->x, s->v));
-    return ledger;
+    ms_ledger l;
+    ms_state_accounts(m, s, NULL, &l);
+    return l;
 }
 
 double ms_ledger_dissipated(const ms_ledger* l) { return l->dampers + l->drag + l->contact + l->energy_loss; }
@@ -73,6 +78,19 @@ void ms_ledger_add_flow(ms_ledger* ledger, const ms_flow* flow) {
     ledger->wind += flow->wind;
     ledger->external += flow->external;
     ledger->pins += flow->pins;
+}
+
+void ms_flow_add(ms_flow* flow, const ms_flow* rate, double weight) {
+    flow->dampers += weight * rate->dampers;
+    flow->drag += weight * rate->drag;
+    flow->wind += weight * rate->wind;
+    flow->external += weight * rate->external;
+    flow->pins += weight * rate->pins;
+}
+
+int ms_flow_finite(const ms_flow* flow) {
+    return isfinite(flow->dampers) && isfinite(flow->drag) && isfinite(flow->wind) && isfinite(flow->external) &&
+           isfinite(flow->pins);
 }
 
 int ms_ledger_finite(const ms_ledger* l) {

@@ -110,19 +110,6 @@ void ms_euler_commit(const double* inv_mass, double* x, double* v, const double*
     ms_euler_into(inv_mass, x, v, f, h, explicit_euler, begin, end, x, v);
 }
 
-void ms_flow_add(ms_flow* flow, const ms_flow* rate, double weight) {
-    flow->dampers += weight * rate->dampers;
-    flow->drag += weight * rate->drag;
-    flow->wind += weight * rate->wind;
-    flow->external += weight * rate->external;
-    flow->pins += weight * rate->pins;
-}
-
-int ms_flow_finite(const ms_flow* flow) {
-    return isfinite(flow->dampers) && isfinite(flow->drag) && isfinite(flow->wind) && isfinite(flow->external) &&
-           isfinite(flow->pins);
-}
-
 /* The two Euler methods as double-buffered steps, for steps with constraints, colliders or
    energy loss; without them the driver steps in place (euler_in_place below).  Both take
    the power at the start of the step, as they take the force. */

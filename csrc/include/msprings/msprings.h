@@ -371,6 +371,9 @@ ms_energy ms_state_energy(const ms_model* m, const ms_state* s);
 
 /* The ledger by mechanism, with such a pending change in user. */
 ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s);
+
+/* Both of the above from one pass over the nodes and springs (either pointer may be NULL). */
+void ms_state_accounts(const ms_model* m, const ms_state* s, ms_energy* energy, ms_ledger* ledger);
 /* The ledger's dissipated part (dampers + drag + contact + energy_loss) and its work part
    (wind + external + pins + colliders + constraints + user), in J. */
 double ms_ledger_dissipated(const ms_ledger* ledger);
