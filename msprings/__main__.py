@@ -231,11 +231,10 @@ def info() -> int:
     print(f"python {platform.python_version()}, numpy {np.__version__}, {platform.machine()}")
     print(f"integrators: {', '.join(INTEGRATORS)}")
     print(f"threads: {os.cpu_count()} cores; systems whose threads is 0 use {get_num_threads()} "
-          f"(msprings.set_num_threads) for explicit/symplectic Euler runs of >= 10,000 springs")
-    if _core.avx2():
-        print("vector code: AVX2 (springs in blocks of four nodes, Euler update four nodes at a time)")
-    else:
-        print("vector code: none on this processor or build (no AVX2); the same physics in plain code")
+          f"(msprings.set_num_threads) for networks of >= 10,000 springs (every integrator but implicit "
+          f"Euler); any thread count gives the same result, bit for bit")
+    print(f"vector path: {_core.vector_path()} (springs four nodes at a time in lane groups; "
+          f"every path gives the same result, bit for bit)")
     print(f"example: cloth(40) has {cloth(40).n_springs} springs")
     return 0
 

@@ -104,6 +104,9 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         entries[f"collider_{name}"] = np.array(vectors, dtype=np.float64).reshape(-1, 3)
     for offset, name in enumerate(_COLLIDER_SCALARS, start=1 + len(_COLLIDER_VECTORS)):
         entries[f"collider_{name}"] = np.array([values[offset] for values in colliders], dtype=np.float64).reshape(-1)
+    # where each collider starts (its center after reset); collider_center is where it is now
+    entries["collider_start"] = np.array([system._collider_start(collider_id) for collider_id in
+                                          system._collider_ids()], dtype=np.float64).reshape(-1, 3)
     target = Path(path)
     with open(target, "wb") as stream:
         np.savez_compressed(stream, **entries)
@@ -185,12 +188,14 @@ def _load_archive(archive: Archive) -> System:
         kinds = archive.read("collider_kind", "U", (colliders,))
         fields = {key: real(f"collider_{key}", colliders, 3) for key in _COLLIDER_VECTORS}
         fields.update({key: real(f"collider_{key}", colliders) for key in _COLLIDER_SCALARS})
+        # files written before collider_start existed start their colliders where they are
+        starts = real("collider_start", colliders, 3) if "collider_start" in archive else fields["center"]
+        collider_values = []
         for index, kind in enumerate(kinds.tolist()):
-            system._add_collider(
-                str(kind),
-                *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
-                *(float(fields[key][index]) for key in _COLLIDER_SCALARS),
-            )
+            values = (str(kind), *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
+                      *(float(fields[key][index]) for key in _COLLIDER_SCALARS))
+            collider_id = system._add_collider(values[0], np.array(starts[index], dtype=np.float64), *values[2:])
+            collider_values.append((collider_id, values))
     except (TypeError, ValueError) as error:
         if str(error).startswith(name):
             raise
@@ -212,4 +217,6 @@ def _load_archive(archive: Archive) -> System:
     except (TypeError, ValueError, OverflowError) as error:
         raise ValueError(f"{name} is a damaged msprings model file: t, steps, ledger or watched_energy: "
                          f"{error}") from None
+    for collider_id, values in collider_values:  # where the colliders are now
+        system._set_collider(collider_id, *values)
     return system

@@ -66,7 +66,8 @@ def test_info_prints_version_and_integrators(tmp_path: Path) -> None:
     assert msprings.__version__ in result.stdout
     for name in msprings.INTEGRATORS:
         assert name in result.stdout
-    assert ("vector code: AVX2" in result.stdout) == msprings._core.avx2()
+    assert f"vector path: {msprings._core.vector_path()}" in result.stdout
+    assert (msprings._core.vector_path() == "avx2") == msprings._core.avx2()
 
 
 # ---- run: outputs -------------------------------------------------------------------------

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import msprings
+from msprings import io as model_io
 from msprings.colliders import Collider
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -647,6 +648,60 @@ def test_copy_has_independent_colliders() -> None:
         assert len(s.colliders) == 2
     s.step(0.1, 5)
     np.testing.assert_allclose(sphere.center, (0.5, -5.0, 0.0), rtol=0, atol=1e-12)
+
+
+def test_reset_puts_moving_colliders_back_where_they_started() -> None:
+    """A sphere at y = -5 rising at 1 m/s is at y = -4 after one second and back at -5 after
+    reset(), with t back at 0: where a collider is belongs to the state."""
+    s = particle((0.0, 10.0, 0.0))
+    sphere = s.add_sphere((0.0, -5.0, 0.0), 0.5, velocity=(0.0, 1.0, 0.0))
+    s.step(0.01, 100)
+    np.testing.assert_allclose(sphere.center, (0.0, -4.0, 0.0), rtol=0, atol=1e-12)
+    s.reset()
+    assert s.t == 0.0 and s.steps == 0
+    np.testing.assert_array_equal(sphere.center, (0.0, -5.0, 0.0))
+    # the second run retraces the first
+    s.step(0.01, 100)
+    np.testing.assert_allclose(sphere.center, (0.0, -4.0, 0.0), rtol=0, atol=1e-12)
+
+
+def test_moving_a_collider_before_the_first_step_sets_where_it_starts() -> None:
+    """Set-up (before any step) moves the start too; moving it during a run does not."""
+    s = particle((0.0, 10.0, 0.0))
+    box = s.add_box((-1.0, -1.0, -1.0), (1.0, 1.0, 1.0), velocity=(0.0, 0.0, 2.0))
+    box.center = (3.0, 0.0, 0.0)  # set-up
+    s.step(0.5, 2)
+    np.testing.assert_allclose(box.center, (3.0, 0.0, 2.0), rtol=0, atol=1e-12)
+    box.center = (7.0, 0.0, 0.0)  # during the run: moves it now
+    box.velocity = (0.0, 0.0, 0.0)
+    s.step(0.5, 2)
+    np.testing.assert_array_equal(box.center, (7.0, 0.0, 0.0))
+    s.reset()
+    np.testing.assert_array_equal(box.center, (3.0, 0.0, 0.0))
+
+
+def test_copy_and_model_files_carry_where_colliders_are_and_start(tmp_path: Path) -> None:
+    """A copy or a saved and loaded system taken mid-run has its colliders where the
+    original has them, steps on identically and resets to the same start."""
+    s = particle((0.0, 1.0, 0.0), gravity=(0.0, -GRAVITY, 0.0))
+    s.add_plane((0.0, -1.0, 0.0), velocity=(0.0, 0.5, 0.0), restitution=0.5)
+    s.add_sphere((2.0, 0.0, 0.0), 0.3, velocity=(-1.0, 0.0, 0.0))
+    s.step(0.01, 37)
+    path = tmp_path / "mid-run.npz"
+    model_io.save(s, path)
+    for twin in (s.copy(), model_io.load(path)):
+        for mine, theirs in zip(s.colliders, twin.colliders):
+            np.testing.assert_array_equal(theirs.center, mine.center)
+        twin.step(0.01, 50)
+        twin.reset()
+        np.testing.assert_array_equal(twin.colliders[0].center, (0.0, -1.0, 0.0))
+        np.testing.assert_array_equal(twin.colliders[1].center, (2.0, 0.0, 0.0))
+    reference, loaded = s.copy(), model_io.load(path)
+    for system in (reference, loaded):
+        system.step(0.01, 200)
+    assert np.array_equal(reference.x, loaded.x) and np.array_equal(reference.v, loaded.v)
+    for mine, theirs in zip(reference.colliders, loaded.colliders):
+        np.testing.assert_array_equal(theirs.center, mine.center)
 
 
 # ---- energy ledger ------------------------------------------------------------------------------

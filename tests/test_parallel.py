@@ -1,10 +1,11 @@
-"""Multithreaded stepping of large networks: same physics, bitwise repeatable, safe rollback.
+"""Multithreaded stepping of large networks: the same bits on any number of threads.
 
-Networks with at least 10,000 springs stepped with explicit or symplectic Euler and no
-constraints (colliders are allowed) run on ``s.threads`` worker threads (0 = all cores).  Each worker sums its
-springs into a private buffer and the buffers are added in worker order, so a run is
-bitwise repeatable for a given thread count and differs from one thread only by the
-order of floating-point additions.
+Networks with at least 10,000 springs run on ``s.threads`` worker threads (0 = the
+process-wide setting, all cores unless set) with every integrator but implicit Euler.
+The work is cut into blocks of nodes and springs that depend on the network alone, and
+every sum over blocks is taken in block order, so any number of threads gives bitwise the
+same result as one -- with colliders, air on the triangles, strain limiting,
+self-collision and energy loss too.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import pytest
 import msprings
 from scenes import cloth
 
+from msprings.scenes import flag
+
 N = 48  # 48 x 48 cloth: 13,254 springs, above the 10,000-spring threshold
 
 
@@ -26,25 +29,70 @@ def cloth_system(**options: object) -> msprings.System:
     return s
 
 
-@pytest.mark.parametrize("integrator", ["symplectic_euler", "explicit_euler"])
-def test_threads_agree_with_one_thread_to_round_off(integrator: str) -> None:
-    one = cloth_system(integrator=integrator, drag=0.01)
-    one.threads = 1
-    one.external[5] = (0.1, 0.2, -0.3)
-    two = one.copy()
-    two.threads = 2
-    dt = 2e-4 if integrator == "symplectic_euler" else 2e-5
-    assert dt < one.critical_dt()  # damped enough for explicit Euler too
+def same_bits(a: msprings.System, b: msprings.System) -> bool:
+    """x, v, f, the ledger, the clock and the colliders' positions are bitwise equal."""
+    return (np.array_equal(a.x, b.x) and np.array_equal(a.v, b.v) and np.array_equal(a.f, b.f)
+            and tuple(a.ledger()) == tuple(b.ledger()) and (a.t, a.steps) == (b.t, b.steps)
+            and all(np.array_equal(p.center, q.center) for p, q in zip(a.colliders, b.colliders)))
+
+
+def run_on(system: msprings.System, threads: int, dt: float, steps: int) -> msprings.System:
+    copy = system.copy()
+    copy.threads = threads
     with np.errstate(all="raise"):
-        for system in (one, two):
-            system.step(dt, 200)
-    assert two.steps == one.steps == 200 and two.t == one.t
-    scale = np.abs(one.x - one.copy().x).max() + 1.0
-    np.testing.assert_allclose(two.x, one.x, rtol=0, atol=1e-12 * scale)
-    np.testing.assert_allclose(two.v, one.v, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(two.f, one.f, rtol=0, atol=1e-9)
-    assert two.dissipated == pytest.approx(one.dissipated, rel=1e-9)
-    assert one.dissipated > 0.0
+        copy.step(dt, steps)
+    assert copy.workers == threads
+    return copy
+
+
+STEP = {"explicit_euler": 2e-5, "symplectic_euler": 2e-4, "velocity_verlet": 2e-4, "rk4": 2e-4}
+
+
+@pytest.mark.parametrize("integrator", sorted(STEP))
+def test_every_thread_count_gives_the_same_bits(integrator: str) -> None:
+    """Dampers, drag in a gusty wind, an external force and a moving pin."""
+    s = cloth_system(integrator=integrator, drag=0.01)
+    s.wind, s.gust = (1.0, 0.0, 0.5), 0.5
+    s.external[5] = (0.1, 0.2, -0.3)
+    s.v[0] = (0.0, 0.05, 0.0)  # node 0 is pinned: it moves
+    assert STEP[integrator] < s.critical_dt()
+    one = run_on(s, 1, STEP[integrator], 60)
+    for threads in (2, 3):
+        assert same_bits(run_on(s, threads, STEP[integrator], 60), one)
+    assert one.ledger().dampers > 0.0 and one.ledger().wind != 0.0 and one.ledger().pins != 0.0
+
+
+@pytest.mark.parametrize("integrator", sorted(STEP))
+def test_constraints_and_contact_on_threads_give_the_same_bits(integrator: str) -> None:
+    """A sphere rising into the cloth and a floor, strain limiting and energy loss."""
+    s = draping_cloth(integrator=integrator)
+    s.x[:, 1] -= 0.1  # on the sphere's top from the start
+    s.strain_limit = 1e-4
+    s.energy_loss = 1e-4
+    one = run_on(s, 1, STEP[integrator], 120)
+    assert one.ledger().contact > 0.0 and one.ledger().constraints != 0.0
+    for threads in (2, 3):
+        assert same_bits(run_on(s, threads, STEP[integrator], 120), one)
+
+
+def test_air_and_self_collision_on_threads_give_the_same_bits() -> None:
+    """A flag of 10,000+ springs in gusts (air on every triangle), folding onto itself."""
+    s = flag(50, 60)
+    assert s.n_springs >= 10_000
+    s.gust = 3.0
+    s.self_collision = 0.01
+    dt = 0.5 * s.critical_dt()
+    one = run_on(s, 1, dt, 80)
+    assert one.ledger().wind != 0.0
+    for threads in (2, 3):
+        assert same_bits(run_on(s, threads, dt, 80), one)
+
+
+def test_implicit_euler_runs_on_one_worker() -> None:
+    s = cloth_system(integrator="implicit_euler")
+    s.threads = 2
+    s.step(1e-3, 2)
+    assert s.workers == 1
 
 
 def test_threaded_run_is_bitwise_repeatable_and_chunking_free() -> None:
@@ -107,27 +155,26 @@ def test_threads_setting_is_validated() -> None:
 
 def test_process_wide_thread_setting() -> None:
     """msprings.set_num_threads sets the threads of every system whose own threads is 0, at
-    its next step; a system's own non-zero threads wins.  A run equals, bit for bit, a run
-    with that many threads set on the system itself."""
+    its next step; a system's own non-zero threads wins; small networks use one."""
     base = cloth_system(drag=0.01)
-    one, two = base.copy(), base.copy()
-    one.threads, two.threads = 1, 2
-    for system in (one, two):
-        system.step(2e-4, 100)
-    assert not np.array_equal(one.x, two.x)  # the thread count shows in the rounding
+    reference = run_on(base, 1, 2e-4, 100)
     try:
-        for count, expected in ((1, one), (2, two)):
+        for count in (1, 2):
             msprings.set_num_threads(count)
             assert msprings.get_num_threads() == count
             by_default = base.copy()
             assert by_default.threads == 0
             by_default.step(2e-4, 100)
-            assert np.array_equal(by_default.x, expected.x) and np.array_equal(by_default.v, expected.v)
+            assert by_default.workers == count and same_bits(by_default, reference)
         msprings.set_num_threads(1)
         own = base.copy()
         own.threads = 2  # the system's own setting wins
         own.step(2e-4, 100)
-        assert np.array_equal(own.x, two.x)
+        assert own.workers == 2 and same_bits(own, reference)
+        small = cloth(10)
+        small.threads = 2
+        small.step(1e-4)
+        assert small.workers == 1
         for bad, error in ((-1, ValueError), (1025, ValueError), (1.5, TypeError), (True, TypeError)):
             with pytest.raises(error):
                 msprings.set_num_threads(bad)  # type: ignore[arg-type]
@@ -140,11 +187,11 @@ def test_process_wide_thread_setting() -> None:
 # ---- contact on threads -------------------------------------------------------------------
 
 
-def draping_cloth() -> msprings.System:
+def draping_cloth(**options: object) -> msprings.System:
     """The cloth without pins, 0.3 m above a sphere that rises at 0.5 m/s (a kinematic
     collider, so its surface velocity enters the contact) and a floor plane, with friction
     on both: within the steps below the cloth lands on the sphere."""
-    s = cloth(N, spacing=0.1, mass=0.01, k=500.0, c=0.05, pinned=[])
+    s = cloth(N, spacing=0.1, mass=0.01, k=500.0, c=0.05, pinned=[], **options)
     s.x[:, 1] += 0.3
     middle = s.x.mean(axis=0)
     s.add_sphere((middle[0], -1.0, middle[2]), 1.2, friction=0.4, thickness=0.01, velocity=(0.0, 0.5, 0.0))
@@ -152,26 +199,14 @@ def draping_cloth() -> msprings.System:
     return s
 
 
-def test_contact_on_threads_agrees_with_one_thread_and_repeats_bitwise() -> None:
-    """With colliders the threaded step goes through the double buffer and each worker
-    applies the contacts of its own nodes: the same contacts as one thread up to the order
-    of the spring sums, the colliders moved once per step, and the same bits every run."""
+def test_contact_on_threads_gives_the_same_bits_and_moves_the_colliders_once_per_step() -> None:
     one = draping_cloth()
-    one.threads = 1
-    two, again = one.copy(), one.copy()
-    two.threads = again.threads = 2
     dt = 2e-4
-    for system in (one, two, again):
-        system.step(dt, 1001)  # odd: the newest state ends in the other half of the buffer
-    assert two.steps == one.steps == 1001 and two.t == one.t
-    np.testing.assert_allclose(two.x, one.x, rtol=0, atol=1e-9)
-    np.testing.assert_allclose(two.v, one.v, rtol=0, atol=1e-6)
-    assert two.dissipated == pytest.approx(one.dissipated, rel=1e-9)
-    assert np.array_equal(two.x, again.x) and np.array_equal(two.v, again.v)
-    assert two.dissipated == again.dissipated
-    # the sphere rose by 1001 dt 0.5 m/s, once per step, on both
-    for system in (one, two):
-        assert system.colliders[0].center[1] == pytest.approx(-1.0 + 1001 * dt * 0.5, abs=1e-12)
+    one = run_on(one, 1, dt, 1001)  # odd: the newest state ends in the other half of the buffer
+    two = run_on(draping_cloth(), 2, dt, 1001)
+    assert same_bits(two, one)
+    # the sphere rose by 1001 dt 0.5 m/s, once per step
+    assert two.colliders[0].center[1] == pytest.approx(-1.0 + 1001 * dt * 0.5, abs=1e-12)
     # contact happened and held: nodes rest on the sphere, none inside it
     centre = np.asarray(two.colliders[0].center)
     distance = np.linalg.norm(two.x - centre, axis=1)

@@ -464,7 +464,7 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     const int release = n > 20000 || n * work > 20000;
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
-    model->default_threads = st->num_threads;
+    state->default_threads = st->num_threads;
     const int views_alive = energy_views_alive(self);
     if (views_alive < 0) return NULL;
     state->watch_after_step = views_alive;
@@ -562,7 +562,8 @@ static PyObject* System_tension(SystemObject* self, PyObject* Py_UNUSED(ignored)
 
 static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_idle(self) < 0) return NULL;
-    ms_state_forces(self->model, self->state, NULL);
+    ms_error err;
+    if (ms_state_forces(self->model, self->state, NULL, &err) != MS_OK) return raise_ms_error(&err);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
 
@@ -644,7 +645,7 @@ static PyObject* System_add_collider(SystemObject* self, PyObject* args) {
     memset(&c, 0, sizeof c);
     if (parse_collider(args, 0, &c) < 0) return NULL;
     ms_error err;
-    int64_t id = ms_model_add_collider(self->model, &c, &err);
+    int64_t id = ms_add_collider(self->model, self->state, &c, &err);
     if (id < 0) return raise_ms_error(&err);
     return PyLong_FromLongLong(id);
 }
@@ -667,7 +668,7 @@ static PyObject* System_set_collider(SystemObject* self, PyObject* args) {
     memset(&c, 0, sizeof c);
     if (parse_id(PyTuple_GET_ITEM(args, 0), &c.id) < 0 || parse_collider(args, 1, &c) < 0) return NULL;
     ms_error err;
-    if (ms_model_set_collider(self->model, &c, &err) != MS_OK) return raise_ms_error(&err);
+    if (ms_set_collider(self->model, self->state, &c, &err) != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
 }
 
@@ -677,13 +678,26 @@ static PyObject* System_get_collider(SystemObject* self, PyObject* id_obj) {
     if (require_ready(self) < 0) return NULL;
     int64_t id = 0;
     if (parse_id(id_obj, &id) < 0) return NULL;
-    const ms_collider* c = ms_model_find_collider(self->model, id);
+    const ms_collider* c = ms_find_collider(self->model, id);
+    const double* center = ms_collider_position(self->state, id);
+    if (c == NULL || center == NULL) {
+        PyErr_Format(PyExc_KeyError, "no collider with id %lld in this system (it was removed?)", (long long)id);
+        return NULL;
+    }
+    return Py_BuildValue("(sNNNNddd)", ms_collider_type_name(c->type), vector_tuple(center), vector_tuple(c->axis),
+                         vector_tuple(c->size), vector_tuple(c->velocity), c->restitution, c->friction, c->thickness);
+}
+
+static PyObject* System_collider_start(SystemObject* self, PyObject* id_obj) {
+    if (require_ready(self) < 0) return NULL;
+    int64_t id = 0;
+    if (parse_id(id_obj, &id) < 0) return NULL;
+    const ms_collider* c = ms_find_collider(self->model, id);
     if (c == NULL) {
         PyErr_Format(PyExc_KeyError, "no collider with id %lld in this system (it was removed?)", (long long)id);
         return NULL;
     }
-    return Py_BuildValue("(sNNNNddd)", ms_collider_type_name(c->type), vector_tuple(c->center), vector_tuple(c->axis),
-                         vector_tuple(c->size), vector_tuple(c->velocity), c->restitution, c->friction, c->thickness);
+    return vector_tuple(c->center);
 }
 
 static PyObject* System_remove_collider(SystemObject* self, PyObject* id_obj) {
@@ -691,7 +705,7 @@ static PyObject* System_remove_collider(SystemObject* self, PyObject* id_obj) {
     int64_t id = 0;
     if (parse_id(id_obj, &id) < 0) return NULL;
     ms_error err;
-    if (ms_model_remove_collider(self->model, id, &err) != MS_OK) {
+    if (ms_remove_collider(self->model, self->state, id, &err) != MS_OK) {
         PyErr_SetString(PyExc_KeyError, err.message);
         return NULL;
     }
@@ -850,6 +864,8 @@ static PyMethodDef System_methods[] = {
     {"_get_collider", (PyCFunction)System_get_collider, METH_O,
      "_get_collider(id) -> (kind, center, axis, size, velocity, restitution, friction, thickness)"},
     {"_remove_collider", (PyCFunction)System_remove_collider, METH_O, "_remove_collider(id)"},
+    {"_collider_start", (PyCFunction)System_collider_start, METH_O,
+     "_collider_start(id) -> where the collider starts: its center after reset() (m)"},
     {"_collider_ids", (PyCFunction)System_collider_ids, METH_NOARGS, "ids of the colliders, in order"},
     {"reset", (PyCFunction)System_reset, METH_NOARGS,
      "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and an empty energy "
@@ -914,6 +930,12 @@ static PyObject* get_n_springs(SystemObject* self, void* closure) {
     if (require_ready(self) < 0) return NULL;
     return PyLong_FromLongLong(self->model->nspring);
 }
+static PyObject* get_workers(SystemObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLong(self->state->workers);
+}
+
 static PyObject* get_t(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
@@ -1189,6 +1211,10 @@ static PyGetSetDef System_getset[] = {
     {"gust_wavenumber", (getter)get_air_real, (setter)set_air_real, "Gust wavenumber kappa (rad/m), default 1.",
      (void*)offsetof(ms_air, gust_wavenumber)},
     {"t", (getter)get_t, NULL, "Simulated time (s).", NULL},
+    {"workers", (getter)get_workers, NULL,
+     "Worker threads the last step() ran on (0 before the first): threads (or msprings.set_num_threads) for "
+     "networks of 10,000 springs or more, 1 for smaller ones and for implicit Euler. Any number gives the same "
+     "result, bit for bit.", NULL},
     {"steps", (getter)get_steps, NULL, "Steps taken since construction or reset().", NULL},
     {"dissipated", (getter)get_dissipated, NULL,
      "Energy removed since construction or reset() by dampers, drag in the air's frame, contact and friction, "
@@ -1277,6 +1303,11 @@ static PyObject* core_avx2(PyObject* module, PyObject* Py_UNUSED(ignored)) {
     return PyBool_FromLong(ms_avx2_supported());
 }
 
+static PyObject* core_vector_path(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    (void)module;
+    return PyUnicode_FromString(ms_vector_path());
+}
+
 static PyObject* core_set_num_threads(PyObject* module, PyObject* value) {
     const int number = thread_request(value, "n");
     if (number < 0) return NULL;
@@ -1295,8 +1326,9 @@ static PyMethodDef core_methods[] = {
      "get_num_threads()\n--\n\nWorker threads that a system whose threads is 0 uses."},
     {"version", core_version, METH_NOARGS, "version()\n--\n\nVersion of the C core."},
     {"avx2", core_avx2, METH_NOARGS,
-     "avx2()\n--\n\nTrue if steps use the AVX2 vector code on this processor (springs in blocks of "
-     "four nodes, the Euler update four nodes at a time)."},
+     "avx2()\n--\n\nTrue if steps use the AVX2 vector path on this processor."},
+    {"vector_path", core_vector_path, METH_NOARGS,
+     "vector_path()\n--\n\nThe vector path steps use: 'avx2', 'sse2' or 'plain' (all give the same bits)."},
     {NULL, NULL, 0, NULL}};
 
 static int core_exec(PyObject* module) {

@@ -70,6 +70,23 @@ static ms_collider normalised(const ms_collider* c) {
     return copy;
 }
 
+/* The row of the collider with that id in the model's list (and the state's), or -1. */
+static int64_t collider_row(const ms_model* m, int64_t id) {
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        if (m->colliders[k].id == id) return k;
+    return -1;
+}
+
+int ms_state_same_colliders(const ms_model* m, const ms_state* s, ms_error* err) {
+    int same = s->collider_count == m->ncollider;
+    for (int64_t k = 0; same && k < m->ncollider; ++k) same = s->collider_id[k] == m->colliders[k].id;
+    if (!same)
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "the state's colliders are not the model's: add, change and remove colliders "
+                            "through this state");
+    return MS_OK;
+}
+
 int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err) {
     if (ms_collider_check(c, err) != MS_OK) return -1;
     if (m->ncollider == m->collider_capacity) {
@@ -85,31 +102,60 @@ int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err) 
     ms_collider added = normalised(c);
     added.id = m->next_collider_id++;
     m->colliders[m->ncollider++] = added;
+    ms_error_clear(err);
     return added.id;
 }
 
-ms_collider* ms_model_find_collider(ms_model* m, int64_t id) {
-    for (int64_t k = 0; k < m->ncollider; ++k)
-        if (m->colliders[k].id == id) return &m->colliders[k];
+int64_t ms_add_collider(ms_model* m, ms_state* s, const ms_collider* c, ms_error* err) {
+    if (ms_state_same_colliders(m, s, err) != MS_OK || ms_state_reserve_colliders(s, m->ncollider + 1, err) != MS_OK)
+        return -1;
+    const int64_t id = ms_model_add_collider(m, c, err);
+    if (id < 0) return -1;
+    const int64_t row = m->ncollider - 1;
+    memcpy(s->collider_center + 3 * row, m->colliders[row].center, sizeof m->colliders[row].center);
+    s->collider_id[row] = id;
+    s->collider_count = m->ncollider;
+    return id;
+}
+
+const ms_collider* ms_find_collider(const ms_model* m, int64_t id) {
+    const int64_t row = collider_row(m, id);
+    return row >= 0 ? &m->colliders[row] : NULL;
+}
+
+const double* ms_collider_position(const ms_state* s, int64_t id) {
+    for (int64_t k = 0; k < s->collider_count; ++k)
+        if (s->collider_id[k] == id) return s->collider_center + 3 * k;
     return NULL;
 }
 
-int ms_model_set_collider(ms_model* m, const ms_collider* c, ms_error* err) {
-    ms_collider* target = ms_model_find_collider(m, c->id);
-    if (target == NULL) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)c->id);
+int ms_set_collider(ms_model* m, ms_state* s, const ms_collider* c, ms_error* err) {
+    if (ms_state_same_colliders(m, s, err) != MS_OK) return MS_ERR_VALUE;
+    const int64_t row = collider_row(m, c->id);
+    if (row < 0) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)c->id);
+    ms_collider* target = &m->colliders[row];
     if (c->type != target->type)
         return ms_error_set(err, MS_ERR_VALUE, "a collider's type cannot change (%s)", collider_names[target->type]);
     if (ms_collider_check(c, err) != MS_OK) return MS_ERR_VALUE;
+    double start[3];
+    memcpy(start, target->center, sizeof start);
     *target = normalised(c);
+    if (s->steps > 0) memcpy(target->center, start, sizeof start); /* where it starts stays */
+    memcpy(s->collider_center + 3 * row, c->center, sizeof c->center);
+    ms_error_clear(err);
     return MS_OK;
 }
 
-int ms_model_remove_collider(ms_model* m, int64_t id, ms_error* err) {
-    ms_collider* target = ms_model_find_collider(m, id);
-    if (target == NULL) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)id);
-    const int64_t index = target - m->colliders;
-    memmove(target, target + 1, sizeof(ms_collider) * (size_t)(m->ncollider - index - 1));
+int ms_remove_collider(ms_model* m, ms_state* s, int64_t id, ms_error* err) {
+    if (ms_state_same_colliders(m, s, err) != MS_OK) return MS_ERR_VALUE;
+    const int64_t row = collider_row(m, id);
+    if (row < 0) return ms_error_set(err, MS_ERR_VALUE, "no collider with id %lld", (long long)id);
+    const size_t after = (size_t)(m->ncollider - row - 1);
+    memmove(m->colliders + row, m->colliders + row + 1, sizeof(ms_collider) * after);
+    memmove(s->collider_center + 3 * row, s->collider_center + 3 * (row + 1), sizeof(double) * 3 * after);
+    memmove(s->collider_id + row, s->collider_id + row + 1, sizeof(int64_t) * after);
     m->ncollider -= 1;
+    s->collider_count = m->ncollider;
     ms_error_clear(err);
     return MS_OK;
 }
@@ -228,12 +274,6 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
-ms_contact ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h) {
-    ms_contact contact = ms_collide_nodes(m, s, x_old, x, v, h, 0, m->nnode);
-    if (contact.pushes > 0) contact.work += ms_push_spring_energy(m, s, x);
-    return contact;
-}
-
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* restrict x_old, double* restrict x,
                             double* restrict v, double h, int64_t begin, int64_t end_node) {
     ms_contact contact = {0.0, 0.0, 0};
@@ -242,12 +282,12 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* restri
     double* restrict clearance = s->clearance;
     for (int64_t k = 0; k < m->ncollider; ++k) {
         const ms_collider* c = &m->colliders[k];
-        const double* start = c->center;
+        const double* start = s->collider_center + 3 * k;
         const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
                                start[2] + h * c->velocity[2]};
         /* The skip below needs a distance that grows no faster than the path: true for a
            unit axis (as adding or setting a collider leaves it), not for one written
-           through ms_model_find_collider's pointer with another length. */
+           into the model's list directly with another length. */
         const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
         const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
         double* known = clearance != NULL && lipschitz ? clearance + k * m->nnode : NULL;
@@ -387,11 +427,6 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
     }
     memset(pushed, 0, (size_t)m->nnode);
     return change;
-}
-
-void ms_move_colliders(ms_model* m, double h) {
-    for (int64_t k = 0; k < m->ncollider; ++k)
-        for (int a = 0; a < 3; ++a) m->colliders[k].center[a] += h * m->colliders[k].velocity[a];
 }
 
 const char* ms_collider_type_name(int type) {

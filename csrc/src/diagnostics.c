@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include "internal.h"
+#include "layout.h"
 
 /* The three mechanical energies of (x, v). */
 static ms_energy mechanical(const ms_model* m, const double* x, const double* v) {
@@ -128,20 +129,16 @@ void ms_spring_strain(const ms_model* m, const ms_state* s, double* out) {
 }
 
 void ms_spring_tension(const ms_model* m, const ms_state* s, double* out) {
-    /* Same expression as the spring force in forces.c, as a signed magnitude. */
+    /* The kernel's force on end i, projected on the unit vector from i to j. */
     for (int64_t k = 0; k < m->nspring; ++k) {
         const int64_t i = m->springs[2 * k], j = m->springs[2 * k + 1];
         const double* xi = s->x + 3 * i;
         const double* xj = s->x + 3 * j;
-        const double* vi = s->v + 3 * i;
-        const double* vj = s->v + 3 * j;
+        double force[3];
+        ms_spring_force(xi, xj, s->v + 3 * i, s->v + 3 * j, m->rest[k], m->k[k], m->c[k], force);
         const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
-        const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        const double length = sqrt(length2);
-        const double inv_length = length2 > 1e-24 ? 1.0 / length : 0.0;
-        const double closing =
-            ((vj[0] - vi[0]) * d[0] + (vj[1] - vi[1]) * d[1] + (vj[2] - vi[2]) * d[2]) * inv_length;
-        out[k] = inv_length > 0.0 ? m->k[k] * (length - m->rest[k]) + m->c[k] * closing : 0.0;
+        const double length = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+        out[k] = length > 1e-12 ? (force[0] * d[0] + force[1] * d[1] + force[2] * d[2]) / length : 0.0;
     }
 }
 

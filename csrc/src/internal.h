@@ -23,32 +23,11 @@ int ms_all_finite(const double* values, size_t count);
    (e.g. "x") and the first bad row. */
 int ms_check_finite_vectors(const double* vectors, int64_t count, const char* name, ms_error* err);
 
-/* Nodes per block, and the most springs per node that a block holds (see
-   ms_model_sort_springs). */
-#define MS_BLOCK_NODES 4
-#define MS_MAX_BLOCK_SPRINGS 255
-
-/* Fills m->spring_order (springs by lower node, then upper node), sorted_springs and
-   spring_blocks, and sets spring_order_ready.  Where four consecutive nodes a..a+3 have
-   the same number k of springs to their higher neighbours and the j-th spring of each
-   reaches the same distance up the numbering (as in a grid), their 4 k springs form a
-   block: stored in the order (j, node), spring_blocks[a] = k, and their parameters in
-   sorted_params as, for each j, the four rest lengths, then the four k, then the four c. */
-void ms_model_sort_springs(ms_model* m);
-
-/* The first position r' >= r in the sorted springs at which ms_spring_forces may start
-   (not inside a block); nspring if none. */
-int64_t ms_model_unit_start(const ms_model* m, int64_t r);
-
-/* Copies rest, k and c into sorted_params in spring_order (sorting first if needed):
-   done by ms_step after checking the values, since views may have changed them. */
-void ms_model_refresh_sorted(ms_model* m);
-
-/* ms_forces for the step: the same forces, with the springs visited in node order from
-   the sorted copies (valid during an ms_step call, after ms_model_refresh_sorted), the
-   external force if s->external_active, and the pins' power if s->moving_pins.  *flow
-   receives the power flows (W). */
-void ms_step_forces(const ms_model* m, const ms_state* s, const double* x, const double* v, double t, double* f,
+/* The total force at (x, v) and time t into f, summed exactly as a step sums it (the
+   state's layout, after ms_state_ensure_step and ms_layout_refresh), with the external
+   force if s->external_active and the pins' power if s->moving_pins.  *flow receives the
+   power flows (W). */
+void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const double* v, double t, double* f,
                     ms_flow* flow);
 
 /* Gravity, external force and drag relative to the wind of nodes [begin, end), written to
@@ -57,8 +36,8 @@ void ms_step_forces(const ms_model* m, const ms_state* s, const double* x, const
 void ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
                     int64_t begin, int64_t end, double* f, ms_flow* flow);
 
-/* The external force's power sum external.v over the free nodes (W). */
-double ms_external_power(const ms_model* m, const double* external, const double* v);
+/* The external force's power sum external.v over the free nodes of [begin, end) (W). */
+double ms_external_power(const ms_model* m, const double* external, const double* v, int64_t begin, int64_t end);
 
 /* The power (W) that the pinned nodes of [begin, end) put into the system by moving with
    their velocities, once f holds the complete force on them. */
@@ -82,21 +61,6 @@ int ms_ledger_finite(const ms_ledger* ledger);
 void ms_flow_add(ms_flow* flow, const ms_flow* rate, double weight);
 int ms_flow_finite(const ms_flow* flow);
 
-/* Vector code for x86-64 processors with AVX2, compiled beside the plain code (unless
-   MS_NO_AVX2 is defined) and chosen at run time (ms_avx2_supported): the spring blocks (ms_model_sort_springs makes blocks only
-   where it runs) and the Euler update. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(MS_NO_AVX2)
-#define MS_AVX2_CODE 1
-#define MS_AVX2 __attribute__((target("avx2")))
-#include <immintrin.h>
-#endif
-
-/* Spring forces of the sorted springs [begin, end) (m->sorted_springs and sorted_params,
-   after ms_model_refresh_sorted), added to f (which may be offset so that only part of the
-   nodes is addressable); returns the power of their dampers (W).  begin and end must be
-   unit starts (ms_model_unit_start). */
-double ms_spring_forces(const ms_model* m, int64_t begin, int64_t end, const double* x, const double* v, double* f);
-
 /* Non-zero if the air has any wind or gusts. */
 int ms_air_has_wind(const ms_air* air);
 
@@ -109,11 +73,24 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
-/* s->clearance sized for the model's colliders and set to 0 (no gap known): done at the
-   start of every ms_step call with colliders, since between calls the positions and the
-   colliders may have been changed from outside.  NULL if there are no colliders or no
-   memory (contact then works without it). */
-double* ms_state_clearance(const ms_model* m, ms_state* s);
+/* The step's layout and block sums (s->layout, node_sums, spring_power), made on first use. */
+int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err);
+
+/* Forgets what contact knew between steps: every gap bound in s->clearance (sized for the
+   model's colliders, or NULL if there is no memory: contact then works without it) and
+   every push mark.  Done at the start of every ms_step call with colliders, the one
+   place they are invalidated, since between calls the positions and the colliders may
+   have been changed from outside. */
+void ms_state_clear_contact(const ms_model* m, ms_state* s);
+
+/* Checks that the state's colliders are the model's, row for row. */
+int ms_state_same_colliders(const ms_model* m, const ms_state* s, ms_error* err);
+
+/* Room for count colliders in the state's arrays. */
+int ms_state_reserve_colliders(ms_state* s, int64_t count, ms_error* err);
+
+/* Moves every collider of the state by its velocity times h. */
+void ms_state_move_colliders(const ms_model* m, ms_state* s, double h);
 
 /* Implicit solver storage: per node dv, rhs, r, z, p, Ap, diagonal, forces, delta
    (3 each); per spring the unit vector and the two tangent stiffness coefficients. */
@@ -149,12 +126,10 @@ typedef struct ms_contact {
     int64_t pushes; /* nodes moved, whose springs' energy change is still to be added */
 } ms_contact;
 
-/* Contact with every collider (at its end-of-step position) for the free nodes of (x, v),
-   which moved from x_old during a step of size h: projection out of the collider, then
-   restitution and friction.  The work includes the springs' energy change. */
-ms_contact ms_collide(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h);
-
-/* ms_collide for nodes [begin, end) only, without the springs' energy change: each moved
+/* Contact with every collider (moving from where the state has it by velocity times h
+   over the step) for the free nodes [begin, end) of (x, v), which moved from x_old during
+   a step of size h: projection out of the collider, then restitution and friction.  The
+   springs' energy change is left to ms_push_spring_energy: each moved
    node is marked in s->pushed with its position before its first push in s->push_from,
    for ms_push_spring_energy.  Each node meets the colliders in their order and
    independently of the other nodes, so splitting the nodes changes no node's result
@@ -178,53 +153,13 @@ int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err);
 double ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v);
 void ms_self_work_free(void* work);
 
-/* Moves every collider by velocity * h. */
-void ms_move_colliders(ms_model* m, double h);
+/* The number of workers a step of this model and state may use. */
+int ms_thread_count(const ms_model* m, const ms_state* s);
 
-/* Multithreaded explicit/symplectic Euler (threads.c): used for networks of at least
-   MS_PARALLEL_MIN_SPRINGS springs when more than one thread is allowed and no constraint,
-   energy loss or face force is on (ms_parallel_eligible); colliders are allowed.  Without
-   colliders it steps in place, checking each step before writing it; with them it steps
-   through the double buffer (s->x_next, s->v_next, which must be allocated), each worker
-   applying the contacts of its own nodes, and moves the colliders after every step.  It
-   stops before the first step that would leave a non-finite value and returns the number
-   of steps taken (t, steps and the ledger advanced for them; the state is left in s->x and
-   s->v).  *failed is set when threads could not be
-   started, and then nothing has changed. */
-#define MS_PARALLEL_MIN_SPRINGS 10000
-int ms_thread_count(const ms_model* m);
-int ms_parallel_eligible(const ms_model* m);
-int64_t ms_parallel_euler(ms_model* m, ms_state* s, double h, int64_t n, int* failed);
-
-/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
-   from x, v and the force f with step h: ms_euler_check returns 1 if every new value would
-   be finite, without writing; ms_euler_commit writes it in place. */
-int ms_euler_check(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                   int explicit_euler, int64_t begin, int64_t end);
-void ms_euler_commit(const double* inv_mass, double* x, double* v, const double* f, double h, int explicit_euler,
-                     int64_t begin, int64_t end);
-
-/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
-   from x, v and f into x_out and v_out (which may be x and v); returns 1 if all of it is
-   finite. */
-int ms_euler_into(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
-
-/* One step of each integrator: reads (x, v) and writes (x_out, v_out), which do not
-   alias them.  s->f receives the force at the start of the step and s->inv_mass must hold
-   1/m for free nodes and 0 for pinned ones.  *flow receives (added) the flows of the
-   forces over the step (J), integrated with the method's own quadrature.  Returns 1 if
-   x_out, v_out and the flows are finite. */
-typedef int (*ms_step_function)(const ms_model* m, ms_state* s, const double* x, const double* v,
-                                double* x_out, double* v_out, double h, ms_flow* flow);
-int ms_step_explicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                           double* x_out, double* v_out, double h, ms_flow* flow);
-int ms_step_symplectic_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                             double* x_out, double* v_out, double h, ms_flow* flow);
-int ms_step_velocity_verlet(const ms_model* m, ms_state* s, const double* x, const double* v,
-                            double* x_out, double* v_out, double h, ms_flow* flow);
-int ms_step_rk4(const ms_model* m, ms_state* s, const double* x, const double* v,
-                double* x_out, double* v_out, double h, ms_flow* flow);
+/* Backward Euler (implicit.c): reads (x, v) and writes (x_out, v_out); s->f receives the
+   force at the start of the step and s->inv_mass must hold 1/m for free nodes and 0 for
+   pinned ones; *flow receives (added) the flows of the forces over the step (J).  Returns
+   1 if x_out, v_out and the flows are finite. */
 int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
                            double* x_out, double* v_out, double h, ms_flow* flow);
 

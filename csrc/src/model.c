@@ -35,7 +35,7 @@ ms_options ms_default_options(void) {
    so every section is naturally aligned. */
 static size_t model_bytes(int64_t nnode, int64_t nspring, int64_t nface) {
     size_t n = (size_t)nnode, m = (size_t)nspring, f = (size_t)nface;
-    return sizeof(double) * (n + 6 * m + 6 * n) + sizeof(int32_t) * (5 * m + 3 * f) + 2 * n;
+    return sizeof(double) * (n + 3 * m + 6 * n) + sizeof(int32_t) * (2 * m + 3 * f) + n;
 }
 
 static void model_bind(ms_model* model) {
@@ -53,14 +53,9 @@ static void model_bind(ms_model* model) {
     d += 3 * n;
     model->v_initial = d;
     d += 3 * n;
-    model->sorted_params = d;
-    d += 3 * m;
     model->springs = (int32_t*)d;
     model->faces = model->springs + 2 * m;
-    model->spring_order = model->faces + 3 * (size_t)model->nface;
-    model->sorted_springs = model->spring_order + m;
-    model->pinned = (uint8_t*)(model->sorted_springs + 2 * m);
-    model->spring_blocks = model->pinned + n;
+    model->pinned = (uint8_t*)(model->faces + 3 * (size_t)model->nface);
 }
 
 ms_model* ms_model_create(int64_t nnode, int64_t nspring, int64_t nface, ms_error* err) {
@@ -102,8 +97,6 @@ ms_model* ms_model_copy(const ms_model* m, ms_error* err) {
     if (copy == NULL) return NULL;
     memcpy(copy->buffer, m->buffer, model_bytes(m->nnode, m->nspring, m->nface));
     copy->opt = m->opt;
-    copy->spring_order_ready = m->spring_order_ready;
-    copy->default_threads = m->default_threads;
     if (m->ncollider > 0) {
         copy->colliders = malloc(sizeof(ms_collider) * (size_t)m->ncollider);
         if (copy->colliders == NULL) {
@@ -253,135 +246,4 @@ int ms_model_check(const ms_model* m, ms_error* err) {
     }
     if (ms_check_finite_vectors(m->v_initial, m->nnode, "velocities", err)) return MS_ERR_VALUE;
     return ms_model_check_values(m, err);
-}
-
-/* Whether nodes a..a+3 can form a block: their groups (consecutive in order, starting at
-   start[a]) have the same size k, 1 <= k <= MS_MAX_BLOCK_SPRINGS, and their j-th springs
-   reach the same distance up the node numbering. */
-static int64_t block_size(const ms_model* m, const int32_t* order, const int64_t* start, int64_t a) {
-    if (a + MS_BLOCK_NODES > m->nnode) return 0;
-    const int64_t k = start[a + 1] - start[a];
-    if (k < 1 || k > MS_MAX_BLOCK_SPRINGS) return 0;
-    for (int64_t q = 1; q < MS_BLOCK_NODES; ++q)
-        if (start[a + q + 1] - start[a + q] != k) return 0;
-    for (int64_t j = 0; j < k; ++j) {
-        const int32_t* first = m->springs + 2 * (int64_t)order[start[a] + j];
-        const int64_t reach = (first[0] > first[1] ? first[0] : first[1]) - a;
-        for (int64_t q = 1; q < MS_BLOCK_NODES; ++q) {
-            const int32_t* other = m->springs + 2 * (int64_t)order[start[a + q] + j];
-            if ((other[0] > other[1] ? other[0] : other[1]) - (a + q) != reach) return 0;
-        }
-    }
-    return k;
-}
-
-void ms_model_sort_springs(ms_model* m) {
-    /* Sorted by lower node, then upper node, then the user's order: two stable counting
-       sorts, the upper node first. */
-    const int64_t n = m->nnode, ns = m->nspring;
-    int64_t* start = calloc((size_t)n + 1, sizeof(int64_t));
-    int32_t* by_upper = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
-    memset(m->spring_blocks, 0, (size_t)n);
-    if (start == NULL || by_upper == NULL) {
-        /* no memory for sorting: the user's order, visited one spring at a time */
-        for (int64_t s = 0; s < ns; ++s) m->spring_order[s] = (int32_t)s;
-    } else {
-        for (int pass = 0; pass < 2; ++pass) {
-            /* pass 0 sorts by upper node into by_upper, pass 1 by lower node into spring_order */
-            const int upper = pass == 0;
-            memset(start, 0, sizeof(int64_t) * ((size_t)n + 1));
-            for (int64_t s = 0; s < ns; ++s) {
-                const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-                start[((i < j) != upper ? i : j) + 1] += 1;
-            }
-            for (int64_t i = 0; i < n; ++i) start[i + 1] += start[i];
-            int32_t* out = upper ? by_upper : m->spring_order;
-            for (int64_t r = 0; r < ns; ++r) {
-                const int64_t s = upper ? r : by_upper[r];
-                const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-                out[start[(i < j) != upper ? i : j]++] = (int32_t)s;
-            }
-        }
-        /* start[i] is now where node i + 1's group begins: shift it back by one node */
-        for (int64_t i = n; i > 0; --i) start[i] = start[i - 1];
-        start[0] = 0;
-        /* Blocks: four consecutive nodes whose springs match one for one are stored
-           interleaved, the j-th springs of nodes a..a+3 side by side, so that the step
-           evaluates them as one vector (ms_spring_forces). */
-        if (ms_avx2_supported()) {
-            int32_t chunk[MS_BLOCK_NODES * MS_MAX_BLOCK_SPRINGS];
-            for (int64_t a = 0; a + MS_BLOCK_NODES <= n;) {
-                const int64_t k = block_size(m, m->spring_order, start, a);
-                if (k == 0) {
-                    ++a;
-                    continue;
-                }
-                for (int64_t q = 0; q < MS_BLOCK_NODES; ++q)
-                    for (int64_t j = 0; j < k; ++j) chunk[MS_BLOCK_NODES * j + q] = m->spring_order[start[a] + k * q + j];
-                memcpy(m->spring_order + start[a], chunk, sizeof(int32_t) * MS_BLOCK_NODES * (size_t)k);
-                m->spring_blocks[a] = (uint8_t)k;
-                a += MS_BLOCK_NODES;
-            }
-        }
-    }
-    free(start);
-    free(by_upper);
-    /* lower node first: ms_spring_forces keeps it in registers over its springs.  Turning a
-       spring round negates its d and its force exactly, so the forces do not change. */
-    for (int64_t r = 0; r < ns; ++r) {
-        const int32_t i = m->springs[2 * (int64_t)m->spring_order[r]];
-        const int32_t j = m->springs[2 * (int64_t)m->spring_order[r] + 1];
-        m->sorted_springs[2 * r] = i < j ? i : j;
-        m->sorted_springs[2 * r + 1] = i < j ? j : i;
-    }
-    m->spring_order_ready = 1;
-}
-
-int64_t ms_model_unit_start(const ms_model* m, int64_t r) {
-    if (r <= 0) return 0;
-    if (r >= m->nspring) return m->nspring;
-    const int64_t node = m->sorted_springs[2 * r];
-    int64_t first = -1; /* the first node of a block that holds node, if any */
-    for (int64_t q = 0; q < MS_BLOCK_NODES && q <= node && first < 0; ++q)
-        if (m->spring_blocks[node - q] != 0) first = node - q;
-    if (first < 0) return r; /* a group of single springs may be split anywhere */
-    /* the springs of nodes below first + MS_BLOCK_NODES come before every other: find
-       where those end, or where the block begins if r is its first spring */
-    if (m->sorted_springs[2 * (r - 1)] < first) return r;
-    int64_t low = r, high = m->nspring;
-    while (low < high) {
-        const int64_t mid = low + (high - low) / 2;
-        if (m->sorted_springs[2 * mid] >= first + MS_BLOCK_NODES)
-            high = mid;
-        else
-            low = mid + 1;
-    }
-    return low;
-}
-
-void ms_model_refresh_sorted(ms_model* m) {
-    if (!m->spring_order_ready) ms_model_sort_springs(m);
-    for (int64_t r = 0; r < m->nspring;) {
-        const int64_t k = m->spring_blocks[m->sorted_springs[2 * r]];
-        if (k == 0) {
-            const int64_t s = m->spring_order[r];
-            double* p = m->sorted_params + 3 * r;
-            p[0] = m->rest[s];
-            p[1] = m->k[s];
-            p[2] = m->c[s];
-            ++r;
-            continue;
-        }
-        /* a block: for each j, the rest lengths of its four springs, then k, then c */
-        for (int64_t j = 0; j < k; ++j) {
-            double* p = m->sorted_params + 3 * (r + MS_BLOCK_NODES * j);
-            for (int64_t q = 0; q < MS_BLOCK_NODES; ++q) {
-                const int64_t s = m->spring_order[r + MS_BLOCK_NODES * j + q];
-                p[q] = m->rest[s];
-                p[MS_BLOCK_NODES + q] = m->k[s];
-                p[2 * MS_BLOCK_NODES + q] = m->c[s];
-            }
-        }
-        r += MS_BLOCK_NODES * k;
-    }
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layout.h"
 
 typedef struct self_work {
     int64_t* adjacency_start; /* (nnode + 1): neighbours of i are adjacency[start[i] .. start[i+1]) */
@@ -62,18 +63,16 @@ static self_work* build_work(const ms_model* m) {
         return NULL;
     }
     w->buckets = buckets;
-    for (int64_t s = 0; s < springs; ++s) {
-        w->adjacency_start[m->springs[2 * s] + 1] += 1;
-        w->adjacency_start[m->springs[2 * s + 1] + 1] += 1;
+    /* each node's springs, then the node at each one's other end */
+    if (ms_node_springs(m, w->adjacency_start, w->adjacency) != 0) {
+        ms_self_work_free(w);
+        return NULL;
     }
-    for (int64_t i = 0; i < n; ++i) w->adjacency_start[i + 1] += w->adjacency_start[i];
-    int64_t* fill = w->node_bucket; /* borrowed as a cursor while building */
-    for (int64_t i = 0; i < n; ++i) fill[i] = w->adjacency_start[i];
-    for (int64_t s = 0; s < springs; ++s) {
-        const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-        w->adjacency[fill[i]++] = j;
-        w->adjacency[fill[j]++] = i;
-    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = w->adjacency_start[i]; e < w->adjacency_start[i + 1]; ++e) {
+            const int32_t* spring = m->springs + 2 * (int64_t)w->adjacency[e];
+            w->adjacency[e] = spring[0] == i ? spring[1] : spring[0];
+        }
     for (int64_t i = 0; i < n; ++i)
         qsort(w->adjacency + w->adjacency_start[i], (size_t)(w->adjacency_start[i + 1] - w->adjacency_start[i]),
               sizeof(int32_t), compare_int32);
@@ -198,7 +197,6 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
         }
     }
     const double cell = distance + sqrt(longest2), inv_cell = 1.0 / cell;
-    memset(w->face_bucket_start, 0, sizeof(int64_t) * (size_t)(w->face_buckets + 1));
     for (int64_t f = 0; f < m->nface; ++f) {
         const int32_t* face = m->faces + 3 * f;
         double centroid[3];
@@ -206,12 +204,8 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
             centroid[q] = (x[3 * (int64_t)face[0] + q] + x[3 * (int64_t)face[1] + q] + x[3 * (int64_t)face[2] + q]) / 3.0;
         w->face_bucket[f] = bucket_of(cell_of(centroid[0], inv_cell), cell_of(centroid[1], inv_cell),
                                       cell_of(centroid[2], inv_cell), w->face_buckets);
-        w->face_bucket_start[w->face_bucket[f] + 1] += 1;
     }
-    for (int64_t b = 0; b < w->face_buckets; ++b) w->face_bucket_start[b + 1] += w->face_bucket_start[b];
-    for (int64_t f = 0; f < m->nface; ++f) w->face_order[w->face_bucket_start[w->face_bucket[f]]++] = (int32_t)f;
-    for (int64_t b = w->face_buckets; b > 0; --b) w->face_bucket_start[b] = w->face_bucket_start[b - 1];
-    w->face_bucket_start[0] = 0;
+    ms_counting_sort(w->face_bucket, NULL, m->nface, w->face_buckets, w->face_bucket_start, w->face_order);
 
     double removed = 0.0;
     for (int64_t i = 0; i < m->nnode; ++i) {
@@ -273,18 +267,13 @@ double ms_self_collide(const ms_model* m, ms_state* s, double* restrict x, doubl
     const double distance = m->opt.self_collision, inv_cell = 1.0 / distance;
     const double* inv_mass = s->inv_mass;
 
-    /* Counting sort of the nodes by bucket. */
-    memset(w->bucket_start, 0, sizeof(int64_t) * (size_t)(w->buckets + 1));
+    /* The nodes sorted by bucket. */
     for (int64_t i = 0; i < n; ++i) {
         const double* p = x + 3 * i;
         w->node_bucket[i] = bucket_of(cell_of(p[0], inv_cell), cell_of(p[1], inv_cell), cell_of(p[2], inv_cell),
                                       w->buckets);
-        w->bucket_start[w->node_bucket[i] + 1] += 1;
     }
-    for (int64_t b = 0; b < w->buckets; ++b) w->bucket_start[b + 1] += w->bucket_start[b];
-    for (int64_t i = 0; i < n; ++i) w->order[w->bucket_start[w->node_bucket[i]]++] = (int32_t)i;
-    for (int64_t b = w->buckets; b > 0; --b) w->bucket_start[b] = w->bucket_start[b - 1];
-    w->bucket_start[0] = 0;
+    ms_counting_sort(w->node_bucket, NULL, n, w->buckets, w->bucket_start, w->order);
 
     double removed = 0.0;
     const double distance2 = distance * distance;

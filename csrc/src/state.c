@@ -3,6 +3,8 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layout.h"
+#include "step.h"
 
 /* x, v, f (nnode x 3 each), inv_mass (nnode), then f_saved (nnode x 3).  The external
    force and the second half of the double buffer are separate allocations made on first use. */
@@ -39,9 +41,28 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->self_work = NULL;
     s->clearance = NULL;
     s->clearance_count = 0;
+    if (ms_state_reserve_colliders(s, m->ncollider, err)) {
+        ms_state_destroy(s);
+        return NULL;
+    }
+    s->collider_count = m->ncollider;
+    for (int64_t k = 0; k < m->ncollider; ++k) s->collider_id[k] = m->colliders[k].id;
     ms_state_reset(m, s);
     ms_error_clear(err);
     return s;
+}
+
+int ms_state_reserve_colliders(ms_state* s, int64_t count, ms_error* err) {
+    if (count <= s->collider_capacity) return MS_OK;
+    const int64_t capacity = count > 2 * s->collider_capacity ? count : 2 * s->collider_capacity;
+    double* center = realloc(s->collider_center, sizeof(double) * 3 * (size_t)capacity);
+    if (center != NULL) s->collider_center = center;
+    int64_t* id = center != NULL ? realloc(s->collider_id, sizeof(int64_t) * (size_t)capacity) : NULL;
+    if (id != NULL) s->collider_id = id;
+    if (center == NULL || id == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory for %lld colliders", (long long)count);
+    s->collider_capacity = capacity;
+    return MS_OK;
 }
 
 ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
@@ -56,6 +77,10 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
         }
         memcpy(external, s->external, sizeof(double) * 3 * (size_t)m->nnode);
     }
+    if (s->collider_count > 0)
+        memcpy(copy->collider_center, s->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
+    copy->default_threads = s->default_threads;
+    copy->workers = s->workers;
     copy->t = s->t;
     copy->steps = s->steps;
     copy->ledger = s->ledger;
@@ -74,6 +99,11 @@ void ms_state_destroy(ms_state* s) {
     ms_self_work_free(s->self_work);
     free(s->clearance);
     free(s->push_from); /* pushed and the node-spring lists share its allocation */
+    ms_layout_destroy(s->layout);
+    free(s->node_sums);
+    free(s->spring_power);
+    free(s->collider_center);
+    free(s->collider_id);
     free(s->buffer);
     free(s);
 }
@@ -88,6 +118,8 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     memset(&s->ledger, 0, sizeof s->ledger);
     s->watched = 0;
     memset(&s->solver, 0, sizeof s->solver);
+    for (int64_t k = 0; k < s->collider_count && k < m->ncollider; ++k)
+        memcpy(s->collider_center + 3 * k, m->colliders[k].center, sizeof(double) * 3);
 }
 
 void ms_state_watch(const ms_model* m, ms_state* s) {
@@ -109,17 +141,12 @@ int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err) {
     s->node_springs = (int32_t*)(s->node_spring_start + count + 1);
     s->pushed = (uint8_t*)(s->node_springs + 2 * springs);
     memset(s->pushed, 0, count);
-    /* counting sort of the spring ends by node */
-    int64_t* start = s->node_spring_start;
-    memset(start, 0, sizeof(int64_t) * (count + 1));
-    for (size_t e = 0; e < 2 * springs; ++e) start[m->springs[e] + 1] += 1;
-    for (size_t i = 0; i < count; ++i) start[i + 1] += start[i];
-    for (size_t e = 0; e < 2 * springs; ++e) {
-        const int32_t node = m->springs[e];
-        s->node_springs[start[node]++] = (int32_t)(e / 2);
+    if (ms_node_springs(m, s->node_spring_start, s->node_springs) != 0) {
+        free(s->push_from);
+        s->push_from = NULL;
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
+                            (long long)m->nnode);
     }
-    for (size_t i = count; i > 0; --i) start[i] = start[i - 1];
-    start[0] = 0;
     return MS_OK;
 }
 
@@ -128,6 +155,8 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err) {
     if (ms_check_finite_vectors(s->v, m->nnode, "v", err)) return MS_ERR_VALUE;
     if (s->external != NULL && ms_check_finite_vectors(s->external, m->nnode, "external", err))
         return MS_ERR_VALUE;
+    if (ms_state_same_colliders(m, s, err)) return MS_ERR_VALUE;
+    if (ms_check_finite_vectors(s->collider_center, s->collider_count, "collider positions", err)) return MS_ERR_VALUE;
     ms_error_clear(err);
     return MS_OK;
 }
@@ -157,7 +186,7 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err) {
     return MS_OK;
 }
 
-double* ms_state_clearance(const ms_model* m, ms_state* s) {
+void ms_state_clear_contact(const ms_model* m, ms_state* s) {
     const int64_t count = m->nnode * m->ncollider;
     if (count != s->clearance_count) {
         free(s->clearance);
@@ -165,7 +194,25 @@ double* ms_state_clearance(const ms_model* m, ms_state* s) {
         s->clearance_count = s->clearance != NULL ? count : 0;
     }
     if (s->clearance != NULL) memset(s->clearance, 0, sizeof(double) * (size_t)count);
-    return s->clearance;
+    if (s->pushed != NULL) memset(s->pushed, 0, (size_t)m->nnode); /* a diverged step may have left marks */
+}
+
+void ms_state_move_colliders(const ms_model* m, ms_state* s, double h) {
+    for (int64_t k = 0; k < s->collider_count; ++k)
+        for (int a = 0; a < 3; ++a) s->collider_center[3 * k + a] += h * m->colliders[k].velocity[a];
+}
+
+int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->layout == NULL) {
+        s->layout = ms_layout_create(m, err);
+        if (s->layout == NULL) return MS_ERR_MEMORY;
+    }
+    if (s->node_sums == NULL) s->node_sums = calloc((size_t)((m->nnode + MS_NODE_BLOCK - 1) / MS_NODE_BLOCK), sizeof(ms_node_sums));
+    if (s->spring_power == NULL) s->spring_power = calloc((size_t)s->layout->nblock, sizeof(double));
+    if (s->node_sums == NULL || s->spring_power == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the step storage of %lld nodes",
+                            (long long)m->nnode);
+    return MS_OK;
 }
 
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {

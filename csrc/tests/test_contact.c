@@ -41,10 +41,10 @@ static int test_contact_many_steps_per_call(void) {
             box.type = MS_BOX;
             box.center[0] = 0.2, box.center[1] = -0.8, box.center[2] = 0.2;
             box.size[0] = box.size[1] = box.size[2] = 0.15;
-            ENSURE(ms_model_add_collider(m, &box, &err) >= 0 && ms_model_add_collider(m_each, &box, &err) >= 0);
+            ENSURE(ms_add_collider(m, one, &box, &err) >= 0 && ms_add_collider(m_each, each, &box, &err) >= 0);
         } else if (round == 2) {
-            ENSURE(ms_model_remove_collider(m, sphere_id, &err) == MS_OK);
-            ENSURE(ms_model_remove_collider(m_each, sphere_id, &err) == MS_OK);
+            ENSURE(ms_remove_collider(m, one, sphere_id, &err) == MS_OK);
+            ENSURE(ms_remove_collider(m_each, each, sphere_id, &err) == MS_OK);
         }
         ENSURE(ms_step(m, one, 2e-3, 150, &err) == MS_OK);
         for (int k = 0; k < 150; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
@@ -112,7 +112,7 @@ static int test_collider_axis_of_any_size(void) {
         plane.axis[0] = scales[k], plane.axis[1] = scales[k];
         const int64_t id = ms_model_add_collider(m, &plane, &err);
         ENSURE(id >= 0);
-        const ms_collider* stored = ms_model_find_collider(m, id);
+        const ms_collider* stored = ms_find_collider(m, id);
         ENSURE_NEAR(stored->axis[0], sqrt(0.5), 1e-15);
         ENSURE_NEAR(stored->axis[1], sqrt(0.5), 1e-15);
         ENSURE(stored->axis[2] == 0.0);

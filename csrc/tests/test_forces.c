@@ -9,6 +9,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
+#include "../src/layout.h"
 
 /* Two nodes: node 0 at (0, 1, 0) with mass 2 and velocity (1, 0, 0); node 1 at (3, 5, 0)
    with mass 1 and velocity (0, 2, 0).  One spring: l = 5, L = 4, k = 10, c = 2, so
@@ -300,11 +301,27 @@ static int test_max_eigenvalues_chain(void) {
     return 0;
 }
 
-static int test_spring_blocks(void) {
+/* s->f and flow (from ms_state_forces) agree with ms_forces, which sums the springs one
+   by one in the user's order, to tolerance times the largest force (and power). */
+static int same_as_plain_forces(const ms_model* m, const ms_state* s, const ms_flow* flow, double tolerance) {
+    double* f = malloc(sizeof(double) * 3 * (size_t)m->nnode);
+    ENSURE(f != NULL);
+    const double reference_power = forces_power(m, s->x, s->v, NULL, s->t, f);
+    double scale = 0.0;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) scale = fmax(scale, fabs(f[q]));
+    int bad = 0;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) bad |= !(fabs(s->f[q] - f[q]) <= tolerance * scale);
+    free(f);
+    ENSURE(!bad);
+    ENSURE_NEAR(flow->dampers + flow->drag - flow->wind, reference_power, 10.0 * tolerance * reference_power);
+    return 0;
+}
+
+static int test_spring_layout(void) {
     /* A 12 x 12 cloth: in rows 0..9 the nodes of columns 1..9 have the same six springs up
-       the numbering (+1, +2, +11, +12, +13, +24), so columns 1-4 and 5-8 form blocks where
-       the processor has the vector code for them (x86-64 with AVX2); in row 10 the same
-       columns, without the +24; in row 11 columns 0-3 and 4-7 with +1 and +2. */
+       the numbering (+1, +2, +11, +12, +13, +24), so columns 1-4 and 5-8 form lane groups
+       (on every processor: the vector path only changes how a group is computed); in row
+       10 the same columns, without the +24; in row 11 columns 0-3 and 4-7 with +1 and +2. */
     const int side = 12;
     ms_model* m = make_cloth(side, 1, 5u);
     ENSURE(m != NULL);
@@ -316,50 +333,74 @@ static int test_spring_blocks(void) {
         s->x[q] += 0.02 * lcg_uniform(&seed);
         s->v[q] = lcg_uniform(&seed);
     }
-    ms_state_forces(m, s, NULL); /* sorts the springs */
-    const int vector = ms_avx2_supported();
-    int blocks = 0;
+    ms_flow flow;
+    ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK); /* lays out the springs */
+    const ms_layout* layout = s->layout;
+    int groups = 0;
     for (int64_t a = 0; a < m->nnode; ++a) {
-        if (m->spring_blocks[a] == 0) continue;
-        ++blocks;
+        if (layout->lanes[a] == 0) continue;
+        ++groups;
         const int64_t row = a / side, col = a % side;
         if (row < side - 1) {
             ENSURE(col == 1 || col == 5);
-            ENSURE(m->spring_blocks[a] == (row < side - 2 ? 6 : 5));
+            ENSURE(layout->lanes[a] == (row < side - 2 ? 6 : 5));
         } else {
             ENSURE(col == 0 || col == 4);
-            ENSURE(m->spring_blocks[a] == 2);
+            ENSURE(layout->lanes[a] == 2);
         }
     }
-    ENSURE(blocks == (vector ? 2 * side : 0));
-    /* in a block, spring j of nodes a..a+3 sits at 4 j + q and reaches equally far */
+    ENSURE(groups == 2 * side);
+    /* in a group, spring j of nodes a..a+3 sits at 4 j + q and reaches equally far */
     for (int64_t r = 0; r < m->nspring;) {
-        const int64_t a = m->sorted_springs[2 * r], k = m->spring_blocks[a];
+        const int64_t a = layout->pairs[2 * r], k = layout->lanes[a];
         if (k == 0) {
             ++r;
             continue;
         }
         for (int64_t j = 0; j < k; ++j)
             for (int64_t q = 0; q < 4; ++q) {
-                const int32_t* pair = m->sorted_springs + 2 * (r + 4 * j + q);
-                ENSURE(pair[0] == a + q && pair[1] - pair[0] == m->sorted_springs[2 * (r + 4 * j) + 1] - a);
-                const int32_t* user = m->springs + 2 * (int64_t)m->spring_order[r + 4 * j + q];
+                const int32_t* pair = layout->pairs + 2 * (r + 4 * j + q);
+                ENSURE(pair[0] == a + q && pair[1] - pair[0] == layout->pairs[2 * (r + 4 * j) + 1] - a);
+                const int32_t* user = m->springs + 2 * (int64_t)layout->order[r + 4 * j + q];
                 ENSURE((user[0] == pair[0] && user[1] == pair[1]) || (user[0] == pair[1] && user[1] == pair[0]));
             }
         r += 4 * k;
     }
-    /* the step's forces (blocks) equal the forces summed spring by spring in the user's order */
+    /* the step's forces equal the forces summed spring by spring in the user's order */
+    ENSURE(same_as_plain_forces(m, s, &flow, 1e-13) == 0);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+/* A network cut into several blocks, with springs reaching far past each block's nodes
+   (into its halo): the blocked sums equal the plain ones,
+   and every block's nodes and springs are where the layout says. */
+static int test_spring_blocks_and_halos(void) {
+    ms_model* m = make_cloth(60, 1, 6u); /* about 20,000 springs: several blocks */
+    ENSURE(m != NULL);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    uint64_t seed = 78u;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) s->v[q] = lcg_uniform(&seed);
     ms_flow flow;
-    ms_state_forces(m, s, &flow);
-    const double power = flow.dampers + flow.drag - flow.wind;
-    double* f = malloc(sizeof(double) * 3 * (size_t)m->nnode);
-    ENSURE(f != NULL);
-    const double reference_power = forces_power(m, s->x, s->v, NULL, s->t, f);
-    double scale = 0.0;
-    for (int64_t q = 0; q < 3 * m->nnode; ++q) scale = fmax(scale, fabs(f[q]));
-    for (int64_t q = 0; q < 3 * m->nnode; ++q) ENSURE_NEAR(s->f[q], f[q], 1e-13 * scale);
-    ENSURE_NEAR(power, reference_power, 1e-12 * reference_power);
-    free(f);
+    ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK);
+    const ms_layout* layout = s->layout;
+    ENSURE(layout->nblock >= 3);
+    ENSURE(layout->node_start[0] == 0 && layout->node_start[layout->nblock] == m->nnode);
+    ENSURE(layout->spring_start[0] == 0 && layout->spring_start[layout->nblock] == m->nspring);
+    int64_t halo = 0;
+    for (int64_t b = 0; b < layout->nblock; ++b) {
+        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+            const int32_t* pair = layout->pairs + 2 * r;
+            ENSURE(pair[0] >= layout->node_start[b] && pair[0] < layout->node_start[b + 1]); /* owned lower end */
+            ENSURE(pair[1] < layout->node_start[b + 1] + (layout->halo_start[b + 1] - layout->halo_start[b]));
+        }
+        halo += layout->halo_start[b + 1] - layout->halo_start[b];
+    }
+    ENSURE(halo > 0);
+    ENSURE(same_as_plain_forces(m, s, &flow, 1e-12) == 0);
     ms_state_destroy(s);
     ms_model_destroy(m);
     return 0;
@@ -371,6 +412,7 @@ const test_case forces_tests[] = {
     TEST(test_zero_length_spring),
     TEST(test_max_eigenvalues_pair),
     TEST(test_max_eigenvalues_chain),
-    TEST(test_spring_blocks),
+    TEST(test_spring_layout),
+    TEST(test_spring_blocks_and_halos),
     {NULL, NULL},
 };

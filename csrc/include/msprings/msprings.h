@@ -85,9 +85,10 @@ typedef struct ms_options {
                               grid); 0 (default) turns self-collision off */
     ms_implicit_options implicit;
     ms_air air;
-    int threads;         /* worker threads for large networks (explicit and symplectic Euler
-                            without constraints); 0 (default) = the model's default_threads
-                            (all online cores unless set), 1 = none */
+    int threads;         /* worker threads for networks of 10,000 springs or more (every
+                            integrator but implicit Euler); 0 (default) = the state's
+                            default_threads (all online cores unless set), 1 = none.  Any
+                            number of threads gives the same result, bit for bit */
 } ms_options;
 
 /* What the implicit solver did in the last step. */
@@ -166,19 +167,6 @@ typedef struct ms_model {
     double* x_initial;   /* positions that ms_state_reset restores (m)  (nnode x 3)   */
     double* v_initial;   /* velocities that ms_state_reset restores     (nnode x 3)   */
     int32_t* faces;      /* node indices of each triangle               (nface x 3)   */
-    int32_t* spring_order; /* springs sorted by their lower node index (in blocks, see
-                              ms_model_sort_springs): the order in which a step visits
-                              them, for locality                      (nspring)     */
-    int32_t* sorted_springs; /* springs[spring_order[r]] for each r, lower
-                                node first                            (nspring x 2) */
-    double* sorted_params; /* (rest, k, c) of spring_order[r] (in blocks: by kind),
-                              refreshed from rest, k and c at every ms_step call
-                                                                      (nspring x 3) */
-    uint8_t* spring_blocks; /* k if nodes a..a+3 form a block of 4 k springs in the sorted
-                               copies (set at a block's first node), else 0 (nnode)   */
-    int spring_order_ready; /* set by ms_step the first time (springs must be filled) */
-    int default_threads; /* worker threads when opt.threads is 0: 0 = all online cores; set by
-                            the caller (the Python binding's process-wide setting) */
     ms_options opt;
     void* buffer;        /* the one allocation that all arrays above live in */
     /* colliders: a list that may grow and shrink; not shared with Python as memory */
@@ -220,6 +208,15 @@ typedef struct ms_state {
     double* implicit_work; /* implicit solver storage, allocated on first use
                               (nnode x 27 + nspring x 5) */
     void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
+    /* where the colliders are: they move with their velocity during a run and go back to
+       the model's collider positions (where they start) on reset */
+    double* collider_center; /* current center of each collider        (ncollider x 3) */
+    int64_t* collider_id;    /* the model collider each row belongs to  (ncollider)     */
+    int64_t collider_count;  /* rows in use: m->ncollider */
+    int64_t collider_capacity;
+    int default_threads;  /* worker threads when the model's opt.threads is 0: 0 = all online
+                             cores; set by the caller (the Python binding's process-wide setting) */
+    int workers;          /* the workers the last ms_step call ran on (0 before the first) */
     double* push_from;   /* position of each node before its first contact push in a step
                             (nnode x 3), allocated on first use with colliders */
     uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode), with push_from */
@@ -229,6 +226,9 @@ typedef struct ms_state {
     double* clearance;   /* per collider and node, a lower bound on the node's gap to the
                             collider, valid within one ms_step call (nnode x ncollider) */
     int64_t clearance_count; /* entries allocated in clearance */
+    struct ms_layout* layout; /* the springs as a step visits them, made by the first step */
+    void* node_sums;     /* a step's sums per block of nodes, with layout */
+    double* spring_power; /* a step's damper power per block of springs, with layout */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
@@ -271,17 +271,32 @@ int ms_options_check(const ms_options* opt, ms_error* err);
 /* Checks a collider's values (normalising nothing). */
 int ms_collider_check(const ms_collider* c, ms_error* err);
 
-/* Adds a copy of *c (its id is assigned; the axis is normalised).  Returns the new id
-   (>= 0), or -1 with err set. */
+/* Colliders belong to a model (what they are and where they start) and to a state (where
+   they are now), so they are added, changed and removed through both.  A model's
+   colliders can also be set up with ms_model_add_collider before its states are made
+   (a state starts with the model's colliders where they start); a step refuses a state
+   whose colliders are not its model's. */
+
+/* Adds a copy of *c to the model alone (id assigned, axis normalised): for setting up a
+   model before its states are made.  Returns the new id (>= 0), or -1 with err set. */
 int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err);
 
-/* The collider with that id, or NULL. */
-ms_collider* ms_model_find_collider(ms_model* m, int64_t id);
+/* Adds a copy of *c (its id is assigned; the axis is normalised), starting at c->center.
+   Returns the new id (>= 0), or -1 with err set. */
+int64_t ms_add_collider(ms_model* m, ms_state* s, const ms_collider* c, ms_error* err);
 
-/* Replaces the collider with c's id by *c (validated, axis normalised). */
-int ms_model_set_collider(ms_model* m, const ms_collider* c, ms_error* err);
+/* The collider with that id (where it starts: its center as of the state's reset), or NULL. */
+const ms_collider* ms_find_collider(const ms_model* m, int64_t id);
 
-int ms_model_remove_collider(ms_model* m, int64_t id, ms_error* err);
+/* Where the collider with that id is now (3 values, m), or NULL. */
+const double* ms_collider_position(const ms_state* s, int64_t id);
+
+/* Replaces the collider with c's id by *c (validated, axis normalised; its type cannot
+   change).  The collider moves to c->center now; before the state's first step (steps
+   == 0) that is also where it starts. */
+int ms_set_collider(ms_model* m, ms_state* s, const ms_collider* c, ms_error* err);
+
+int ms_remove_collider(ms_model* m, ms_state* s, int64_t id, ms_error* err);
 
 /* "plane", "sphere", "box", "cylinder"; NULL if out of range. */
 const char* ms_collider_type_name(int type);
@@ -292,13 +307,14 @@ double ms_collider_distance(const ms_collider* c, const double center[3], const 
 
 /* ---- state ---------------------------------------------------------------------- */
 
-/* Allocates a state at the model's initial positions and velocities, t = 0. */
+/* Allocates a state at the model's initial positions and velocities, t = 0, with the
+   colliders where they start. */
 ms_state* ms_state_create(const ms_model* m, ms_error* err);
 ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err);
 void ms_state_destroy(ms_state* s);
 
-/* Back to the initial positions and velocities; t, steps, the ledger and f zeroed;
-   the external force is kept. */
+/* Back to the initial positions and velocities and the colliders to where they start;
+   t, steps, the ledger and f zeroed; the external force is kept. */
 void ms_state_reset(const ms_model* m, ms_state* s);
 
 /* Marks the state before the caller changes its energy between steps (positions,
@@ -322,21 +338,23 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
    and the state first (MS_ERR_VALUE, nothing changed).  If a step produces a non-finite
    position or velocity, the state is left as it was before that step and
    MS_ERR_DIVERGED is returned with err->step and err->time set.  Colliders with a velocity
-   move with it after every successful step (the model is not const for that reason). */
-int ms_step(ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
+   move with it after every successful step (in the state).  The model is only read. */
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
 
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
    relative to the wind, aerodynamic forces on the triangles and the external force
    (external may be NULL for none); written to f (nnode x 3).  If flow is not NULL it
-   receives the power flows (W) of these forces, as the ledger splits them.  A spring of
+   receives the power flows (W) of these forces, as the ledger splits them.  The springs
+   are summed in the user's order here, not as a step sums them.  A spring of
    length ~0 exerts no force. */
 void ms_forces(const ms_model* m, const double* x, const double* v, const double* external, double t, double* f,
                ms_flow* flow);
 
 /* The total force (as ms_forces) at the state's own positions, velocities, external force
    and time, written to s->f and summed exactly as a step sums it, so that it equals the
-   s->f a step from this state leaves behind; flow (or NULL) as in ms_forces. */
-void ms_state_forces(ms_model* m, ms_state* s, ms_flow* flow);
+   s->f a step from this state leaves behind; flow (or NULL) as in ms_forces.  Returns
+   MS_ERR_MEMORY if the step's storage cannot be had. */
+int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err);
 
 /* The wind velocity (m/s) at point p and time t:
    W + A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, 0.5 sin(omega t)). */
@@ -397,10 +415,13 @@ int ms_resolve_threads(int n);
 
 /* ---- build ---------------------------------------------------------------------- */
 
-/* Non-zero if steps use the AVX2 vector code (x86-64 builds with GCC or Clang, on a
-   processor that has AVX2): springs in blocks of four nodes, the Euler update four nodes
-   at a time.  Elsewhere the same physics runs in plain (or SSE2) code. */
+/* Non-zero if steps use the AVX2 vector path (x86-64 builds with GCC or Clang, on a
+   processor that has AVX2). */
 int ms_avx2_supported(void);
+
+/* The vector path that steps use: "avx2", "sse2" (x86-64) or "plain".  Every path gives
+   the same results, bit for bit. */
+const char* ms_vector_path(void);
 
 /* ---- names ---------------------------------------------------------------------- */
 

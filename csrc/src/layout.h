@@ -1,0 +1,105 @@
+/* The spring layout: the copy of the springs that a step visits, ordered for the spring
+ * kernel, and the fixed blocks that the step's spring stage is cut into.
+ *
+ * Springs are sorted by their lower node, then their upper node (each stored lower node
+ * first).  Where four consecutive nodes a..a+3 have the same number k of springs to higher
+ * nodes and the j-th spring of each reaches equally far up the numbering (a grid's rows),
+ * their 4 k springs form a lane group: stored in the order (j, node), with their
+ * parameters as, for each j, the four rest lengths, then the four k, then the four c.  The
+ * kernel evaluates the four springs of one j together, one lane per node, on every
+ * processor: as one AVX2 vector, two SSE2 vectors or four plain doubles, with the same
+ * operations in the same order, so every path gives the same bits.
+ *
+ * Blocks are consecutive runs of about the same number of springs, cut between the
+ * springs of two lower nodes (never inside a lane group), chosen from the network alone:
+ * the same for any number of threads.  Block b owns the nodes [node_start[b],
+ * node_start[b + 1]): its springs add their forces on owned nodes straight into the force
+ * array, and on the higher nodes they reach beyond (its halo) into a buffer of its own,
+ * added to the forces afterwards in block order.  No two blocks write the same memory, so
+ * they can run at once, and every node's force is summed in an order fixed by the layout.
+ */
+#ifndef MSPRINGS_LAYOUT_H
+#define MSPRINGS_LAYOUT_H
+
+#include "msprings/msprings.h"
+
+#define MS_LANES 4                 /* nodes per lane group */
+#define MS_MAX_LANE_SPRINGS 255    /* the most springs per node in a lane group */
+
+typedef struct ms_layout ms_layout;
+
+/* Damper power (W) of the springs of block b, whose forces are added to f (owned nodes)
+   and to the block's halo (which it zeroes first). */
+typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+
+struct ms_layout {
+    int64_t nnode, nspring;
+    int32_t* order;      /* user index of the spring at each sorted position   (nspring)     */
+    int32_t* pairs;      /* (lower, upper) node of each sorted spring          (nspring x 2) */
+    double* params;      /* (rest, k, c) by sorted position, lane groups by kind (nspring x 3) */
+    uint8_t* lanes;      /* k at the first node of a lane group of 4 k springs, else 0 (nnode) */
+    int64_t nblock;
+    int64_t* spring_start; /* block b's springs: [spring_start[b], spring_start[b + 1]) (nblock + 1) */
+    int64_t* node_start;   /* block b's nodes: [node_start[b], node_start[b + 1])   (nblock + 1) */
+    int64_t* halo_start;   /* block b's halo, nodes [node_start[b + 1], ... + halo length), at
+                              halo + 3 halo_start[b]; halo length halo_start[b + 1] - halo_start[b]
+                                                                                 (nblock + 1) */
+    double* halo;          /* (3 x halo_start[nblock]) */
+    void* buffer;        /* the one allocation everything above lives in */
+};
+
+/* Builds the layout of the model's springs (NULL with err set if out of memory). */
+ms_layout* ms_layout_create(const ms_model* m, ms_error* err);
+void ms_layout_destroy(ms_layout* layout);
+
+/* Copies rest, k and c into the layout's order: done at every step call, after checking
+   the values, since views may have changed them. */
+void ms_layout_refresh(const ms_model* m, ms_layout* layout);
+
+/* Adds the halos of the blocks to the forces of the nodes [begin, end), in block order. */
+void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
+
+/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
+   from x, v and f with step h, written to x_out and v_out (which may be x and v) or, with
+   x_out NULL, only checked: 1 if every new value is finite.  Every path gives the same
+   values. */
+typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                               int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+
+/* The kernels of each vector path (spring_kernel.h compiled once per path). */
+double ms_springs_plain(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+int ms_euler_plain(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
+#define MS_SSE2_PATH 1
+double ms_springs_sse2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+int ms_euler_sse2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+#endif
+#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
+#define MS_AVX2_PATH 1
+double ms_springs_avx2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+int ms_euler_avx2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
+                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+#endif
+
+/* The force on end a of one spring from a to b (force[3], N; b gets its opposite) and the
+   power of its damper (W): the kernel's formula, for code outside the step. */
+double ms_spring_force(const double xa[3], const double xb[3], const double va[3], const double vb[3], double rest,
+                       double stiffness, double damping, double force[3]);
+
+/* The kernels this processor runs (the fastest path it has). */
+ms_spring_kernel ms_spring_kernel_path(void);
+ms_euler_kernel ms_euler_kernel_path(void);
+
+/* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r
+   itself if items is NULL) sorted by key[item] in [0, nkey); start (nkey + 1) receives
+   where each key's items begin, start[nkey] = count. */
+void ms_counting_sort(const int64_t* key, const int32_t* items, int64_t count, int64_t nkey, int64_t* start,
+                      int32_t* order);
+
+/* The springs of each node: those of node i are list[start[i] .. start[i + 1]), in spring
+   order; start has nnode + 1 entries, list 2 nspring.  Returns 0, or -1 if out of memory. */
+int ms_node_springs(const ms_model* m, int64_t* start, int32_t* list);
+
+#endif

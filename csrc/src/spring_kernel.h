@@ -1,0 +1,204 @@
+/* The spring kernel and the Euler update, written once over the vector layer (vector.h)
+ * and compiled once per vector path: springs_avx2.c, springs_sse2.c and springs_plain.c
+ * define MS_KERNEL(name) (the path's suffix) and the path's macro, then include this file.
+ *
+ * Springs.  With d = x_b - x_a, l = |d|, n = d / l, the force on a is
+ * [k (l - L) + c (v_b - v_a).n] n and the force on b is its opposite.  The damper removes
+ * c ((v_b - v_a).n)^2 watts.
+ */
+#include "layout.h"
+#include "vector.h"
+
+/* Below this squared length (m^2) a spring's direction is lost in rounding, so it exerts
+   no force rather than a NaN or an arbitrary one. */
+#define MS_MIN_LENGTH_SQUARED 1e-24
+
+/* A damper's power c u^2 is summed only for closing speeds |u| above this (m/s).  Below
+   about 1.5e-154 m/s, u^2 is a subnormal number, which x86 processors handle many times
+   slower than a normal one, and a cloth starting at rest has most of its springs there for
+   its first steps.  What is left out is below c 1e-200 W per spring. */
+#define MS_MIN_POWER_SPEED 1e-100
+
+/* The force (fx, fy, fz) on the lower end of springs with separation (dx, dy, dz) and
+   relative velocity (du, dv, dw), in type V (v1 or v4); their damper power is added to
+   power. */
+#define SPRING_FORCE(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power)                     \
+    do {                                                                                                        \
+        const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                   \
+        const V length_ = V##_sqrt(length2_);                                                                   \
+        const V inv_length_ =                                                                                   \
+            V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));           \
+        const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_); \
+        const V magnitude_ =                                                                                    \
+            V##_mul(V##_add(V##_mul(stiffness, V##_sub(length_, rest)), V##_mul(damping, closing_)), inv_length_); \
+        fx = V##_mul(magnitude_, dx);                                                                           \
+        fy = V##_mul(magnitude_, dy);                                                                           \
+        fz = V##_mul(magnitude_, dz);                                                                           \
+        const V counted_ = V##_if_greater(V##_abs(closing_), V##_set(MS_MIN_POWER_SPEED), closing_);            \
+        power = V##_add(power, V##_mul(V##_mul(damping, counted_), counted_));                                  \
+    } while (0)
+
+/* Where the force on node n goes: owned nodes straight into f, the block's halo into its
+   buffer. */
+static inline double* MS_KERNEL(target)(double* f, double* halo, int64_t own_end, int64_t n) {
+    return n < own_end ? f + 3 * n : halo + 3 * (n - own_end);
+}
+
+/* The springs [s, e) of one lower node a, one at a time. */
+static inline void MS_KERNEL(single)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                     int64_t e, int64_t a, const double* restrict x, const double* restrict v,
+                                     double* f, double* halo, int64_t own_end, v1* power) {
+    const double* xa = x + 3 * a;
+    const double* va = v + 3 * a;
+    v1 sum_x = 0.0, sum_y = 0.0, sum_z = 0.0;
+    for (int64_t r = s; r < e; ++r) {
+        const int64_t b = pairs[2 * r + 1];
+        const double* xb = x + 3 * b;
+        const double* vb = v + 3 * b;
+        const double* p = params + 3 * r;
+        const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
+        const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
+        v1 fx, fy, fz;
+        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, *power);
+        sum_x += fx;
+        sum_y += fy;
+        sum_z += fz;
+        double* fb = MS_KERNEL(target)(f, halo, own_end, b);
+        fb[0] -= fx;
+        fb[1] -= fy;
+        fb[2] -= fz;
+    }
+    double* fa = f + 3 * a;
+    fa[0] += sum_x;
+    fa[1] += sum_y;
+    fa[2] += sum_z;
+}
+
+/* A lane group: nodes a..a+3 with k springs each, sorted springs [s, s + 4 k).  Spring j
+   of the four nodes is one v4, one lane per node; each node's force is summed over j and
+   added to f once at the end. */
+static inline void MS_KERNEL(group)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                    int64_t k, int64_t a, const double* restrict x, const double* restrict v,
+                                    double* f, double* halo, int64_t own_end, v4* power) {
+    v4 xa, ya, za, ua, va, wa;
+    v4_load_nodes(x + 3 * a, &xa, &ya, &za);
+    v4_load_nodes(v + 3 * a, &ua, &va, &wa);
+    v4 sum_x = v4_set(0.0), sum_y = v4_set(0.0), sum_z = v4_set(0.0);
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t r = s + MS_LANES * j;
+        const int64_t b = pairs[2 * r + 1]; /* the first node's other end; the others follow it */
+        v4 xb, yb, zb, ub, vb, wb;
+        v4_load_nodes(x + 3 * b, &xb, &yb, &zb);
+        v4_load_nodes(v + 3 * b, &ub, &vb, &wb);
+        const double* p = params + 3 * r;
+        v4 fx, fy, fz;
+        SPRING_FORCE(v4, v4_sub(xb, xa), v4_sub(yb, ya), v4_sub(zb, za), v4_sub(ub, ua), v4_sub(vb, va),
+                     v4_sub(wb, wa), v4_load(p), v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), fx, fy, fz, *power);
+        sum_x = v4_add(sum_x, fx);
+        sum_y = v4_add(sum_y, fy);
+        sum_z = v4_add(sum_z, fz);
+        if (b + MS_LANES <= own_end) {
+            v4_add_nodes(f + 3 * b, fx, fy, fz, 1);
+        } else if (b >= own_end) {
+            v4_add_nodes(halo + 3 * (b - own_end), fx, fy, fz, 1);
+        } else { /* the four ends straddle the end of the owned nodes: one at a time */
+            double lane_x[MS_LANES], lane_y[MS_LANES], lane_z[MS_LANES];
+            v4_store(lane_x, fx);
+            v4_store(lane_y, fy);
+            v4_store(lane_z, fz);
+            for (int q = 0; q < MS_LANES; ++q) {
+                double* fb = MS_KERNEL(target)(f, halo, own_end, b + q);
+                fb[0] -= lane_x[q];
+                fb[1] -= lane_y[q];
+                fb[2] -= lane_z[q];
+            }
+        }
+    }
+    v4_add_nodes(f + 3 * a, sum_x, sum_y, sum_z, 0);
+}
+
+double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* restrict x,
+                             const double* restrict v, double* restrict f) {
+    const int32_t* restrict pairs = layout->pairs;
+    const double* restrict params = layout->params;
+    const uint8_t* restrict lanes = layout->lanes;
+    const int64_t own_end = layout->node_start[block + 1];
+    double* halo = layout->halo + 3 * layout->halo_start[block];
+    memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[block + 1] - layout->halo_start[block]));
+    v4 lane_power = v4_set(0.0);
+    v1 single_power = 0.0;
+    const int64_t end = layout->spring_start[block + 1];
+    for (int64_t s = layout->spring_start[block]; s < end;) {
+        const int64_t a = pairs[2 * s];
+        const int64_t k = lanes[a];
+        if (k > 0) {
+            MS_KERNEL(group)(pairs, params, s, k, a, x, v, f, halo, own_end, &lane_power);
+            s += MS_LANES * k;
+            continue;
+        }
+        int64_t e = s + 1;
+        while (e < end && pairs[2 * e] == a) ++e;
+        MS_KERNEL(single)(pairs, params, s, e, a, x, v, f, halo, own_end, &single_power);
+        s = e;
+    }
+    double power[MS_LANES];
+    v4_store(power, lane_power);
+    return single_power + ((power[0] + power[1]) + (power[2] + power[3]));
+}
+
+/* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),
+   four nodes (twelve values, three v4) at a time, written to x_out and v_out (which may
+   be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite. */
+int MS_KERNEL(ms_euler)(const double* restrict inv_mass, const double* x, const double* v, const double* restrict f,
+                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
+    const v4 step = v4_set(h);
+    v4 probe = v4_set(0.0);
+    v1 tail_probe = 0.0;
+    int64_t i = begin;
+    for (; i + MS_LANES <= end; i += MS_LANES) {
+        double weight[3 * MS_LANES]; /* h / m of nodes i..i+3, spread over their components */
+        for (int q = 0; q < 3 * MS_LANES; ++q) weight[q] = h * inv_mass[i + q / 3];
+        v4 position[3], velocity[3];
+        for (int part = 0; part < 3; ++part) {
+            const int64_t q = 3 * i + MS_LANES * part;
+            const v4 xq = v4_load(x + q), vq = v4_load(v + q), fq = v4_load(f + q);
+            const v4 w = v4_load(weight + MS_LANES * part);
+            if (explicit_euler) { /* x' = x + h v;  v' = v + h a(x, v) */
+                position[part] = v4_add(xq, v4_mul(step, vq));
+                velocity[part] = v4_add(vq, v4_mul(w, fq));
+            } else { /* v' = v + h a(x, v);  x' = x + h v' */
+                velocity[part] = v4_add(vq, v4_mul(w, fq));
+                position[part] = v4_add(xq, v4_mul(step, velocity[part]));
+            }
+            probe = v4_add(probe, v4_sub(position[part], position[part]));
+            probe = v4_add(probe, v4_sub(velocity[part], velocity[part]));
+        }
+        if (x_out != NULL)
+            for (int part = 0; part < 3; ++part) {
+                v4_store(x_out + 3 * i + MS_LANES * part, position[part]);
+                v4_store(v_out + 3 * i + MS_LANES * part, velocity[part]);
+            }
+    }
+    for (; i < end; ++i) {
+        const double w = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            double position, velocity;
+            if (explicit_euler) {
+                position = x[q] + h * v[q];
+                velocity = v[q] + w * f[q];
+            } else {
+                velocity = v[q] + w * f[q];
+                position = x[q] + h * velocity;
+            }
+            if (x_out != NULL) {
+                x_out[q] = position;
+                v_out[q] = velocity;
+            }
+            tail_probe += (position - position) + (velocity - velocity);
+        }
+    }
+    double lanes[MS_LANES];
+    v4_store(lanes, probe);
+    return tail_probe + lanes[0] + lanes[1] + lanes[2] + lanes[3] == 0.0;
+}

@@ -1,0 +1,9 @@
+/* The spring kernel and the Euler update on SSE2 (every x86-64 processor). */
+#include "layout.h"
+#if defined(MS_SSE2_PATH)
+#define MS_PATH_SSE2 1
+#define MS_KERNEL(name) name##_sse2
+#include "spring_kernel.h"
+#else
+typedef int ms_springs_sse2_unused; /* not an x86-64 build */
+#endif

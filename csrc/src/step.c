@@ -1,0 +1,421 @@
+/* The step driver: validation, the stages of a step, rollback and the clock.
+ *
+ * A step reads the current (x, v) and writes the next one into the other half of a double
+ * buffer, so the last finite state is always intact: when a step produces a non-finite
+ * value the driver keeps the previous half and reports the divergence.  The Euler methods
+ * with nothing acting after the integrator step in place instead, checking each update
+ * before writing it.  The stages of one step:
+ *
+ *   forces -> integrate -> energy loss -> constraints -> contact -> checks -> clock
+ *
+ * run on one worker, or on several for large networks (step.h): the thread layer only
+ * starts workers and gives them a barrier.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "step.h"
+
+/* Networks with at least this many springs step on several workers. */
+#define MS_PARALLEL_MIN_SPRINGS 10000
+
+void ms_sync(ms_worker* w) {
+    if (w->team->barrier != NULL) ms_barrier_wait(w->team->barrier, &w->sense);
+}
+
+void ms_node_block(const ms_team* tm, int64_t b, int64_t* begin, int64_t* end) {
+    *begin = b * MS_NODE_BLOCK;
+    *end = *begin + MS_NODE_BLOCK < tm->m->nnode ? *begin + MS_NODE_BLOCK : tm->m->nnode;
+}
+
+int ms_any_bad(const ms_team* tm) {
+    int bad = 0;
+    for (int64_t b = 0; b < tm->nnode_block; ++b) bad |= tm->nodes[b].bad;
+    return bad;
+}
+
+#define FOR_MY_NODES(w, b, begin, end)                                     \
+    for (int64_t b = (w)->node_first, begin, end; b < (w)->node_last; ++b) \
+        if (ms_node_block((w)->team, b, &begin, &end), 1)
+
+static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};
+
+ms_flow ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    const ms_state* s = tm->s;
+    const double* external = ms_active_external(s);
+    /* the nodes' own forces (gravity, drag, external) start each node's sum */
+    FOR_MY_NODES(w, b, begin, end) {
+        tm->nodes[b].flow = no_flow;
+        ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].flow);
+    }
+    ms_sync(w);
+    /* springs, block by block: owned nodes straight into f, the rest into the halos */
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b)
+        tm->spring_power[b] = tm->springs(tm->layout, b, x, v, f);
+    ms_sync(w);
+    FOR_MY_NODES(w, b, begin, end)
+    ms_layout_gather(tm->layout, begin, end, f);
+    if (tm->face_forces) {
+        ms_sync(w);
+        if (w->id == 0) {
+            tm->face_flow = no_flow;
+            ms_face_forces(m, x, v, t, f, &tm->face_flow);
+        }
+        ms_sync(w);
+    }
+    if (s->moving_pins) FOR_MY_NODES(w, b, begin, end)
+        tm->nodes[b].flow.pins = ms_pin_power(m, x, v, external, t, f, begin, end);
+    ms_sync(w);
+    ms_flow rate = no_flow;
+    for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].flow, 1.0);
+    if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow, 1.0);
+    for (int64_t b = 0; b < tm->layout->nblock; ++b) rate.dampers += tm->spring_power[b];
+    return rate;
+}
+
+/* Gives worker id its share of the node and spring blocks. */
+static void share(ms_team* tm, ms_worker* w, int id) {
+    memset(w, 0, sizeof *w);
+    w->team = tm;
+    w->id = id;
+    w->node_first = tm->nnode_block * id / tm->count;
+    w->node_last = tm->nnode_block * (id + 1) / tm->count;
+    w->spring_first = tm->layout->nblock * id / tm->count;
+    w->spring_last = tm->layout->nblock * (id + 1) / tm->count;
+}
+
+/* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
+   is not a physical force and its effect depends on the step size.  Returns the kinetic
+   energy it removed (J). */
+static double apply_energy_loss(const ms_model* m, const double* inv_mass, double* restrict v, double loss,
+                                int64_t begin, int64_t end) {
+    const double keep = 1.0 - loss;
+    const double removed_fraction = 1.0 - keep * keep;
+    double removed = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
+        if (inv_mass[i] == 0.0) continue;
+        double* vi = v + 3 * i;
+        removed += 0.5 * m->mass[i] * removed_fraction * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        vi[0] *= keep;
+        vi[1] *= keep;
+        vi[2] *= keep;
+    }
+    return removed;
+}
+
+/* Everything after the integrator, on (x_next, v_next), which the step reached from x:
+   energy loss, the constraints (strain limiting, self-collision), contact (last, so no
+   node ends a step inside a collider) and the finiteness checks.  *booked receives what
+   they add to the ledger.  Returns 1 if the state is finite, 0 if not, -1 if memory ran
+   out (the same on every worker). */
+static int after_integrator(ms_worker* w, const double* x, double* x_next, double* v_next, ms_ledger* booked) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    const double loss = m->opt.energy_loss;
+    const int constraints = m->opt.strain_limiting || m->opt.self_collision > 0.0;
+    if (loss > 0.0) {
+        FOR_MY_NODES(w, b, begin, end)
+        tm->nodes[b].power = apply_energy_loss(m, s->inv_mass, v_next, loss, begin, end);
+        ms_sync(w);
+        for (int64_t b = 0; b < tm->nnode_block; ++b) booked->energy_loss += tm->nodes[b].power;
+    }
+    if (constraints) {
+        /* Position corrections are not forces: what they change of the mechanical energy
+           is booked as their work, less the approach velocity that self-collision removes
+           (dissipated as contact), so the ledger stays exact.  One worker, in node order. */
+        if (w->id == 0) {
+            const double before = ms_mechanical_energy(m, x_next, v_next);
+            double removed = 0.0;
+            tm->serial_ok = 1;
+            if (m->opt.strain_limiting) ms_limit_strain(m, s->inv_mass, x_next, v_next, tm->h);
+            if (m->opt.self_collision > 0.0) {
+                removed = ms_self_collide(m, s, x_next, v_next);
+                tm->serial_ok = removed >= 0.0;
+            }
+            tm->serial_value = removed;
+            tm->serial_work = ms_mechanical_energy(m, x_next, v_next) - before + removed;
+        }
+        ms_sync(w);
+        if (!tm->serial_ok) return -1;
+        booked->contact += tm->serial_value;
+        booked->constraints += tm->serial_work;
+    }
+    const int contact = m->ncollider > 0;
+    if (contact || constraints) {
+        /* contact at each node on its own (so it does not matter which worker does it),
+           then the finiteness of the result */
+        FOR_MY_NODES(w, b, begin, end) {
+            const ms_contact none = {0.0, 0.0, 0};
+            tm->nodes[b].contact = contact ? ms_collide_nodes(m, s, x, x_next, v_next, tm->h, begin, end) : none;
+            tm->nodes[b].bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
+                               !ms_all_finite(v_next + 3 * begin, 3 * (size_t)(end - begin));
+        }
+        ms_sync(w);
+        int64_t pushes = 0;
+        for (int64_t b = 0; b < tm->nnode_block; ++b) {
+            booked->contact += tm->nodes[b].contact.dissipated;
+            booked->colliders += tm->nodes[b].contact.work;
+            pushes += tm->nodes[b].contact.pushes;
+        }
+        if (ms_any_bad(tm)) return 0;
+        /* the springs' share of the pushes, in spring order; the marks it clears are set
+           again only after the next step's barriers */
+        if (pushes > 0 && w->id == 0) booked->colliders += ms_push_spring_energy(m, s, x_next);
+    }
+    return ms_ledger_finite(booked);
+}
+
+/* What one step call needs beyond the state. */
+typedef struct call {
+    ms_team team;
+    int64_t n;
+    int in_place;
+    int explicit_euler;
+    ms_integrator_stages stages;
+    int64_t completed; /* steps taken (written by worker 0) */
+    int out_of_memory;
+    double* x_final;   /* where the newest state is (written by worker 0) */
+    double* v_final;
+} call;
+
+/* The Euler methods in place: each step checks its update before writing it, so no copy
+   of the state is kept (touching only x, v and f is what makes them fast and small). */
+static void run_in_place(call* c, ms_worker* w) {
+    ms_team* tm = &c->team;
+    ms_state* s = tm->s;
+    double t = s->t;
+    for (int64_t step = 0; step < c->n; ++step) {
+        ms_flow rate = ms_stage_forces(w, s->x, s->v, t, s->f);
+        FOR_MY_NODES(w, b, begin, end)
+        tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL, NULL);
+        ms_sync(w);
+        ms_flow flow = no_flow;
+        ms_flow_add(&flow, &rate, tm->h);
+        if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
+        FOR_MY_NODES(w, b, begin, end)
+        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v);
+        t += tm->h;
+        if (w->id == 0) {
+            s->t += tm->h;
+            s->steps += 1;
+            ms_ledger_add_flow(&s->ledger, &flow);
+            c->completed = step + 1;
+        }
+        /* the next step's forces read every node only after their first barrier */
+    }
+}
+
+/* Every other step: through the double buffer. */
+static void run_buffered(call* c, ms_worker* w) {
+    ms_team* tm = &c->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    double t = s->t;
+    double *x = s->x, *v = s->v, *x_next = s->x_next, *v_next = s->v_next;
+    for (int64_t step = 0; step < c->n; ++step) {
+        ms_flow flow = no_flow;
+        ms_ledger booked = {0};
+        int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
+        ms_ledger_add_flow(&booked, &flow);
+        if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
+        if (finite < 0 && w->id == 0) c->out_of_memory = 1;
+        if (finite <= 0) break;
+        double* swap = x;
+        x = x_next;
+        x_next = swap;
+        swap = v;
+        v = v_next;
+        v_next = swap;
+        t += tm->h;
+        if (w->id == 0) {
+            s->t += tm->h;
+            s->steps += 1;
+            ms_ledger_add(&s->ledger, &booked);
+            c->completed = step + 1;
+            /* the colliders are read again only by the next step's contact stage */
+            ms_state_move_colliders(m, s, tm->h);
+        }
+        /* the next step writes what this one's stages read only after a barrier */
+        ms_sync(w);
+    }
+    if (w->id == 0) {
+        c->x_final = x;
+        c->v_final = v;
+    }
+}
+
+static void run_worker(void* context, int id) {
+    call* c = context;
+    ms_worker w;
+    share(&c->team, &w, id);
+    if (c->in_place)
+        run_in_place(c, &w);
+    else
+        run_buffered(c, &w);
+}
+
+/* Returns non-zero if some force depends on velocity (a damper or drag). */
+static int has_velocity_forces(const ms_model* m) {
+    if (m->opt.drag > 0.0) return 1;
+    const ms_air* air = &m->opt.air;
+    if (m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0)) return 1;
+    for (int64_t s = 0; s < m->nspring; ++s)
+        if (m->c[s] > 0.0) return 1;
+    return 0;
+}
+
+void ms_state_prepare(const ms_model* m, ms_state* s) {
+    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->velocity_forces = has_velocity_forces(m);
+    s->external_active = 0;
+    for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
+        s->external_active = s->external[q] != 0.0;
+    s->moving_pins = 0;
+    for (int64_t i = 0; i < m->nnode && !s->moving_pins; ++i)
+        s->moving_pins = m->pinned[i] && (s->v[3 * i] != 0.0 || s->v[3 * i + 1] != 0.0 || s->v[3 * i + 2] != 0.0);
+}
+
+/* A team of one worker for forces outside a step call's workers (the implicit solver,
+   ms_state_forces): the same blocks, so the same sums. */
+static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
+    memset(tm, 0, sizeof *tm);
+    tm->m = m;
+    tm->s = s;
+    tm->layout = s->layout;
+    tm->springs = ms_spring_kernel_path();
+    tm->euler = ms_euler_kernel_path();
+    tm->count = 1;
+    tm->nnode_block = (m->nnode + MS_NODE_BLOCK - 1) / MS_NODE_BLOCK;
+    tm->nodes = s->node_sums;
+    tm->spring_power = s->spring_power;
+    const ms_air* air = &m->opt.air;
+    tm->face_forces = m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0);
+}
+
+void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const double* v, double t, double* f,
+                    ms_flow* flow) {
+    ms_team tm;
+    solo_team(m, s, &tm);
+    ms_worker w;
+    share(&tm, &w, 0);
+    *flow = ms_stage_forces(&w, x, v, t, f);
+}
+
+int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err) {
+    if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    ms_layout_refresh(m, s->layout);
+    ms_state_prepare(m, s); /* as ms_step decides what is active */
+    ms_flow flows;
+    ms_step_forces(m, s, s->x, s->v, s->t, s->f, &flows);
+    if (flow != NULL) *flow = flows;
+    return MS_OK;
+}
+
+int ms_thread_count(const ms_model* m, const ms_state* s) {
+    const int request = m->opt.threads > 0 ? m->opt.threads : s->default_threads;
+    return ms_resolve_threads(request);
+}
+
+int ms_resolve_threads(int n) {
+    int threads = n > 0 ? n : ms_cpu_count();
+    if (threads > MS_MAX_THREADS) threads = MS_MAX_THREADS;
+    return threads;
+}
+
+/* Storage a step call needs, allocated on first use. */
+static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error* err) {
+    const ms_integrator integrator = m->opt.integrator;
+    if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    if ((integrator == MS_VELOCITY_VERLET || integrator == MS_RK4) && ms_state_ensure_work(m, s, err))
+        return MS_ERR_MEMORY;
+    if (integrator == MS_IMPLICIT_EULER && ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
+    if (!in_place && ms_state_ensure_next(m, s, err)) return MS_ERR_MEMORY;
+    if (m->ncollider > 0 && ms_state_ensure_pushes(m, s, err)) return MS_ERR_MEMORY;
+    return MS_OK;
+}
+
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    if (!isfinite(h) || h <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
+    if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
+    if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
+    const ms_integrator integrator = m->opt.integrator;
+    /* The Euler methods step in place unless something acts on the state after the
+       integrator: the other integrators and those steps use the double buffer. */
+    const int in_place = (integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER) &&
+                         m->ncollider == 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0 &&
+                         m->opt.energy_loss == 0.0;
+    if (ensure_storage(m, s, in_place, err)) return MS_ERR_MEMORY;
+    ms_layout_refresh(m, s->layout);
+    if (m->ncollider > 0) ms_state_clear_contact(m, s);
+    ms_state_prepare(m, s);
+    /* What the caller changed since the state was watched (not before the first step,
+       which is the set-up of the initial state). */
+    if (s->watched) {
+        if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
+        s->watched = 0;
+    }
+
+    call c;
+    memset(&c, 0, sizeof c);
+    solo_team(m, s, &c.team);
+    c.team.h = h;
+    c.n = n;
+    c.in_place = in_place;
+    c.explicit_euler = integrator == MS_EXPLICIT_EULER;
+    c.stages = ms_integrator_table[integrator];
+    /* Large networks step on several workers; the implicit solver on one. */
+    int count = ms_thread_count(m, s);
+    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_IMPLICIT_EULER) count = 1;
+    if (count > 1) {
+        c.team.barrier = ms_barrier_create(count);
+        if (c.team.barrier == NULL) count = 1;
+    }
+    c.team.count = count;
+
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    /* Every step overwrites f before it knows whether it diverges: a diverged call puts
+       back the f it found, so nothing it returns with is non-finite. */
+    memcpy(s->f_saved, s->f, bytes);
+    if (ms_threads_run(count, run_worker, &c) != 0) {
+        /* no threads to be had: one worker */
+        ms_barrier_destroy(c.team.barrier);
+        c.team.barrier = NULL;
+        c.team.count = 1;
+        ms_threads_run(1, run_worker, &c);
+    }
+    ms_barrier_destroy(c.team.barrier);
+    s->workers = c.team.count;
+    if (!in_place && c.x_final != s->x) {
+        /* The newest finite state is in the other half of the buffer: bring it home. */
+        memcpy(s->x, c.x_final, bytes);
+        memcpy(s->v, c.v_final, bytes);
+    }
+    int status = MS_OK;
+    if (c.completed < n) {
+        memcpy(s->f, s->f_saved, bytes);
+        if (c.out_of_memory)
+            status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+        else
+            status = ms_error_set(err, MS_ERR_DIVERGED,
+                                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
+                                  "became non-finite; the state was rolled back to the step before. "
+                                  "Use a smaller dt, more damping, or a more stable integrator",
+                                  (long long)(s->steps + 1), s->t);
+        if (err != NULL && !c.out_of_memory) {
+            err->step = s->steps + 1;
+            err->time = s->t;
+        }
+    }
+    if (s->watch_after_step) {
+        s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
+        s->watched = 1;
+    }
+    if (status == MS_OK) ms_error_clear(err);
+    return status;
+}

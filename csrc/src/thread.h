@@ -1,0 +1,32 @@
+/* The thread layer: the only code that knows the operating system's threads.
+ *
+ * It runs one function on several workers at once and gives them a barrier; it knows
+ * nothing of the physics.  thread_posix.c implements it with POSIX threads; another
+ * implementation (e.g. Win32 threads) can sit beside it, chosen at build time, without
+ * touching any other file.
+ */
+#ifndef MSPRINGS_THREAD_H
+#define MSPRINGS_THREAD_H
+
+/* The most workers one call uses. */
+#define MS_MAX_THREADS 64
+
+/* The number of processors online (at least 1). */
+int ms_cpu_count(void);
+
+/* The work of one worker: worker is 0 .. count - 1. */
+typedef void (*ms_thread_work)(void* context, int worker);
+
+/* Runs work(context, k) for k = 0 .. count - 1 at the same time, k = 0 on the calling
+   thread, and returns when all have returned: 0, or -1 if the threads could not be
+   started (then work was not called at all).  No thread outlives the call. */
+int ms_threads_run(int count, ms_thread_work work, void* context);
+
+/* A barrier for the count workers of one ms_threads_run call.  Each worker keeps its own
+   sense flag (an int starting at 0) and passes it to every wait. */
+typedef struct ms_barrier ms_barrier;
+ms_barrier* ms_barrier_create(int count); /* NULL if out of memory */
+void ms_barrier_wait(ms_barrier* barrier, int* sense);
+void ms_barrier_destroy(ms_barrier* barrier);
+
+#endif
