@@ -904,9 +904,9 @@ static PyObject* System_vertex_normals(SystemObject* self, PyObject* Py_UNUSED(i
 
 static PyObject* System_wind_at(SystemObject* self, PyObject* args) {
     if (require_ready(self) < 0) return NULL;
-    PyObject* points_in;
+    PyObject *points_in, *t_in;
     double t;
-    if (!PyArg_ParseTuple(args, "Od:_wind_at", &points_in, &t)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO:_wind_at", &points_in, &t_in) || parse_real(t_in, "t", &t) < 0) return NULL;
     PyArrayObject* points = input_array(points_in, "points", NPY_DOUBLE, 2, -1, 3);
     if (points == NULL) return NULL;
     npy_intp dims[2] = {PyArray_DIM(points, 0), 3};
