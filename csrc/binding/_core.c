@@ -321,78 +321,78 @@ typedef struct option_spec {
 } option_spec;
 
 /* Ranges: low, high, low_open, high_open. */
-#define AT_LEAST_ZERO 0.0, INFINITY, 0, 1
-#define ABOVE_ZERO 0.0, INFINITY, 1, 1
-#define FINITE -INFINITY, INFINITY, 1, 1
-#define FRACTION 0.0, 1.0, 0, 1
-#define INTEGERS(low, high) low, high, 0, 0
-#define NO_RANGE 0.0, 0.0, 0, 0
+#define RANGE_AT_LEAST_ZERO 0.0, INFINITY, 0, 1
+#define RANGE_ABOVE_ZERO 0.0, INFINITY, 1, 1
+#define RANGE_FINITE -INFINITY, INFINITY, 1, 1
+#define RANGE_FRACTION 0.0, 1.0, 0, 1
+#define RANGE_INTEGERS(low, high) low, high, 0, 0
+#define RANGE_NONE 0.0, 0.0, 0, 0
 
 #define THREADS_MAX 1024 /* worker threads a system or set_num_threads may ask for */
 
 #define OFFSET(member) offsetof(ms_options, member)
 
 static const option_spec options[] = {
-    {"integrator", OPTION_INTEGRATOR, OFFSET(integrator), 0, NO_RANGE, 0,
+    {"integrator", OPTION_INTEGRATOR, OFFSET(integrator), 0, RANGE_NONE, 0,
      "Integrator name: one of INTEGRATORS ('explicit_euler', 'symplectic_euler', 'velocity_verlet', 'rk4', "
      "'implicit_euler'). Default 'symplectic_euler'."},
-    {"gravity", OPTION_VECTOR3, OFFSET(gravity), 0, FINITE, 1,
+    {"gravity", OPTION_VECTOR3, OFFSET(gravity), 0, RANGE_FINITE, 1,
      "Gravitational acceleration g (m/s^2), shape (3,). Default (0, -9.81, 0). A change moves the "
      "gravitational energy: the next step books it as the caller's work (ledger user)."},
-    {"drag", OPTION_REAL, OFFSET(drag), 0, AT_LEAST_ZERO, 0,
+    {"drag", OPTION_REAL, OFFSET(drag), 0, RANGE_AT_LEAST_ZERO, 0,
      "Linear drag coefficient b (N s/m, >= 0): force -b (v - wind) on every node. Default 0."},
-    {"energy_loss", OPTION_REAL, OFFSET(energy_loss), 0, FRACTION, 0,
+    {"energy_loss", OPTION_REAL, OFFSET(energy_loss), 0, RANGE_FRACTION, 0,
      "Fraction of every free velocity removed after each step, in [0, 1). Not physical: its effect depends on "
      "dt. Default 0."},
-    {"strain_limit", OPTION_OPTIONAL_REAL, OFFSET(strain_limit), OFFSET(strain_limiting), AT_LEAST_ZERO, 0,
+    {"strain_limit", OPTION_OPTIONAL_REAL, OFFSET(strain_limit), OFFSET(strain_limiting), RANGE_AT_LEAST_ZERO, 0,
      "Strain limiting (Provot 1995): None (off, the default) or tau >= 0 (dimensionless); after each step every "
      "spring longer than (1 + tau) L is shortened to that length."},
-    {"threads", OPTION_INTEGER, OFFSET(threads), 0, INTEGERS(0, THREADS_MAX), 0,
+    {"threads", OPTION_INTEGER, OFFSET(threads), 0, RANGE_INTEGERS(0, THREADS_MAX), 0,
      "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
      "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed), "
      "in [0, 1024]: 0 (default) = the process-wide setting of msprings.set_num_threads (all online cores "
      "unless set), 1 = single-threaded. Results are bitwise repeatable for a given thread count."},
-    {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, AT_LEAST_ZERO, 0,
+    {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, RANGE_AT_LEAST_ZERO, 0,
      "Self-collision distance (m, >= 0): after each step, nodes closer than this that no spring joins are "
      "pushed apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it "
      "off (the default; reads 0.0)."},
-    {"newton_max_iter", OPTION_INTEGER, OFFSET(implicit.newton_max_iter), 0, INTEGERS(1, INT_MAX), 0,
+    {"newton_max_iter", OPTION_INTEGER, OFFSET(implicit.newton_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
      "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
      "Default 50."},
-    {"newton_tol", OPTION_REAL, OFFSET(implicit.newton_tol), 0, ABOVE_ZERO, 0,
+    {"newton_tol", OPTION_REAL, OFFSET(implicit.newton_tol), 0, RANGE_ABOVE_ZERO, 0,
      "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (dimensionless, > 0). Default 1e-8."},
-    {"cg_max_iter", OPTION_INTEGER, OFFSET(implicit.cg_max_iter), 0, INTEGERS(1, INT_MAX), 0,
+    {"cg_max_iter", OPTION_INTEGER, OFFSET(implicit.cg_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
      "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000."},
-    {"cg_tol", OPTION_REAL, OFFSET(implicit.cg_tol), 0, ABOVE_ZERO, 0,
+    {"cg_tol", OPTION_REAL, OFFSET(implicit.cg_tol), 0, RANGE_ABOVE_ZERO, 0,
      "implicit_euler: relative CG residual tolerance of each Newton iteration's linear solve (dimensionless, "
      "> 0). Newton's own tolerance sets the final accuracy; with newton_max_iter = 1 this is the only one. "
      "Default 1e-4."},
-    {"air_density", OPTION_REAL, OFFSET(air.density), 0, AT_LEAST_ZERO, 0,
+    {"air_density", OPTION_REAL, OFFSET(air.density), 0, RANGE_AT_LEAST_ZERO, 0,
      "Air density rho (kg/m^3, >= 0), default 1.2."},
-    {"drag_coefficient", OPTION_REAL, OFFSET(air.drag_coefficient), 0, AT_LEAST_ZERO, 0,
+    {"drag_coefficient", OPTION_REAL, OFFSET(air.drag_coefficient), 0, RANGE_AT_LEAST_ZERO, 0,
      "Pressure-drag coefficient C_d of the triangles (dimensionless, >= 0); 0 (default) turns face forces "
      "off."},
-    {"lift_coefficient", OPTION_REAL, OFFSET(air.lift_coefficient), 0, AT_LEAST_ZERO, 0,
+    {"lift_coefficient", OPTION_REAL, OFFSET(air.lift_coefficient), 0, RANGE_AT_LEAST_ZERO, 0,
      "Lift coefficient C_l of the triangles (dimensionless, >= 0), default 0."},
-    {"wind", OPTION_VECTOR3, OFFSET(air.wind), 0, FINITE, 0,
+    {"wind", OPTION_VECTOR3, OFFSET(air.wind), 0, RANGE_FINITE, 0,
      "Uniform wind velocity W (m/s), shape (3,). Default (0, 0, 0)."},
-    {"gust", OPTION_REAL, OFFSET(air.gust), 0, AT_LEAST_ZERO, 0,
+    {"gust", OPTION_REAL, OFFSET(air.gust), 0, RANGE_AT_LEAST_ZERO, 0,
      "Gust amplitude A (m/s, >= 0): adds A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, "
      "0.5 sin(omega t)) to the wind. Default 0."},
-    {"gust_frequency", OPTION_REAL, OFFSET(air.gust_frequency), 0, FINITE, 0,
+    {"gust_frequency", OPTION_REAL, OFFSET(air.gust_frequency), 0, RANGE_FINITE, 0,
      "Gust angular frequency omega (rad/s, finite), default 5."},
-    {"gust_wavenumber", OPTION_REAL, OFFSET(air.gust_wavenumber), 0, FINITE, 0,
+    {"gust_wavenumber", OPTION_REAL, OFFSET(air.gust_wavenumber), 0, RANGE_FINITE, 0,
      "Gust wavenumber kappa (rad/m, finite), default 1."},
 };
 #define OPTION_COUNT (sizeof options / sizeof options[0])
 
 #undef OFFSET
-#undef AT_LEAST_ZERO
-#undef ABOVE_ZERO
-#undef FINITE
-#undef FRACTION
-#undef INTEGERS
-#undef NO_RANGE
+#undef RANGE_AT_LEAST_ZERO
+#undef RANGE_ABOVE_ZERO
+#undef RANGE_FINITE
+#undef RANGE_FRACTION
+#undef RANGE_INTEGERS
+#undef RANGE_NONE
 
 static const option_spec* option_named(const char* name) {
     for (size_t i = 0; i < OPTION_COUNT; ++i)
