@@ -12,30 +12,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from . import _core
 from ._mesh_geometry import _points, _triangles, interior_edge_opposites, unique_edges
 from ._system import System
 
 __all__ = ["MeshWarning", "from_mesh"]
 
+_SYSTEM_ARGUMENTS = ("velocities", "gravity", "drag", "energy_loss", "integrator")
 # Options of System that are attributes rather than constructor arguments; from_mesh sets them
 # after construction.
-_SYSTEM_ATTRIBUTES = (
-    "strain_limit",
-    "self_collision",
-    "threads",
-    "newton_max_iter",
-    "newton_tol",
-    "cg_max_iter",
-    "cg_tol",
-    "air_density",
-    "drag_coefficient",
-    "lift_coefficient",
-    "wind",
-    "gust",
-    "gust_frequency",
-    "gust_wavenumber",
-)
-_SYSTEM_ARGUMENTS = ("velocities", "gravity", "drag", "energy_loss", "integrator")
+_SYSTEM_ATTRIBUTES = tuple(option.name for option in _core.OPTIONS if option.name not in _SYSTEM_ARGUMENTS)
 
 
 class MeshWarning(UserWarning):

@@ -2,11 +2,12 @@
 
 A model file holds everything needed to carry on a simulation bit for bit: the topology
 (springs, faces), the parameters (masses, pins, rest lengths, stiffness, damping), every
-option (integrator, gravity, drag, air, solver settings, ...), the colliders, texture
-coordinates, the initial state that :meth:`~msprings.System.reset` returns to, and the
-current state (positions, velocities, forces, external forces, time, step count and the
-energy ledger, :meth:`~msprings.System.ledger`).  Not saved: the implicit solver's statistics of the last step and which
-warnings have already been issued.
+option (each of ``msprings._core.OPTIONS``, as ``option_<name>``: integrator, gravity, drag,
+air, solver settings, ...), the colliders, texture coordinates, the initial state that
+:meth:`~msprings.System.reset` returns to, and the current state (positions, velocities,
+forces, external forces, time, step count and the energy ledger,
+:meth:`~msprings.System.ledger`).  Not saved: the implicit solver's statistics of the last
+step and which warnings have already been issued.
 
 The file is a plain NumPy ``.npz`` archive (no pickled objects) whose ``format`` entry is
 :data:`FORMAT_NAME` and ``format_version`` entry is :data:`FORMAT_VERSION`.
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from . import _core
 from ._archive import Archive
 from ._system import Ledger, System
 
@@ -35,22 +38,34 @@ Version 2 stores the ledger by mechanism (``ledger``, in the order of
 dissipated by dampers (or, when negative, as work done by the wind, the one mechanism that
 made it negative)."""
 
-# Options stored as float64, int64 and (3,) float64 scalars/vectors under "option_<name>".
-_REAL_OPTIONS = (
-    "drag",
-    "energy_loss",
-    "self_collision",
-    "newton_tol",
-    "cg_tol",
-    "air_density",
-    "drag_coefficient",
-    "lift_coefficient",
-    "gust",
-    "gust_frequency",
-    "gust_wavenumber",
-)
-_INT_OPTIONS = ("threads", "newton_max_iter", "cg_max_iter")
-_VECTOR_OPTIONS = ("gravity", "wind")
+# How each kind of option (msprings._core.OPTIONS) is stored under "option_<name>": the
+# entry's dtype, the dtype kinds and shape a file may hold, and the conversion back to the
+# value the attribute takes.  An optional real that is off (None) is stored as NaN.
+_OPTION_ENTRIES: dict[str, tuple[type, str, tuple[int, ...], Callable[[np.ndarray], Any]]] = {
+    "real": (np.float64, "f", (), float),
+    "real_or_none": (np.float64, "f", (), float),
+    "optional_real": (np.float64, "f", (), float),
+    "integer": (np.int64, "iu", (), int),
+    "vector3": (np.float64, "f", (3,), np.asarray),
+    "integrator": (np.str_, "U", (), str),
+}
+
+
+def _option_entry(system: System, option: Any) -> np.ndarray:
+    """The model file's entry of one option (a record of ``_core.OPTIONS``) of ``system``."""
+    dtype, _, shape, _ = _OPTION_ENTRIES[option.kind]
+    value = getattr(system, option.name)
+    return np.array(np.nan if value is None else value, dtype=dtype).reshape(shape)
+
+
+def _option_value(archive: Archive, option: Any) -> Any:
+    """One option's value, read from its model file entry (dtype and shape checked)."""
+    _, kinds, shape, convert = _OPTION_ENTRIES[option.kind]
+    value = archive.read(f"option_{option.name}", kinds, shape)
+    if option.kind == "optional_real" and np.isnan(value):
+        return None
+    return convert(value)
+
 
 _COLLIDER_VECTORS = ("center", "axis", "size", "velocity")
 _COLLIDER_SCALARS = ("restitution", "friction", "thickness")
@@ -87,16 +102,8 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
         "ledger": np.array(system._ledger(False), dtype=np.float64),  # as booked; the change since
         # the energy was recorded (watched_energy) is booked by the loaded system's next step
         "watched_energy": np.array(system._watched_energy(), dtype=np.float64),
-        # options
-        "option_integrator": np.array(system.integrator),
-        "option_strain_limit": np.array(np.nan if system.strain_limit is None else system.strain_limit),
     }
-    for name in _REAL_OPTIONS:
-        entries[f"option_{name}"] = np.array(float(getattr(system, name)), dtype=np.float64)
-    for name in _INT_OPTIONS:
-        entries[f"option_{name}"] = np.array(int(getattr(system, name)), dtype=np.int64)
-    for name in _VECTOR_OPTIONS:
-        entries[f"option_{name}"] = np.array(getattr(system, name), dtype=np.float64).reshape(3)
+    entries.update({f"option_{option.name}": _option_entry(system, option) for option in _core.OPTIONS})
     colliders = [system._get_collider(collider_id) for collider_id in system._collider_ids()]
     entries["collider_kind"] = np.array([values[0] for values in colliders], dtype="<U16").reshape(-1)
     for offset, name in enumerate(_COLLIDER_VECTORS, start=1):
@@ -159,7 +166,6 @@ def _load_archive(archive: Archive) -> System:
             raise archive.damaged(key, "it holds NaN or infinity")
         return value
 
-    strain_limit = float(real("option_strain_limit"))
     has_uv = bool(archive.read("has_uv", "b", ()))
     try:
         system = System(
@@ -171,20 +177,11 @@ def _load_archive(archive: Archive) -> System:
             rest=real("rest", m),
             pinned=archive.read("pinned", "b", (n,)),
             velocities=finite("v_initial", n, 3),
-            gravity=real("option_gravity", 3),
-            drag=float(real("option_drag")),
-            energy_loss=float(real("option_energy_loss")),
-            integrator=str(archive.read("option_integrator", "U", ())),
             faces=archive.read("faces", "iu", (None, 3)),
             uv=finite("uv", n, 2) if has_uv else None,
         )
-        system.strain_limit = None if np.isnan(strain_limit) else strain_limit
-        for option in _REAL_OPTIONS:
-            if option not in ("drag", "energy_loss"):
-                setattr(system, option, float(real(f"option_{option}")))
-        for option in _INT_OPTIONS:
-            setattr(system, option, int(archive.read(f"option_{option}", "iu", ())))
-        system.wind = real("option_wind", 3)
+        for option in _core.OPTIONS:
+            setattr(system, option.name, _option_value(archive, option))
         kinds = archive.read("collider_kind", "U", (colliders,))
         fields = {key: real(f"collider_{key}", colliders, 3) for key in _COLLIDER_VECTORS}
         fields.update({key: real(f"collider_{key}", colliders) for key in _COLLIDER_SCALARS})

@@ -26,6 +26,8 @@ typedef struct {
     PyObject* system_type;
     PyObject* divergence_error;
     int num_threads; /* worker threads of systems whose threads is 0 (0: all online cores) */
+    PyGetSetDef* getset; /* System's attributes and options, with a sentinel (see system_type);
+                            freed with the module, which outlives the type (the type holds it) */
 } module_state;
 
 typedef struct {
@@ -187,10 +189,12 @@ static const char* parse_name(PyObject* value, const char* name) {
     return text;
 }
 
-static int parse_integrator(PyObject* value, ms_integrator* out) {
-    const char* name = parse_name(value, "integrator");
-    if (name == NULL) return -1;
-    int integrator = ms_integrator_from_name(name);
+/* The one parser of integrator names: a name ms_integrator_from_name knows, else a
+   ValueError that lists them. */
+static int parse_integrator(PyObject* value, const char* name, ms_integrator* out) {
+    const char* text = parse_name(value, name);
+    if (text == NULL) return -1;
+    int integrator = ms_integrator_from_name(text);
     if (integrator < 0) {
         char names[160] = "";
         for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
@@ -198,13 +202,16 @@ static int parse_integrator(PyObject* value, ms_integrator* out) {
             strcat(names, ms_integrator_name(i));
             strcat(names, "'");
         }
-        PyErr_Format(PyExc_ValueError, "integrator %R is unknown; choose one of %s", value, names);
+        PyErr_Format(PyExc_ValueError, "%s %R is unknown; choose one of %s", name, value, names);
         return -1;
     }
     *out = (ms_integrator)integrator;
     return 0;
 }
 
+/* The one parser of real arguments: a float, int or other real number (not complex, not
+   text).  TypeError for anything else; ValueError naming the argument when it is beyond
+   the largest double.  NaN and infinity pass: the caller's check decides. */
 static int parse_real(PyObject* value, const char* name, double* out) {
     if (!PyFloat_Check(value) && !PyLong_Check(value) && !PyIndex_Check(value) &&
         !(PyNumber_Check(value) && !PyComplex_Check(value) && !PyUnicode_Check(value))) {
@@ -225,11 +232,11 @@ static int parse_real(PyObject* value, const char* name, double* out) {
     return 0;
 }
 
-static int parse_gravity(PyObject* value, double out[3]) {
-    PyArrayObject* array = input_array(value, "gravity", NPY_DOUBLE, 1, 3, 0);
+/* The one parser of 3-vector arguments: anything NumPy reads as three reals, shape (3,). */
+static int parse_vector3(PyObject* value, const char* name, double out[3]) {
+    PyArrayObject* array = input_array(value, name, NPY_DOUBLE, 1, 3, 0);
     if (array == NULL) return -1;
-    const double* g = (const double*)PyArray_DATA(array);
-    for (int a = 0; a < 3; ++a) out[a] = g[a];
+    memcpy(out, PyArray_DATA(array), sizeof(double) * 3);
     Py_DECREF(array);
     return 0;
 }
@@ -282,6 +289,198 @@ error:
     return NULL;
 }
 
+/* ---- options -------------------------------------------------------------------- */
+
+/* How an option reads and writes in Python.  Each kind has one parser (above). */
+typedef enum option_kind {
+    OPTION_REAL,          /* a float */
+    OPTION_REAL_OR_NONE,  /* a float; None writes 0, which turns the feature off */
+    OPTION_OPTIONAL_REAL, /* None when off, else a float; an int in ms_options says which */
+    OPTION_INTEGER,       /* an int, within [low, high] */
+    OPTION_VECTOR3,       /* a new (3,) float64 array on reading; each component finite */
+    OPTION_INTEGRATOR     /* an integrator name */
+} option_kind;
+
+static const char* const option_kind_names[] = {
+    [OPTION_REAL] = "real",       [OPTION_REAL_OR_NONE] = "real_or_none", [OPTION_OPTIONAL_REAL] = "optional_real",
+    [OPTION_INTEGER] = "integer", [OPTION_VECTOR3] = "vector3",           [OPTION_INTEGRATOR] = "integrator"};
+
+/* One option of the system: the only description of it that the binding has.  The
+   getters, setters and docstrings of the System's option attributes, the constructor's
+   option arguments and _core.OPTIONS (which the model files follow) all come from it. */
+typedef struct option_spec {
+    const char* name;    /* Python attribute, and the model file's option_<name> entry */
+    option_kind kind;
+    size_t offset;       /* of the value in ms_options */
+    size_t on_offset;    /* OPTION_OPTIONAL_REAL: of the int in ms_options that turns it on */
+    double low, high;    /* valid values (of each component of a vector), as ms_options_check
+                            and, for integers, the parser hold them; unused for integrators */
+    int low_open, high_open; /* 1: that end is excluded (an infinite end always is) */
+    int changes_energy;  /* the mechanical energy depends on it: a change is the caller's work */
+    const char* doc;
+} option_spec;
+
+/* Ranges: low, high, low_open, high_open. */
+#define RANGE_AT_LEAST_ZERO 0.0, INFINITY, 0, 1
+#define RANGE_ABOVE_ZERO 0.0, INFINITY, 1, 1
+#define RANGE_FINITE -INFINITY, INFINITY, 1, 1
+#define RANGE_FRACTION 0.0, 1.0, 0, 1
+#define RANGE_INTEGERS(low, high) low, high, 0, 0
+#define RANGE_NONE 0.0, 0.0, 0, 0
+
+#define THREADS_MAX 1024 /* worker threads a system or set_num_threads may ask for */
+
+#define OFFSET(member) offsetof(ms_options, member)
+
+static const option_spec options[] = {
+    {"integrator", OPTION_INTEGRATOR, OFFSET(integrator), 0, RANGE_NONE, 0,
+     "Integrator name: one of INTEGRATORS ('explicit_euler', 'symplectic_euler', 'velocity_verlet', 'rk4', "
+     "'implicit_euler'). Default 'symplectic_euler'."},
+    {"gravity", OPTION_VECTOR3, OFFSET(gravity), 0, RANGE_FINITE, 1,
+     "Gravitational acceleration g (m/s^2), shape (3,). Default (0, -9.81, 0). A change moves the "
+     "gravitational energy: the next step books it as the caller's work (ledger user)."},
+    {"drag", OPTION_REAL, OFFSET(drag), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Linear drag coefficient b (N s/m, >= 0): force -b (v - wind) on every node. Default 0."},
+    {"energy_loss", OPTION_REAL, OFFSET(energy_loss), 0, RANGE_FRACTION, 0,
+     "Fraction of every free velocity removed after each step, in [0, 1). Not physical: its effect depends on "
+     "dt. Default 0."},
+    {"strain_limit", OPTION_OPTIONAL_REAL, OFFSET(strain_limit), OFFSET(strain_limiting), RANGE_AT_LEAST_ZERO, 0,
+     "Strain limiting (Provot 1995): None (off, the default) or tau >= 0 (dimensionless); after each step every "
+     "spring longer than (1 + tau) L is shortened to that length."},
+    {"threads", OPTION_INTEGER, OFFSET(threads), 0, RANGE_INTEGERS(0, THREADS_MAX), 0,
+     "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
+     "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed), "
+     "in [0, 1024]: 0 (default) = the process-wide setting of msprings.set_num_threads (all online cores "
+     "unless set), 1 = single-threaded. Results are bitwise repeatable for a given thread count."},
+    {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Self-collision distance (m, >= 0): after each step, nodes closer than this that no spring joins are "
+     "pushed apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it "
+     "off (the default; reads 0.0)."},
+    {"newton_max_iter", OPTION_INTEGER, OFFSET(implicit.newton_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
+     "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
+     "Default 50."},
+    {"newton_tol", OPTION_REAL, OFFSET(implicit.newton_tol), 0, RANGE_ABOVE_ZERO, 0,
+     "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (dimensionless, > 0). Default 1e-8."},
+    {"cg_max_iter", OPTION_INTEGER, OFFSET(implicit.cg_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
+     "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000."},
+    {"cg_tol", OPTION_REAL, OFFSET(implicit.cg_tol), 0, RANGE_ABOVE_ZERO, 0,
+     "implicit_euler: relative CG residual tolerance of each Newton iteration's linear solve (dimensionless, "
+     "> 0). Newton's own tolerance sets the final accuracy; with newton_max_iter = 1 this is the only one. "
+     "Default 1e-4."},
+    {"air_density", OPTION_REAL, OFFSET(air.density), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Air density rho (kg/m^3, >= 0), default 1.2."},
+    {"drag_coefficient", OPTION_REAL, OFFSET(air.drag_coefficient), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Pressure-drag coefficient C_d of the triangles (dimensionless, >= 0); 0 (default) turns face forces "
+     "off."},
+    {"lift_coefficient", OPTION_REAL, OFFSET(air.lift_coefficient), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Lift coefficient C_l of the triangles (dimensionless, >= 0), default 0."},
+    {"wind", OPTION_VECTOR3, OFFSET(air.wind), 0, RANGE_FINITE, 0,
+     "Uniform wind velocity W (m/s), shape (3,). Default (0, 0, 0)."},
+    {"gust", OPTION_REAL, OFFSET(air.gust), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Gust amplitude A (m/s, >= 0): adds A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, "
+     "0.5 sin(omega t)) to the wind. Default 0."},
+    {"gust_frequency", OPTION_REAL, OFFSET(air.gust_frequency), 0, RANGE_FINITE, 0,
+     "Gust angular frequency omega (rad/s, finite), default 5."},
+    {"gust_wavenumber", OPTION_REAL, OFFSET(air.gust_wavenumber), 0, RANGE_FINITE, 0,
+     "Gust wavenumber kappa (rad/m, finite), default 1."},
+};
+#define OPTION_COUNT (sizeof options / sizeof options[0])
+
+#undef OFFSET
+#undef RANGE_AT_LEAST_ZERO
+#undef RANGE_ABOVE_ZERO
+#undef RANGE_FINITE
+#undef RANGE_FRACTION
+#undef RANGE_INTEGERS
+#undef RANGE_NONE
+
+static const option_spec* option_named(const char* name) {
+    for (size_t i = 0; i < OPTION_COUNT; ++i)
+        if (strcmp(options[i].name, name) == 0) return &options[i];
+    return NULL;
+}
+
+/* Parses value as the option's kind into opt (a copy: the caller checks it before
+   committing).  Returns 0, or -1 with a TypeError or ValueError naming the option. */
+static int parse_option(const option_spec* spec, PyObject* value, ms_options* opt) {
+    char* field = (char*)opt + spec->offset;
+    switch (spec->kind) {
+    case OPTION_REAL:
+        return parse_real(value, spec->name, (double*)field);
+    case OPTION_REAL_OR_NONE:
+        if (value != Py_None) return parse_real(value, spec->name, (double*)field);
+        *(double*)field = 0.0;
+        return 0;
+    case OPTION_OPTIONAL_REAL: {
+        const int on = value != Py_None;
+        if (on && parse_real(value, spec->name, (double*)field) < 0) return -1;
+        *(int*)((char*)opt + spec->on_offset) = on;
+        return 0;
+    }
+    case OPTION_INTEGER: {
+        long long number = 0;
+        if (parse_integer(value, spec->name, (long long)spec->low, (long long)spec->high, &number) < 0) return -1;
+        *(int*)field = (int)number;
+        return 0;
+    }
+    case OPTION_VECTOR3:
+        return parse_vector3(value, spec->name, (double*)field);
+    case OPTION_INTEGRATOR:
+        return parse_integrator(value, spec->name, (ms_integrator*)field);
+    }
+    PyErr_Format(PyExc_SystemError, "option %s has an unknown kind", spec->name);
+    return -1;
+}
+
+static PyObject* get_option(SystemObject* self, void* closure) {
+    const option_spec* spec = (const option_spec*)closure;
+    if (require_ready(self) < 0) return NULL;
+    const ms_options* opt = &self->model->opt;
+    const char* field = (const char*)opt + spec->offset;
+    switch (spec->kind) {
+    case OPTION_OPTIONAL_REAL:
+        if (!*(const int*)((const char*)opt + spec->on_offset)) Py_RETURN_NONE;
+        return PyFloat_FromDouble(*(const double*)field);
+    case OPTION_REAL:
+    case OPTION_REAL_OR_NONE:
+        return PyFloat_FromDouble(*(const double*)field);
+    case OPTION_INTEGER:
+        return PyLong_FromLong(*(const int*)field);
+    case OPTION_VECTOR3: {
+        npy_intp dims[1] = {3};
+        PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
+        if (out != NULL) memcpy(PyArray_DATA((PyArrayObject*)out), field, sizeof(double) * 3);
+        return out;
+    }
+    case OPTION_INTEGRATOR:
+        return PyUnicode_FromString(ms_integrator_name(*(const ms_integrator*)field));
+    }
+    PyErr_Format(PyExc_SystemError, "option %s has an unknown kind", spec->name);
+    return NULL;
+}
+
+/* Parses the value into a copy of the options, checks the whole copy, and commits it only
+   if it is valid: a bad value leaves the system unchanged. */
+static int set_option(SystemObject* self, PyObject* value, void* closure) {
+    const option_spec* spec = (const option_spec*)closure;
+    if (value == NULL) {
+        PyErr_Format(PyExc_AttributeError, "%s cannot be deleted", spec->name);
+        return -1;
+    }
+    if (require_idle(self) < 0) return -1;
+    ms_options opt = self->model->opt;
+    if (parse_option(spec, value, &opt) < 0) return -1;
+    ms_error err;
+    if (ms_options_check(&opt, &err) != MS_OK) {
+        raise_ms_error(&err);
+        return -1;
+    }
+    /* the energy before the change is the one the next step books it against */
+    if (spec->changes_energy) ms_state_watch(self->model, self->state);
+    self->model->opt = opt;
+    return 0;
+}
+
 /* ---- construction --------------------------------------------------------------- */
 
 static void System_dealloc(SystemObject* self) {
@@ -298,48 +497,51 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     static char* keywords[] = {"positions", "springs",  "mass",    "k",           "c",          "rest",
                                "pinned",    "velocities", "gravity", "drag",        "energy_loss", "integrator",
                                "faces",     NULL};
+    /* the options the constructor takes, in the order of keywords */
+    static const char* const option_names[] = {"gravity", "drag", "energy_loss", "integrator"};
     PyObject *positions_in, *springs_in, *mass_in, *k_in, *c_in, *rest_in, *pinned_in, *velocities_in;
-    PyObject *gravity_in = NULL, *drag_in = NULL, *loss_in = NULL, *integrator_in = NULL, *faces_in = NULL;
+    PyObject* options_in[] = {NULL, NULL, NULL, NULL};
+    PyObject* faces_in = NULL;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "OOOOOOOO|OOOOO:System", keywords, &positions_in, &springs_in,
-                                     &mass_in, &k_in, &c_in, &rest_in, &pinned_in, &velocities_in, &gravity_in,
-                                     &drag_in, &loss_in, &integrator_in, &faces_in))
+                                     &mass_in, &k_in, &c_in, &rest_in, &pinned_in, &velocities_in, &options_in[0],
+                                     &options_in[1], &options_in[2], &options_in[3], &faces_in))
         return -1;
     if (self->model != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "System is already initialised; its sizes are fixed (build a new one)");
         return -1;
     }
 
-    ms_options opt = ms_default_options();
-    if (gravity_in != NULL && parse_gravity(gravity_in, opt.gravity) < 0) return -1;
-    if (drag_in != NULL && parse_real(drag_in, "drag", &opt.drag) < 0) return -1;
-    if (loss_in != NULL && parse_real(loss_in, "energy_loss", &opt.energy_loss) < 0) return -1;
-    if (integrator_in != NULL && parse_integrator(integrator_in, &opt.integrator) < 0) return -1;
-
+    int result = -1;
     PyArrayObject *positions = NULL, *springs = NULL, *mass = NULL, *k = NULL, *c = NULL, *rest = NULL,
                   *pinned = NULL, *velocities = NULL, *faces = NULL;
     ms_model* model = NULL;
     ms_state* state = NULL;
     ms_error err;
 
-    if ((positions = input_array(positions_in, "positions", NPY_DOUBLE, 2, -1, 3)) == NULL) goto error;
+    ms_options opt = ms_default_options();
+    for (size_t i = 0; i < sizeof option_names / sizeof option_names[0]; ++i)
+        if (options_in[i] != NULL && parse_option(option_named(option_names[i]), options_in[i], &opt) < 0)
+            goto done;
+
+    if ((positions = input_array(positions_in, "positions", NPY_DOUBLE, 2, -1, 3)) == NULL) goto done;
     npy_intp nnode = PyArray_DIM(positions, 0);
-    if ((springs = input_array(springs_in, "springs", NPY_INT32, 2, -1, 2)) == NULL) goto error;
+    if ((springs = input_array(springs_in, "springs", NPY_INT32, 2, -1, 2)) == NULL) goto done;
     npy_intp nspring = PyArray_DIM(springs, 0);
-    if ((mass = input_array(mass_in, "mass", NPY_DOUBLE, 1, nnode, 0)) == NULL) goto error;
-    if ((k = input_array(k_in, "k", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
-    if ((c = input_array(c_in, "c", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
-    if ((rest = input_array(rest_in, "rest", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto error;
-    if ((pinned = input_array(pinned_in, "pinned", NPY_BOOL, 1, nnode, 0)) == NULL) goto error;
-    if ((velocities = input_array(velocities_in, "velocities", NPY_DOUBLE, 2, nnode, 3)) == NULL) goto error;
+    if ((mass = input_array(mass_in, "mass", NPY_DOUBLE, 1, nnode, 0)) == NULL) goto done;
+    if ((k = input_array(k_in, "k", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto done;
+    if ((c = input_array(c_in, "c", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto done;
+    if ((rest = input_array(rest_in, "rest", NPY_DOUBLE, 1, nspring, 0)) == NULL) goto done;
+    if ((pinned = input_array(pinned_in, "pinned", NPY_BOOL, 1, nnode, 0)) == NULL) goto done;
+    if ((velocities = input_array(velocities_in, "velocities", NPY_DOUBLE, 2, nnode, 3)) == NULL) goto done;
     if (faces_in != NULL && faces_in != Py_None &&
         (faces = input_array(faces_in, "faces", NPY_INT32, 2, -1, 3)) == NULL)
-        goto error;
+        goto done;
     npy_intp nface = faces != NULL ? PyArray_DIM(faces, 0) : 0;
 
     model = ms_model_create(nnode, nspring, nface, &err);
     if (model == NULL) {
         raise_ms_error(&err);
-        goto error;
+        goto done;
     }
     memcpy(model->x_initial, PyArray_DATA(positions), sizeof(double) * 3 * (size_t)nnode);
     memcpy(model->v_initial, PyArray_DATA(velocities), sizeof(double) * 3 * (size_t)nnode);
@@ -354,27 +556,19 @@ static int System_init(SystemObject* self, PyObject* args, PyObject* kwargs) {
     model->opt = opt;
     if (ms_model_check(model, &err) != MS_OK) {
         raise_ms_error(&err);
-        goto error;
+        goto done;
     }
     state = ms_state_create(model, &err);
     if (state == NULL) {
         raise_ms_error(&err);
-        goto error;
+        goto done;
     }
     self->model = model;
     self->state = state;
-    Py_DECREF(positions);
-    Py_DECREF(springs);
-    Py_DECREF(mass);
-    Py_DECREF(k);
-    Py_DECREF(c);
-    Py_DECREF(rest);
-    Py_DECREF(pinned);
-    Py_DECREF(velocities);
-    Py_XDECREF(faces);
-    return 0;
+    model = NULL; /* the system owns it now */
+    result = 0;
 
-error:
+done:
     ms_model_destroy(model);
     Py_XDECREF(positions);
     Py_XDECREF(springs);
@@ -385,7 +579,7 @@ error:
     Py_XDECREF(pinned);
     Py_XDECREF(velocities);
     Py_XDECREF(faces);
-    return -1;
+    return result;
 }
 
 /* ---- stepping ------------------------------------------------------------------- */
@@ -402,20 +596,14 @@ static PyObject* raise_divergence(SystemObject* self, const ms_error* err) {
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
     PyObject* exc = PyObject_CallFunction(st->divergence_error, "s", err->message);
-    if (exc == NULL) return NULL;
     PyObject* step = PyLong_FromLongLong(err->step);
     PyObject* time = PyFloat_FromDouble(err->time);
-    if (step == NULL || time == NULL || PyObject_SetAttrString(exc, "step", step) < 0 ||
-        PyObject_SetAttrString(exc, "time", time) < 0) {
-        Py_XDECREF(step);
-        Py_XDECREF(time);
-        Py_DECREF(exc);
-        return NULL;
-    }
-    Py_DECREF(step);
-    Py_DECREF(time);
-    PyErr_SetObject(st->divergence_error, exc);
-    Py_DECREF(exc);
+    if (exc != NULL && step != NULL && time != NULL && PyObject_SetAttrString(exc, "step", step) == 0 &&
+        PyObject_SetAttrString(exc, "time", time) == 0)
+        PyErr_SetObject(st->divergence_error, exc);
+    Py_XDECREF(exc);
+    Py_XDECREF(step);
+    Py_XDECREF(time);
     return NULL;
 }
 
@@ -602,14 +790,6 @@ static PyObject* System_max_eigenvalues(SystemObject* self, PyObject* Py_UNUSED(
 
 /* ---- colliders ------------------------------------------------------------------ */
 
-static int parse_vector3(PyObject* value, const char* name, double out[3]) {
-    PyArrayObject* array = input_array(value, name, NPY_DOUBLE, 1, 3, 0);
-    if (array == NULL) return -1;
-    memcpy(out, PyArray_DATA(array), sizeof(double) * 3);
-    Py_DECREF(array);
-    return 0;
-}
-
 /* Parses (kind, center, axis, size, velocity, restitution, friction, thickness). */
 static int parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c) {
     if (PyTuple_GET_SIZE(args) != offset + 8) {
@@ -738,9 +918,9 @@ static PyObject* System_vertex_normals(SystemObject* self, PyObject* Py_UNUSED(i
 
 static PyObject* System_wind_at(SystemObject* self, PyObject* args) {
     if (require_ready(self) < 0) return NULL;
-    PyObject* points_in;
+    PyObject *points_in, *t_in;
     double t;
-    if (!PyArg_ParseTuple(args, "Od:_wind_at", &points_in, &t)) return NULL;
+    if (!PyArg_ParseTuple(args, "OO:_wind_at", &points_in, &t_in) || parse_real(t_in, "t", &t) < 0) return NULL;
     PyArrayObject* points = input_array(points_in, "points", NPY_DOUBLE, 2, -1, 3);
     if (points == NULL) return NULL;
     npy_intp dims[2] = {PyArray_DIM(points, 0), 3};
@@ -958,212 +1138,6 @@ static PyObject* get_work(SystemObject* self, void* closure) {
     return PyFloat_FromDouble(ms_ledger_work(&ledger));
 }
 
-static int refuse_delete(PyObject* value, const char* name) {
-    if (value == NULL) {
-        PyErr_Format(PyExc_AttributeError, "%s cannot be deleted", name);
-        return -1;
-    }
-    return 0;
-}
-
-/* Validates a changed copy of the options and commits it only if it is valid. */
-static int commit_options(SystemObject* self, const ms_options* opt) {
-    ms_error err;
-    if (ms_options_check(opt, &err) != MS_OK) {
-        raise_ms_error(&err);
-        return -1;
-    }
-    self->model->opt = *opt;
-    return 0;
-}
-
-static PyObject* get_integrator(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    return PyUnicode_FromString(ms_integrator_name(self->model->opt.integrator));
-}
-static int set_integrator(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "integrator") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_integrator(value, &opt.integrator) < 0) return -1;
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_gravity(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    npy_intp dims[1] = {3};
-    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
-    if (out == NULL) return NULL;
-    memcpy(PyArray_DATA((PyArrayObject*)out), self->model->opt.gravity, sizeof(double) * 3);
-    return out;
-}
-static int set_gravity(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "gravity") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_gravity(value, opt.gravity) < 0) return -1;
-    ms_state_watch(self->model, self->state); /* gravitational energy changes */
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_drag(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(self->model->opt.drag);
-}
-static int set_drag(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "drag") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_real(value, "drag", &opt.drag) < 0) return -1;
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_energy_loss(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(self->model->opt.energy_loss);
-}
-static int set_energy_loss(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "energy_loss") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_real(value, "energy_loss", &opt.energy_loss) < 0) return -1;
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_self_collision(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(self->model->opt.self_collision);
-}
-static int set_self_collision(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "self_collision") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (value == Py_None)
-        opt.self_collision = 0.0;
-    else if (parse_real(value, "self_collision", &opt.self_collision) < 0)
-        return -1;
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_threads(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    return PyLong_FromLong(self->model->opt.threads);
-}
-/* A thread count (System.threads, set_num_threads): an integer in [0, 1024], else -1 with
-   an exception set. */
-static int thread_request(PyObject* value, const char* name) {
-    long long number = 0;
-    if (parse_integer(value, name, 0, 1024, &number) < 0) return -1;
-    return (int)number;
-}
-
-static int set_threads(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "threads") < 0 || require_idle(self) < 0) return -1;
-    const int number = thread_request(value, "threads");
-    if (number < 0) return -1;
-    ms_options opt = self->model->opt;
-    opt.threads = number;
-    return commit_options(self, &opt);
-}
-
-static PyObject* get_strain_limit(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    if (!self->model->opt.strain_limiting) Py_RETURN_NONE;
-    return PyFloat_FromDouble(self->model->opt.strain_limit);
-}
-static int set_strain_limit(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "strain_limit") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (value == Py_None) {
-        opt.strain_limiting = 0;
-    } else {
-        if (parse_real(value, "strain_limit", &opt.strain_limit) < 0) return -1;
-        opt.strain_limiting = 1;
-    }
-    return commit_options(self, &opt);
-}
-
-/* Getters and setters of the implicit solver's settings, addressed by offset. */
-static PyObject* get_implicit_int(SystemObject* self, void* closure) {
-    if (require_ready(self) < 0) return NULL;
-    return PyLong_FromLong(*(int*)((char*)&self->model->opt.implicit + (size_t)closure));
-}
-static PyObject* get_implicit_real(SystemObject* self, void* closure) {
-    if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(*(double*)((char*)&self->model->opt.implicit + (size_t)closure));
-}
-static const char* implicit_name(size_t offset) {
-    if (offset == offsetof(ms_implicit_options, newton_max_iter)) return "newton_max_iter";
-    if (offset == offsetof(ms_implicit_options, cg_max_iter)) return "cg_max_iter";
-    if (offset == offsetof(ms_implicit_options, newton_tol)) return "newton_tol";
-    return "cg_tol";
-}
-static int set_implicit_int(SystemObject* self, PyObject* value, void* closure) {
-    const char* name = implicit_name((size_t)closure);
-    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
-    long long number = 0;
-    if (parse_integer(value, name, 1, INT_MAX, &number) < 0) return -1;
-    ms_options opt = self->model->opt;
-    *(int*)((char*)&opt.implicit + (size_t)closure) = (int)number;
-    return commit_options(self, &opt);
-}
-static int set_implicit_real(SystemObject* self, PyObject* value, void* closure) {
-    const char* name = implicit_name((size_t)closure);
-    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_real(value, name, (double*)((char*)&opt.implicit + (size_t)closure)) < 0) return -1;
-    return commit_options(self, &opt);
-}
-
-/* Getters and setters of the air's scalar settings, addressed by offset into ms_air. */
-static const char* air_name(size_t offset) {
-    if (offset == offsetof(ms_air, density)) return "air_density";
-    if (offset == offsetof(ms_air, drag_coefficient)) return "drag_coefficient";
-    if (offset == offsetof(ms_air, lift_coefficient)) return "lift_coefficient";
-    if (offset == offsetof(ms_air, gust)) return "gust";
-    if (offset == offsetof(ms_air, gust_frequency)) return "gust_frequency";
-    return "gust_wavenumber";
-}
-static PyObject* get_air_real(SystemObject* self, void* closure) {
-    if (require_ready(self) < 0) return NULL;
-    return PyFloat_FromDouble(*(double*)((char*)&self->model->opt.air + (size_t)closure));
-}
-static int set_air_real(SystemObject* self, PyObject* value, void* closure) {
-    const char* name = air_name((size_t)closure);
-    if (refuse_delete(value, name) < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    if (parse_real(value, name, (double*)((char*)&opt.air + (size_t)closure)) < 0) return -1;
-    return commit_options(self, &opt);
-}
-static PyObject* get_wind(SystemObject* self, void* closure) {
-    (void)closure;
-    if (require_ready(self) < 0) return NULL;
-    npy_intp dims[1] = {3};
-    PyObject* out = PyArray_SimpleNew(1, dims, NPY_DOUBLE);
-    if (out == NULL) return NULL;
-    memcpy(PyArray_DATA((PyArrayObject*)out), self->model->opt.air.wind, sizeof(double) * 3);
-    return out;
-}
-static int set_wind(SystemObject* self, PyObject* value, void* closure) {
-    (void)closure;
-    if (refuse_delete(value, "wind") < 0 || require_idle(self) < 0) return -1;
-    ms_options opt = self->model->opt;
-    PyArrayObject* array = input_array(value, "wind", NPY_DOUBLE, 1, 3, 0);
-    if (array == NULL) return -1;
-    memcpy(opt.air.wind, PyArray_DATA(array), sizeof(double) * 3);
-    Py_DECREF(array);
-    return commit_options(self, &opt);
-}
-
 static PyObject* get_solver_stats(SystemObject* self, void* closure) {
     (void)closure;
     if (require_ready(self) < 0) return NULL;
@@ -1175,7 +1149,8 @@ static PyObject* get_solver_stats(SystemObject* self, void* closure) {
                          st->cg_converged ? Py_True : Py_False, "cg_failures", (long long)st->cg_failures);
 }
 
-static PyGetSetDef System_getset[] = {
+/* The attributes that are not options (system_type adds one per row of the option table). */
+static const PyGetSetDef System_attributes[] = {
     {"x", (getter)get_x, NULL, "Positions (m), (n, 3) float64 view of C memory; writable.", NULL},
     {"v", (getter)get_v, NULL, "Velocities (m/s), (n, 3) float64 view; writable. A pinned node moves with its own v.",
      NULL},
@@ -1194,22 +1169,6 @@ static PyGetSetDef System_getset[] = {
     {"n_springs", (getter)get_n_springs, NULL, "Number of springs (fixed).", NULL},
     {"n_faces", (getter)get_n_faces, NULL, "Number of triangles (fixed).", NULL},
     {"faces", (getter)get_faces, NULL, "Node indices of each triangle, (F, 3) int32 read-only view.", NULL},
-    {"air_density", (getter)get_air_real, (setter)set_air_real, "Air density rho (kg/m^3), default 1.2.",
-     (void*)offsetof(ms_air, density)},
-    {"drag_coefficient", (getter)get_air_real, (setter)set_air_real,
-     "Pressure-drag coefficient C_d of the triangles (>= 0); 0 (default) turns face forces off.",
-     (void*)offsetof(ms_air, drag_coefficient)},
-    {"lift_coefficient", (getter)get_air_real, (setter)set_air_real,
-     "Lift coefficient C_l of the triangles (>= 0), default 0.", (void*)offsetof(ms_air, lift_coefficient)},
-    {"wind", (getter)get_wind, (setter)set_wind, "Uniform wind velocity W (m/s), shape (3,).", NULL},
-    {"gust", (getter)get_air_real, (setter)set_air_real,
-     "Gust amplitude A (m/s, >= 0): adds A (1.5 |sin(kappa x + omega t) + cos(kappa y + omega t)|, 0, "
-     "0.5 sin(omega t)) to the wind. Default 0.",
-     (void*)offsetof(ms_air, gust)},
-    {"gust_frequency", (getter)get_air_real, (setter)set_air_real, "Gust angular frequency omega (rad/s), default 5.",
-     (void*)offsetof(ms_air, gust_frequency)},
-    {"gust_wavenumber", (getter)get_air_real, (setter)set_air_real, "Gust wavenumber kappa (rad/m), default 1.",
-     (void*)offsetof(ms_air, gust_wavenumber)},
     {"t", (getter)get_t, NULL, "Simulated time (s).", NULL},
     {"workers", (getter)get_workers, NULL,
      "Worker threads the last step() ran on (0 before the first): threads (or msprings.set_num_threads) for "
@@ -1222,60 +1181,23 @@ static PyGetSetDef System_getset[] = {
     {"work", (getter)get_work, NULL,
      "Work done on the system from outside since construction or reset() (J): wind, external force, moving "
      "pins and colliders, position corrections, and the caller's changes between steps.", NULL},
-    {"integrator", (getter)get_integrator, (setter)set_integrator,
-     "Integrator name: 'explicit_euler', 'symplectic_euler', 'velocity_verlet' or 'rk4'.", NULL},
-    {"gravity", (getter)get_gravity, (setter)set_gravity, "Gravitational acceleration (m/s^2), shape (3,).", NULL},
-    {"drag", (getter)get_drag, (setter)set_drag, "Linear drag coefficient (N s/m): force -drag * v on every node.",
-     NULL},
-    {"energy_loss", (getter)get_energy_loss, (setter)set_energy_loss,
-     "Fraction of every free velocity removed after each step, in [0, 1). Not physical: its effect depends on dt.",
-     NULL},
-    {"strain_limit", (getter)get_strain_limit, (setter)set_strain_limit,
-     "Strain limiting (Provot 1995): None (off, the default) or tau >= 0; after each step every spring longer "
-     "than (1 + tau) L is shortened to that length.",
-     NULL},
-    {"threads", (getter)get_threads, (setter)set_threads,
-     "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
-     "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed): "
-     "0 (default) = the process-wide setting of msprings.set_num_threads (all online cores unless set), "
-     "1 = single-threaded. Results are bitwise repeatable for a given thread count.",
-     NULL},
-    {"self_collision", (getter)get_self_collision, (setter)set_self_collision,
-     "Self-collision distance (m): after each step, nodes closer than this that no spring joins are pushed "
-     "apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it off "
-     "(the default).",
-     NULL},
-    {"newton_max_iter", (getter)get_implicit_int, (setter)set_implicit_int,
-     "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
-     "Default 50.",
-     (void*)offsetof(ms_implicit_options, newton_max_iter)},
-    {"newton_tol", (getter)get_implicit_real, (setter)set_implicit_real,
-     "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (> 0). Default 1e-8.",
-     (void*)offsetof(ms_implicit_options, newton_tol)},
-    {"cg_max_iter", (getter)get_implicit_int, (setter)set_implicit_int,
-     "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000.",
-     (void*)offsetof(ms_implicit_options, cg_max_iter)},
-    {"cg_tol", (getter)get_implicit_real, (setter)set_implicit_real,
-     "implicit_euler: relative CG residual tolerance of each Newton iteration's linear solve (> 0). Newton's "
-     "own tolerance sets the final accuracy; with newton_max_iter = 1 this is the only one. Default 1e-4.",
-     (void*)offsetof(ms_implicit_options, cg_tol)},
     {"solver_stats", (getter)get_solver_stats, NULL,
      "implicit_euler: what the solver did in the last step (a new dict): newton_iterations, cg_iterations, "
      "newton_residual, cg_residual, newton_converged, cg_converged, and cg_failures (steps since reset whose CG "
      "solve hit cg_max_iter).",
      NULL},
-    {NULL, NULL, NULL, NULL, NULL}};
+};
+#define ATTRIBUTE_COUNT (sizeof System_attributes / sizeof System_attributes[0])
 
 static PyMemberDef System_members[] = {
     {"__weaklistoffset__", T_PYSSIZET, offsetof(SystemObject, weakreflist), READONLY, NULL},
     {NULL, 0, 0, 0, NULL}};
 
-static PyType_Slot System_slots[] = {
+static const PyType_Slot System_slots[] = {
     {Py_tp_dealloc, System_dealloc},
     {Py_tp_init, System_init},
     {Py_tp_new, PyType_GenericNew},
     {Py_tp_methods, System_methods},
-    {Py_tp_getset, System_getset},
     {Py_tp_members, System_members},
     {Py_tp_doc, "System(positions, springs, mass, k, c, rest, pinned, velocities, gravity=(0, -9.81, 0), "
                 "drag=0.0, energy_loss=0.0, integrator='symplectic_euler')\n--\n\n"
@@ -1283,13 +1205,27 @@ static PyType_Slot System_slots[] = {
                 "index lists and defaults."},
     {0, NULL}};
 
-static PyType_Spec System_spec = {
-    .name = "msprings._core.System",
-    .basicsize = sizeof(SystemObject),
-    .itemsize = 0,
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .slots = System_slots,
-};
+/* The System type: its attributes are System_attributes and one per option of the table,
+   whose closure is the table's row.  The list of them lives in the module state, so it
+   lasts as long as the type (which holds the module). */
+static PyObject* system_type(PyObject* module, module_state* st) {
+    st->getset = PyMem_Calloc(ATTRIBUTE_COUNT + OPTION_COUNT + 1, sizeof(PyGetSetDef));
+    if (st->getset == NULL) return PyErr_NoMemory();
+    memcpy(st->getset, System_attributes, sizeof System_attributes);
+    for (size_t i = 0; i < OPTION_COUNT; ++i)
+        st->getset[ATTRIBUTE_COUNT + i] = (PyGetSetDef){options[i].name, (getter)get_option, (setter)set_option,
+                                                        options[i].doc, (void*)&options[i]};
+    PyType_Slot slots[sizeof System_slots / sizeof System_slots[0] + 1] = {{Py_tp_getset, st->getset}};
+    memcpy(slots + 1, System_slots, sizeof System_slots);
+    PyType_Spec spec = {
+        .name = "msprings._core.System",
+        .basicsize = sizeof(SystemObject),
+        .itemsize = 0,
+        .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+        .slots = slots,
+    };
+    return PyType_FromModuleAndSpec(module, &spec, NULL);
+}
 
 /* ---- module --------------------------------------------------------------------- */
 
@@ -1309,9 +1245,9 @@ static PyObject* core_vector_path(PyObject* module, PyObject* Py_UNUSED(ignored)
 }
 
 static PyObject* core_set_num_threads(PyObject* module, PyObject* value) {
-    const int number = thread_request(value, "n");
-    if (number < 0) return NULL;
-    ((module_state*)PyModule_GetState(module))->num_threads = number;
+    long long number = 0;
+    if (parse_integer(value, "n", 0, THREADS_MAX, &number) < 0) return NULL;
+    ((module_state*)PyModule_GetState(module))->num_threads = (int)number;
     Py_RETURN_NONE;
 }
 
@@ -1331,32 +1267,95 @@ static PyMethodDef core_methods[] = {
      "vector_path()\n--\n\nThe vector path steps use: 'avx2', 'sse2' or 'plain' (all give the same bits)."},
     {NULL, NULL, 0, NULL}};
 
+/* One record of _core.OPTIONS: the option's row of the table, as Python sees it. */
+static PyObject* option_record(PyTypeObject* type, const option_spec* spec) {
+    PyObject* record = PyStructSequence_New(type);
+    if (record == NULL) return NULL;
+    const int ranged = spec->kind != OPTION_INTEGRATOR;
+    PyObject* fields[] = {
+        PyUnicode_FromString(spec->name),
+        PyUnicode_FromString(option_kind_names[spec->kind]),
+        !ranged                           ? Py_NewRef(Py_None)
+        : spec->kind == OPTION_INTEGER ? PyLong_FromDouble(spec->low)
+                                          : PyFloat_FromDouble(spec->low),
+        !ranged                           ? Py_NewRef(Py_None)
+        : spec->kind == OPTION_INTEGER ? PyLong_FromDouble(spec->high)
+                                          : PyFloat_FromDouble(spec->high),
+        ranged ? PyBool_FromLong(spec->low_open) : Py_NewRef(Py_None),
+        ranged ? PyBool_FromLong(spec->high_open) : Py_NewRef(Py_None),
+        PyUnicode_FromString(spec->doc),
+    };
+    const Py_ssize_t count = (Py_ssize_t)(sizeof fields / sizeof fields[0]);
+    int complete = 1;
+    for (Py_ssize_t i = 0; i < count; ++i) complete = complete && fields[i] != NULL;
+    for (Py_ssize_t i = 0; i < count; ++i) {
+        if (complete)
+            PyStructSequence_SetItem(record, i, fields[i]); /* steals the reference */
+        else
+            Py_XDECREF(fields[i]);
+    }
+    if (!complete) Py_CLEAR(record);
+    return record;
+}
+
+/* _core.Option (a named tuple type) and _core.OPTIONS (a tuple of one Option per row of
+   the table, in its order). */
+static int add_options(PyObject* module) {
+    PyStructSequence_Field fields[] = {
+        {"name", "attribute of System, and the model file's entry option_<name>"},
+        {"kind", "how it reads and writes: 'real', 'real_or_none' (None writes 0, off), 'optional_real' (None "
+                 "when off), 'integer', 'vector3' or 'integrator' (a name in INTEGRATORS)"},
+        {"low", "lowest valid value (of each component of a vector); None for an integrator"},
+        {"high", "highest valid value (of each component of a vector); None for an integrator"},
+        {"low_open", "True if low itself is refused (an infinite end always is)"},
+        {"high_open", "True if high itself is refused (an infinite end always is)"},
+        {"doc", "what it does, its units and default"},
+        {NULL, NULL}};
+    PyStructSequence_Desc desc = {"msprings._core.Option", "One option of System, as the binding describes it.",
+                                  fields, (int)(sizeof fields / sizeof fields[0]) - 1};
+    int result = -1;
+    PyObject* records = NULL;
+    PyTypeObject* type = PyStructSequence_NewType(&desc);
+    if (type == NULL || PyModule_AddObjectRef(module, "Option", (PyObject*)type) < 0) goto done;
+    if ((records = PyTuple_New((Py_ssize_t)OPTION_COUNT)) == NULL) goto done;
+    for (size_t i = 0; i < OPTION_COUNT; ++i) {
+        PyObject* record = option_record(type, &options[i]);
+        if (record == NULL) goto done;
+        PyTuple_SET_ITEM(records, (Py_ssize_t)i, record);
+    }
+    result = PyModule_AddObjectRef(module, "OPTIONS", records);
+done:
+    Py_XDECREF(records);
+    Py_XDECREF(type);
+    return result;
+}
+
 static int core_exec(PyObject* module) {
-    if (PyArray_ImportNumPyAPI() < 0) return -1;
+    int result = -1;
+    PyObject* integrators = NULL;
+    if (PyArray_ImportNumPyAPI() < 0) goto done;
     module_state* st = (module_state*)PyModule_GetState(module);
-    st->system_type = PyType_FromModuleAndSpec(module, &System_spec, NULL);
-    if (st->system_type == NULL) return -1;
-    if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) return -1;
+    st->system_type = system_type(module, st);
+    if (st->system_type == NULL) goto done;
+    if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) goto done;
     st->divergence_error = PyErr_NewExceptionWithDoc(
         "msprings.DivergenceError",
         "The simulation became non-finite.  The state was rolled back to the last finite step; "
         "the attributes step (index of the failing step) and time (s, at its start) say where.",
         PyExc_FloatingPointError, NULL);
-    if (st->divergence_error == NULL) return -1;
-    if (PyModule_AddObjectRef(module, "DivergenceError", st->divergence_error) < 0) return -1;
-    PyObject* integrators = PyTuple_New(MS_INTEGRATOR_COUNT);
-    if (integrators == NULL) return -1;
+    if (st->divergence_error == NULL) goto done;
+    if (PyModule_AddObjectRef(module, "DivergenceError", st->divergence_error) < 0) goto done;
+    if ((integrators = PyTuple_New(MS_INTEGRATOR_COUNT)) == NULL) goto done;
     for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
         PyObject* name = PyUnicode_FromString(ms_integrator_name(i));
-        if (name == NULL) {
-            Py_DECREF(integrators);
-            return -1;
-        }
+        if (name == NULL) goto done;
         PyTuple_SET_ITEM(integrators, i, name);
     }
-    int added = PyModule_AddObjectRef(module, "INTEGRATORS", integrators);
-    Py_DECREF(integrators);
-    return added;
+    if (PyModule_AddObjectRef(module, "INTEGRATORS", integrators) < 0) goto done;
+    result = add_options(module);
+done:
+    Py_XDECREF(integrators);
+    return result;
 }
 
 static int core_traverse(PyObject* module, visitproc visit, void* arg) {
@@ -1373,7 +1372,12 @@ static int core_clear(PyObject* module) {
     return 0;
 }
 
-static void core_free(void* module) { core_clear((PyObject*)module); }
+static void core_free(void* module) {
+    core_clear((PyObject*)module);
+    module_state* st = (module_state*)PyModule_GetState((PyObject*)module);
+    PyMem_Free(st->getset);
+    st->getset = NULL;
+}
 
 static PyModuleDef_Slot core_slots[] = {{Py_mod_exec, core_exec}, {0, NULL}};
 
