@@ -348,10 +348,10 @@ static const option_spec options[] = {
      "Strain limiting (Provot 1995): None (off, the default) or tau >= 0 (dimensionless); after each step every "
      "spring longer than (1 + tau) L is shortened to that length."},
     {"threads", OPTION_INTEGER, OFFSET(threads), 0, RANGE_INTEGERS(0, THREADS_MAX), 0,
-     "Worker threads for large networks (>= 10000 springs) stepped with explicit or symplectic Euler "
-     "without strain limiting, self-collision, energy loss or air on the triangles (colliders are allowed), "
-     "in [0, 1024]: 0 (default) = the process-wide setting of msprings.set_num_threads (all online cores "
-     "unless set), 1 = single-threaded. Results are bitwise repeatable for a given thread count."},
+     "Worker threads for large networks (>= 10000 springs), with every integrator but implicit Euler, "
+     "in [0, 1024] (at most 64 are used): 0 (default) = the process-wide setting of "
+     "msprings.set_num_threads (all online cores unless set), 1 = single-threaded. Any number of threads "
+     "gives the same result, bit for bit; `workers` says how many the last step ran on."},
     {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, RANGE_AT_LEAST_ZERO, 0,
      "Self-collision distance (m, >= 0): after each step, nodes closer than this that no spring joins are "
      "pushed apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it "
