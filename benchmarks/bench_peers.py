@@ -563,7 +563,7 @@ def library_contender(impl: Implementation) -> harness.Contender:
     return harness.Contender(impl.name, fresh, run)
 
 
-def contenders(net: harness.Network, msprings: ModuleType, skipped: list[str],
+def contenders(net: harness.Network, msprings: ModuleType, skipped: dict[str, str],
                compile_rows: list[tuple[str, ...]]) -> list[tuple[harness.Contender, str]]:
     """(row, threads) of every implementation that can be built and compiled for the scene."""
     def batched(system: Any, n: int) -> None:
@@ -585,14 +585,14 @@ def contenders(net: harness.Network, msprings: ModuleType, skipped: list[str],
     ]
     for name, library, make in makers:
         if libraries[library].module is None:
-            skipped.append(f"{net.name}: {name}: {library} unavailable ({libraries[library].error})")
+            skipped[name] = f"{library} unavailable ({libraries[library].error})"
             continue
         try:
             impl = make()
             with contextlib.redirect_stdout(io.StringIO()):
                 impl.warm_up()
         except Exception as error:  # noqa: BLE001 - a peer that fails is skipped, not fatal
-            skipped.append(f"{net.name}: {name}: failed to build or compile ({_describe_error(error)})")
+            skipped[name] = f"failed to build or compile on {net.name} ({_describe_error(error)})"
             continue
         rows.append((library_contender(impl), impl.threads))
         compile_rows.append((net.name, impl.name, harness.duration(impl.setup_seconds),
@@ -616,7 +616,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     allocator = harness.keep_freed_memory()
     msprings = harness.import_msprings()
     seconds = 0.1 if args.quick else 1.0
-    skipped: list[str] = []
+    skipped: dict[str, str] = {}
     checks, speed, compiles = [], [], []
     passed = True
     try:
@@ -655,7 +655,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     out += harness.table(["scene", "implementation", "threads", ">steps/run", ">steps/s", ">spring evals/s (M)",
                           f">vs {MSPRINGS_ONE}", f">vs {MSPRINGS_ALL}"], speed)
     if skipped:
-        out += ["", *(f"- skipped: {line}" for line in skipped)]
+        out += ["", *(f"- skipped: {name}: {reason}" for name, reason in skipped.items())]
     if compiles:
         out += ["", "## One-time costs (not in the rates above)", ""]
         out += harness.table(["scene", "implementation", ">setup", ">first call: compile + 1 step"], compiles)
