@@ -63,10 +63,12 @@ class Network:
 
     @property
     def n_nodes(self) -> int:
+        """Number of nodes."""
         return int(self.positions.shape[0])
 
     @property
     def n_springs(self) -> int:
+        """Number of springs."""
         return int(self.springs.shape[0])
 
     @property
@@ -474,6 +476,7 @@ def vector(p: np.ndarray) -> str:
 
 
 def verdict(passed: bool) -> str:
+    """A check's cell: pass, or a bold FAIL."""
     return "pass" if passed else "**FAIL**"
 
 
