@@ -56,4 +56,4 @@ def test_tablecloth_contact_matches_msprings() -> None:
         touched += sum(step.moved)
     assert touched > 0
     assert _relative_difference(state.x, system.x) < RELATIVE
-    assert np.abs(state.v - system.v).max() < RELATIVE * 10.0  # m/s; the cloth falls at up to ~4 m/s
+    assert _relative_difference(state.v, system.v) < RELATIVE
