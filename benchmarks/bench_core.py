@@ -37,6 +37,9 @@ MSPRINGS_ONE, MSPRINGS_ALL = "msprings, 1 thread", f"msprings, all {harness.CORE
 MSPRINGS_CALLS = "msprings, one s.step(h) per call"
 PLAIN_C, NUMPY = "plain C loop", "NumPy"
 C_FLAGS = ("-O3", "-shared", "-fPIC")
+#: Networks with at least this many springs are timed for throughput (one thread and all cores);
+#: smaller ones for the cost of a call from Python.
+THROUGHPUT_SPRINGS = 1000
 
 PLAIN_C_SOURCE = r"""
 #include <math.h>
@@ -117,7 +120,7 @@ def msprings_rows(msprings: Any, net: harness.Network) -> list[harness.Contender
     """msprings on one thread, and on all cores (as many steps) when the network is large enough
     for the worker threads, else through n separate ``s.step(h)`` calls."""
     one = harness.build_system(msprings, net, threads=1)
-    if net.n_springs >= 1000:
+    if net.n_springs >= THROUGHPUT_SPRINGS:
         return [harness.Contender(MSPRINGS_ONE, one.copy, batched),
                 harness.Contender(MSPRINGS_ALL, harness.build_system(msprings, net, threads=0).copy, batched,
                                   MSPRINGS_ONE)]
@@ -187,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, distance in check(rows):
                 passed &= distance <= TOLERANCE
                 checks.append((net.name, name, f"{distance:.1e}", harness.verdict(distance <= TOLERANCE)))
-            if net.n_springs >= 1000:
+            if net.n_springs >= THROUGHPUT_SPRINGS:
                 same = repeatable(msprings, net, 20 if args.quick else REPEAT_STEPS)
                 passed &= same
                 checks.append((net.name, "two all-core msprings runs", "bitwise" if same else "differ",
