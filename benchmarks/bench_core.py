@@ -95,7 +95,7 @@ def compile_plain_c(directory: Path) -> tuple[Callable[..., None], str]:
                          np.ctypeslib.ndpointer(dtype=np.int32, flags="C_CONTIGUOUS"), doubles, doubles, doubles,
                          doubles, ctypes.c_double, ctypes.c_int64]
     function.restype = None
-    return function, shlex.join(command[:-5])
+    return function, shlex.join(command[:-4])  # without the file names
 
 
 def plain_c_stepper(function: Callable[..., None], net: harness.Network) -> Callable[[harness.State, int], None]:
