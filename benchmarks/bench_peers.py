@@ -1,162 +1,53 @@
-"""msprings beside other Python routes to a fast mass-spring step: NumPy, Numba, Taichi, Warp.
+"""msprings beside other Python routes to a fast mass-spring step: NumPy, Numba, Taichi and Warp, on
+cloth-64 and cloth-256 (symplectic Euler, h = 1e-3 s, float64 throughout).
 
-Scene (exactly as the project's benchmark definitions): cloth-N for N = 64 and N = 256, an
-N x N sheet of 1 kg nodes, node (i, j) starting at (j h, 0, i h) with h = 0.625 m; structural,
-shear and bend springs with k = 2500 N/m, c = 1 N s/m and rest length = initial length; nodes
-(0, 0) and (0, N-1) pinned; gravity (0, -9.81, 0); no drag; symplectic Euler with a time step
-of 1e-3 s.  Everything is float64.
+Each peer is written the way that library's own examples write a cloth step:
 
-Implementations (each written the way that library's own examples write a cloth step):
+* msprings: ``s.step(h, n)`` with ``s.threads = 1`` and ``s.threads = 0`` (all online cores);
+* NumPy: :class:`harness.NumpyStep`, one vectorised step per Python iteration;
+* Numba ``@njit``: a loop over springs, n steps per call; ``@njit(parallel=True)``: ``prange`` over
+  per-thread spring chunks with private force buffers, then ``prange`` over nodes;
+* Taichi (``arch=ti.cpu``, f64): one kernel per step, springs with ``ti.atomic_add`` then nodes, on all
+  cores and serialised; and the grid stencil of Taichi's own cloth example (every node gathers its 12
+  neighbours: each spring evaluated from both ends, k, c and spacing as constants);
+* Warp on device "cpu" (``wp.vec3d``): ``eval_springs`` and ``integrate_particles`` launches per step,
+  as in Warp's cloth benchmark (Warp's CPU launches run serially in the calling thread).
 
-* msprings on one thread (``s.threads = 1``) and on all online cores (``s.threads = 0``):
-  ``s.step(dt, n)`` runs n steps inside C.
-* NumPy: one vectorised step per Python loop iteration; every spring at once, forces
-  scattered onto nodes with a single ``np.bincount``.
-* Numba ``@njit``: a plain loop over springs, n steps per call, one thread.
-* Numba ``@njit(parallel=True)``: ``prange`` over one chunk of springs per thread, each
-  chunk adding into its own private force buffer; then ``prange`` over nodes, summing the
-  buffers and integrating.
-* Taichi (``ti.init(arch=ti.cpu, default_fp=ti.f64)``): one kernel per step with a loop over
-  springs that adds forces with ``ti.atomic_add`` and a loop over nodes that integrates;
-  Taichi runs the outermost loops of a kernel on all cores.  The same kernel with
-  ``ti.loop_config(serialize=True)`` gives a one-thread row.  A third Taichi row follows
-  Taichi's own cloth example (``mass_spring_3d_ggui.py``): no spring list, every node gathers
-  the forces of its 12 stencil neighbours on the grid (each spring evaluated from both ends).
-* Warp on device "cpu" (float64, ``wp.vec3d``): an ``eval_springs`` kernel over springs with
-  ``wp.atomic_add`` / ``wp.atomic_sub`` and an ``integrate_particles`` kernel over nodes, two
-  launches per step, as in Warp's cloth benchmark.  Warp's CPU backend runs a launch as a
-  serial loop in the calling thread: one core.
-
-Before anything is timed, every implementation runs 100 steps from the initial state and the
-position of node (N-1, N-1) must be within 1e-9 m of msprings' (one thread); an
-implementation that disagrees is reported and not timed.  Compilation (Numba, Taichi and Warp
-all compile on first use; Taichi's and Warp's on-disk kernel caches are bypassed so it is a
-cold compile every time) happens in an untimed warm-up and is reported in its own table.
-
-Timing: every timed run starts from the initial state and one untimed step; the step count
-per run is calibrated so one run takes about a second (--quick: a tenth); the implementations
-take turns within each round (one run of each), and each row is the median of the rounds.
-
-A library that is not installed, or fails to import or to compile, is skipped with a note.
-
-Usage, from the repository root::
-
-    python benchmarks/bench_peers.py                 # full run, cloth-64 and cloth-256
-    python benchmarks/bench_peers.py --quick         # short smoke run
-    python benchmarks/bench_peers.py --sizes 64      # one scene
-
-The report is Markdown on stdout (progress goes to stderr).  The exit status is 0 when every
-implementation that ran agrees with msprings and 1 otherwise.
+Compilation happens in an untimed first call, reported apart (cold: Taichi's and Warp's kernel caches
+are bypassed).  A library that is not installed or fails to import or compile is skipped, and the report
+says so.  Before timing, every implementation runs 100 steps and node (N-1, N-1) must lie within 1e-9 m of
+single-threaded msprings'; one that disagrees is not timed and the exit status is 1.
 """
+from __future__ import annotations
 
-import argparse
 import contextlib
-import datetime
 import io
 import math
 import os
-import platform
 import shutil
-import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from types import ModuleType
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 try:  # as part of the benchmarks package (python -m msprings bench)
-    from .common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector,
-                         keep_freed_memory, load_average, round_steps, spring_lengths)
-except ImportError:  # as a script: python benchmarks/bench_peers.py
-    from common import (cloth_geometry, cpu_model, format_rate, format_seconds, format_vector,
-                        keep_freed_memory, load_average, round_steps, spring_lengths)
+    from . import harness
+except ImportError:  # as a script
+    import harness
 
-# ---------------------------------------------------------------------------------------------
-# scene constants (BENCH.md, cloth-N)
-
-#: Time step (s).
-TIME_STEP = 1e-3
-#: Gravity (m/s^2), y up.
-GRAVITY = (0.0, -9.81, 0.0)
-#: Node spacing h (m).
-CLOTH_SPACING = 0.625
-#: Spring stiffness (N/m) and axial damping (N s/m).
-CLOTH_K = 2500.0
-CLOTH_C = 1.0
-CLOTH_SIZES = (64, 256)
-#: Steps of the agreement check, and the largest allowed distance (m) to msprings after it.
+TIME_STEP = 1e-3  # s
+GRAVITY = harness.GRAVITY
 CHECK_STEPS = 100
-CHECK_TOLERANCE = 1e-9
-#: Springs shorter than this (m) have no direction and exert no force (never reached here).
-MIN_LENGTH = 1e-12
-#: Online logical CPUs.
-CORES = os.cpu_count() or 1
-
-MSPRINGS_ONE = "msprings, 1 thread"
-MSPRINGS_ALL = "msprings, all cores"
-
-
-# ---------------------------------------------------------------------------------------------
-# scene
-
-
-@dataclass(frozen=True)
-class Cloth:
-    """The cloth-N scene as plain arrays, the common input of every implementation."""
-
-    size: int  # N
-    positions: np.ndarray  # (nnode, 3) float64, m; node (i, j) is row i * N + j
-    springs: np.ndarray  # (nspring, 2) int32
-    rest: np.ndarray  # (nspring,) float64, m
-    k: np.ndarray  # (nspring,) float64, N/m
-    c: np.ndarray  # (nspring,) float64, N s/m
-    mass: np.ndarray  # (nnode,) float64, kg
-    pinned: np.ndarray  # (nnode,) bool
-
-    @property
-    def name(self) -> str:
-        """Scene name, e.g. 'cloth-64'."""
-        return f"cloth-{self.size}"
-
-    @property
-    def n_nodes(self) -> int:
-        """Number of nodes."""
-        return int(self.positions.shape[0])
-
-    @property
-    def n_springs(self) -> int:
-        """Number of springs."""
-        return int(self.springs.shape[0])
-
-    @property
-    def watched(self) -> int:
-        """Index of node (N-1, N-1), whose position is compared across implementations."""
-        return self.size * self.size - 1
-
-    @property
-    def inv_mass(self) -> np.ndarray:
-        """(nnode,) 1/m on free nodes, 0 on pinned ones."""
-        return np.where(self.pinned, 0.0, 1.0 / self.mass)
-
-
-def cloth_scene(size: int) -> Cloth:
-    """The cloth-N scene: springs in the order structural, shear, bend."""
-    positions, springs, pinned = cloth_geometry(size, CLOTH_SPACING)
-    nspring = springs.shape[0]
-    return Cloth(
-        size=size,
-        positions=positions,
-        springs=springs,
-        rest=spring_lengths(positions, springs),
-        k=np.full(nspring, CLOTH_K),
-        c=np.full(nspring, CLOTH_C),
-        mass=np.ones(size * size),
-        pinned=pinned,
-    )
+CHECK_TOLERANCE = 1e-9  # m
+MIN_LENGTH = 1e-12  # m: shorter springs exert no force (msprings' cut-off)
+#: cloth-N's uniform spacing (m), stiffness (N/m) and damping (N s/m): the stencil's constants
+CLOTH_SPACING, CLOTH_K, CLOTH_C = 0.625, 2500.0, 1.0
+CORES = harness.CORES
+MSPRINGS_ONE, MSPRINGS_ALL = "msprings, 1 thread", "msprings, all cores"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -170,8 +61,6 @@ class Library:
     name: str
     module: ModuleType | None = None
     error: str = ""
-    import_seconds: float = 0.0
-    init_seconds: float = 0.0  # runtime initialisation (ti.init, wp.init)
     detail: str = ""  # version and configuration, for the machine section
 
 
@@ -198,7 +87,6 @@ def load_library(name: str) -> Library:
         # call with a flush of its print buffer, which would be timed with the kernel.
         os.environ.setdefault("ENABLE_TAICHI_HEADER_PRINT", "0")
         os.environ.setdefault("TI_ENABLE_PYBUF", "0")
-    start = time.perf_counter()
     try:
         if name == "numba":
             import numba as module
@@ -208,8 +96,6 @@ def load_library(name: str) -> Library:
             import warp as module
         else:
             raise ValueError(f"unknown library {name!r}")
-        library.import_seconds = time.perf_counter() - start
-        start = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):  # ti.init prints the arch it uses
             if name == "taichi":
                 module.init(arch=module.cpu, default_fp=module.f64, offline_cache=False,
@@ -220,7 +106,6 @@ def load_library(name: str) -> Library:
                 _WARP_CACHE.append(cache)
                 module.config.kernel_cache_dir = cache
                 module.init()
-        library.init_seconds = time.perf_counter() - start
         library.module = module
         library.detail = _library_detail(name, module)
     except Exception as error:  # noqa: BLE001 - any failure means "skip this peer"
@@ -259,15 +144,14 @@ def taichi_threads(ti: ModuleType) -> int:
 class Implementation:
     """One way to step the cloth, with a common interface.
 
-    Subclasses set ``name``, ``threads`` (a label) and ``note``, build their state in
+    Subclasses set ``name`` and ``threads`` (a label), build their state in
     ``__init__`` (timed as setup), and implement reset, advance and position.
     """
 
     name: str = ""
     threads: str = "1"
-    note: str = ""
 
-    def __init__(self, scene: Cloth) -> None:
+    def __init__(self, scene: harness.Network) -> None:
         self.scene = scene
         self.setup_seconds = 0.0
         self.first_call_seconds = 0.0
@@ -296,82 +180,6 @@ class Implementation:
         self.first_call_seconds = time.perf_counter() - start
 
 
-class MspringsImpl(Implementation):
-    """msprings.System, ``s.step(dt, n)``."""
-
-    def __init__(self, scene: Cloth, msprings: ModuleType, threads: int) -> None:
-        super().__init__(scene)
-        start = time.perf_counter()
-        self.system = msprings.System(scene.positions, scene.springs, mass=scene.mass,
-                                      k=scene.k, c=scene.c, rest=scene.rest,
-                                      pinned=scene.pinned, gravity=GRAVITY,
-                                      integrator="symplectic_euler")
-        self.system.threads = threads
-        self.setup_seconds = time.perf_counter() - start
-        self.name = MSPRINGS_ONE if threads == 1 else MSPRINGS_ALL
-        self.threads = "1" if threads == 1 else f"{CORES} (all)"
-        self.note = "C core, n steps per call"
-
-    def reset(self) -> None:
-        self.system.reset()
-
-    def advance(self, n: int) -> None:
-        self.system.step(TIME_STEP, n)
-
-    def positions(self) -> np.ndarray:
-        return np.array(self.system.x)
-
-
-class NumpyImpl(Implementation):
-    """Vectorised NumPy step: gather both ends, evaluate all springs, one bincount scatter."""
-
-    name = "NumPy (bincount)"
-    threads = "1"
-    note = "one vectorised step per Python iteration"
-
-    def __init__(self, scene: Cloth) -> None:
-        super().__init__(scene)
-        start = time.perf_counter()
-        self.first = scene.springs[:, 0].astype(np.intp)
-        self.second = scene.springs[:, 1].astype(np.intp)
-        axes = np.arange(3)
-        # flat index of every (spring end, axis) in the (nnode * 3) force vector
-        self.scatter = np.concatenate((3 * self.first[:, None] + axes,
-                                       3 * self.second[:, None] + axes)).ravel()
-        self.weight = scene.mass[:, None] * np.asarray(GRAVITY)
-        self.inv_mass = scene.inv_mass[:, None]
-        self.x = scene.positions.copy()
-        self.v = np.zeros_like(self.x)
-        self.setup_seconds = time.perf_counter() - start
-
-    def reset(self) -> None:
-        self.x[...] = self.scene.positions
-        self.v[...] = 0.0
-
-    def _step(self) -> None:
-        scene, x, v = self.scene, self.x, self.v
-        d = x.take(self.second, axis=0) - x.take(self.first, axis=0)
-        length = np.sqrt(np.einsum("ij,ij->i", d, d))
-        inv_length = np.divide(1.0, length, out=np.zeros_like(length),
-                               where=length > MIN_LENGTH)
-        direction = d * inv_length[:, None]
-        dv = v.take(self.second, axis=0) - v.take(self.first, axis=0)
-        tension = scene.k * (length - scene.rest) + scene.c * np.einsum("ij,ij->i", dv,
-                                                                        direction)
-        pull = direction * tension[:, None]  # force on the first end; minus it on the second
-        spring_force = np.bincount(self.scatter, weights=np.concatenate((pull, -pull)).ravel(),
-                                   minlength=3 * scene.n_nodes).reshape(-1, 3)
-        v += TIME_STEP * (self.weight + spring_force) * self.inv_mass  # pinned: inv_mass 0
-        x += TIME_STEP * v
-
-    def advance(self, n: int) -> None:
-        for _ in range(n):
-            self._step()
-
-    def positions(self) -> np.ndarray:
-        return self.x.copy()
-
-
 # ---- Numba -------------------------------------------------------------------------------
 
 _NUMBA_KERNELS: dict[str, Callable[..., None]] = {}
@@ -384,35 +192,37 @@ def _numba_kernels(numba: ModuleType) -> dict[str, Callable[..., None]]:
     njit, prange = numba.njit, numba.prange
 
     @njit
+    def add_springs(x, v, f, springs, rest, k, c, begin, end):
+        # forces of springs [begin, end) added to f: +t n on the first end, -t n on the second
+        for s in range(begin, end):
+            i = springs[s, 0]
+            j = springs[s, 1]
+            dx = x[j, 0] - x[i, 0]
+            dy = x[j, 1] - x[i, 1]
+            dz = x[j, 2] - x[i, 2]
+            length = math.sqrt(dx * dx + dy * dy + dz * dz)
+            if length <= MIN_LENGTH:
+                continue
+            nx = dx / length
+            ny = dy / length
+            nz = dz / length
+            closing = (v[j, 0] - v[i, 0]) * nx + (v[j, 1] - v[i, 1]) * ny + (v[j, 2] - v[i, 2]) * nz
+            tension = k[s] * (length - rest[s]) + c[s] * closing
+            f[i, 0] += tension * nx
+            f[i, 1] += tension * ny
+            f[i, 2] += tension * nz
+            f[j, 0] -= tension * nx
+            f[j, 1] -= tension * ny
+            f[j, 2] -= tension * nz
+
+    @njit
     def serial_steps(x, v, f, springs, rest, k, c, mass, inv_mass, pinned, g, h, nsteps):
-        nnode = x.shape[0]
-        nspring = springs.shape[0]
         for _ in range(nsteps):
-            for a in range(nnode):
+            for a in range(x.shape[0]):
                 for d in range(3):
                     f[a, d] = mass[a] * g[d]
-            for s in range(nspring):
-                i = springs[s, 0]
-                j = springs[s, 1]
-                dx = x[j, 0] - x[i, 0]
-                dy = x[j, 1] - x[i, 1]
-                dz = x[j, 2] - x[i, 2]
-                length = math.sqrt(dx * dx + dy * dy + dz * dz)
-                if length <= MIN_LENGTH:
-                    continue
-                nx = dx / length
-                ny = dy / length
-                nz = dz / length
-                closing = ((v[j, 0] - v[i, 0]) * nx + (v[j, 1] - v[i, 1]) * ny
-                           + (v[j, 2] - v[i, 2]) * nz)
-                tension = k[s] * (length - rest[s]) + c[s] * closing
-                f[i, 0] += tension * nx
-                f[i, 1] += tension * ny
-                f[i, 2] += tension * nz
-                f[j, 0] -= tension * nx
-                f[j, 1] -= tension * ny
-                f[j, 2] -= tension * nz
-            for a in range(nnode):
+            add_springs(x, v, f, springs, rest, k, c, 0, springs.shape[0])
+            for a in range(x.shape[0]):
                 if pinned[a]:
                     continue
                 for d in range(3):
@@ -420,41 +230,16 @@ def _numba_kernels(numba: ModuleType) -> dict[str, Callable[..., None]]:
                     x[a, d] += h * v[a, d]
 
     @njit(parallel=True)
-    def parallel_steps(x, v, private, springs, rest, k, c, mass, inv_mass, pinned, g, h,
-                       nsteps):
+    def parallel_steps(x, v, private, springs, rest, k, c, mass, inv_mass, pinned, g, h, nsteps):
         # private: (nchunk, nnode, 3) force buffers, one per chunk of springs
-        nnode = x.shape[0]
-        nspring = springs.shape[0]
         nchunk = private.shape[0]
-        per_chunk = (nspring + nchunk - 1) // nchunk
+        per_chunk = (springs.shape[0] + nchunk - 1) // nchunk
         for _ in range(nsteps):
             for t in prange(nchunk):
-                f = private[t]
-                for a in range(nnode):
-                    for d in range(3):
-                        f[a, d] = 0.0
-                for s in range(t * per_chunk, min(nspring, (t + 1) * per_chunk)):
-                    i = springs[s, 0]
-                    j = springs[s, 1]
-                    dx = x[j, 0] - x[i, 0]
-                    dy = x[j, 1] - x[i, 1]
-                    dz = x[j, 2] - x[i, 2]
-                    length = math.sqrt(dx * dx + dy * dy + dz * dz)
-                    if length <= MIN_LENGTH:
-                        continue
-                    nx = dx / length
-                    ny = dy / length
-                    nz = dz / length
-                    closing = ((v[j, 0] - v[i, 0]) * nx + (v[j, 1] - v[i, 1]) * ny
-                               + (v[j, 2] - v[i, 2]) * nz)
-                    tension = k[s] * (length - rest[s]) + c[s] * closing
-                    f[i, 0] += tension * nx
-                    f[i, 1] += tension * ny
-                    f[i, 2] += tension * nz
-                    f[j, 0] -= tension * nx
-                    f[j, 1] -= tension * ny
-                    f[j, 2] -= tension * nz
-            for a in prange(nnode):
+                private[t] = 0.0
+                add_springs(x, v, private[t], springs, rest, k, c, t * per_chunk,
+                            min(springs.shape[0], (t + 1) * per_chunk))
+            for a in prange(x.shape[0]):
                 if pinned[a]:
                     continue
                 for d in range(3):
@@ -472,7 +257,7 @@ def _numba_kernels(numba: ModuleType) -> dict[str, Callable[..., None]]:
 class NumbaImpl(Implementation):
     """Numba @njit loop over springs, n steps per call; optionally parallel=True."""
 
-    def __init__(self, scene: Cloth, numba: ModuleType, parallel: bool) -> None:
+    def __init__(self, scene: harness.Network, numba: ModuleType, parallel: bool) -> None:
         super().__init__(scene)
         start = time.perf_counter()
         self.numba = numba
@@ -491,12 +276,9 @@ class NumbaImpl(Implementation):
         if parallel:
             self.name = "Numba @njit(parallel=True)"
             self.threads = f"{nthreads} (all)"
-            self.note = ("prange over per-thread spring chunks with private force buffers, "
-                         "then prange over nodes")
         else:
             self.name = "Numba @njit"
             self.threads = "1"
-            self.note = "loop over springs, n steps per call"
 
     def reset(self) -> None:
         self.x[...] = self.scene.positions
@@ -508,12 +290,6 @@ class NumbaImpl(Implementation):
         scene = self.scene
         self.kernel(self.x, self.v, self.forces, self.springs, scene.rest, scene.k, scene.c,
                     scene.mass, self.inv_mass, scene.pinned, self.gravity, TIME_STEP, n)
-
-    def warm_up(self) -> None:
-        super().warm_up()
-        if self.parallel:
-            layer = self.numba.threading_layer()
-            self.note += f"; threading layer '{layer}'"
 
     def positions(self) -> np.ndarray:
         return self.x.copy()
@@ -533,7 +309,7 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
     class SpringList:
         """Spring list in fields; one kernel per step: springs (atomic adds), then nodes."""
 
-        def __init__(self, scene: Cloth) -> None:
+        def __init__(self, scene: harness.Network) -> None:
             self.nnode = scene.n_nodes
             self.nspring = scene.n_springs
             self.x = ti.Vector.field(3, dtype=ti.f64, shape=self.nnode)
@@ -580,8 +356,8 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
         gathers the forces of its 12 stencil neighbours (each spring evaluated twice), then a
         second loop integrates."""
 
-        def __init__(self, scene: Cloth) -> None:
-            size = scene.size
+        def __init__(self, scene: harness.Network) -> None:
+            size = math.isqrt(scene.n_nodes)
             self.size = size
             self.x = ti.Vector.field(3, dtype=ti.f64, shape=(size, size))
             self.v = ti.Vector.field(3, dtype=ti.f64, shape=(size, size))
@@ -630,7 +406,7 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
 class TaichiImpl(Implementation):
     """Taichi on arch=cpu: spring kernel with atomics (parallel or serialised) or grid stencil."""
 
-    def __init__(self, scene: Cloth, ti: ModuleType, variant: str) -> None:
+    def __init__(self, scene: harness.Network, ti: ModuleType, variant: str) -> None:
         super().__init__(scene)
         start = time.perf_counter()
         self.ti = ti
@@ -639,16 +415,12 @@ class TaichiImpl(Implementation):
         if variant == "stencil":
             self.stepper = classes["stencil"](scene)
             self.name = "Taichi, grid stencil gather"
-            self.note = ("Taichi's own cloth example pattern: no spring list, k, c, rest "
-                         "as constants, each spring evaluated from both ends")
         else:
             self.stepper = classes["springs"](scene)
             serial = variant == "springs-serial"
             self.serial = serial
             self.name = ("Taichi, springs + ti.atomic_add, serialised" if serial
                          else "Taichi, springs + ti.atomic_add")
-            self.note = ("kernel: loop over springs (atomic adds), loop over nodes"
-                         + ("; ti.loop_config(serialize=True)" if serial else ""))
         self.threads = ("1" if variant == "springs-serial"
                         else f"{taichi_threads(ti)} (Taichi default: all)")
         self.reset()
@@ -657,7 +429,7 @@ class TaichiImpl(Implementation):
     def reset(self) -> None:
         scene = self.scene
         if self.variant == "stencil":
-            shape = (scene.size, scene.size, 3)
+            shape = (math.isqrt(scene.n_nodes), math.isqrt(scene.n_nodes), 3)
             self.stepper.x.from_numpy(scene.positions.reshape(shape))
             self.stepper.v.from_numpy(np.zeros(shape))
         else:
@@ -732,9 +504,8 @@ class WarpImpl(Implementation):
 
     name = "Warp (device cpu)"
     threads = "1 (CPU launches are serial)"
-    note = "two launches per step: springs (wp.atomic_add), nodes"
 
-    def __init__(self, scene: Cloth, wp: ModuleType) -> None:
+    def __init__(self, scene: harness.Network, wp: ModuleType) -> None:
         super().__init__(scene)
         start = time.perf_counter()
         self.wp = wp
@@ -776,438 +547,120 @@ class WarpImpl(Implementation):
 
 
 # ---------------------------------------------------------------------------------------------
-# building, checking and timing
+# checking and timing
 
 
-@dataclass
-class Skipped:
-    """An implementation that could not run, and why."""
+def library_contender(impl: Implementation) -> harness.Contender:
+    """A timing row of a library implementation (its state lives in the implementation)."""
+    def fresh() -> Implementation:
+        impl.reset()
+        return impl
 
-    name: str
-    reason: str
+    def run(state: Implementation, n: int) -> None:
+        state.advance(n)
+        state.finish()
 
-
-@dataclass
-class Check:
-    """Agreement of one implementation with msprings (one thread) after CHECK_STEPS steps."""
-
-    name: str
-    watched: np.ndarray  # (3,) position of node (N-1, N-1)
-    distance: float  # to msprings' node (N-1, N-1), m
-    max_distance: float  # over all nodes, m
-
-    @property
-    def passed(self) -> bool:
-        """Within CHECK_TOLERANCE at node (N-1, N-1)."""
-        return bool(self.distance <= CHECK_TOLERANCE)
+    return harness.Contender(impl.name, fresh, run)
 
 
-@dataclass
-class Row:
-    """Timing of one implementation on one scene."""
+def contenders(net: harness.Network, msprings: ModuleType, skipped: dict[str, str],
+               compile_rows: list[tuple[str, ...]]) -> list[tuple[harness.Contender, str]]:
+    """(row, threads) of every implementation that can be built and compiled for the scene."""
+    def batched(system: Any, n: int) -> None:
+        system.step(TIME_STEP, n)
 
-    impl: Implementation
-    steps_per_run: int
-    seconds: list[float] = field(default_factory=list)
-    busy: list[float] = field(default_factory=list)  # process CPU time / wall time, per run
-    others: list[float] = field(default_factory=list)  # other processes' cores busy, per run
-    retried: int = 0  # runs repeated because other processes were busy
-
-    @property
-    def median(self) -> float:
-        """Median seconds per run."""
-        return statistics.median(self.seconds)
-
-    @property
-    def steps_per_second(self) -> float:
-        """Steps per second of the median run."""
-        return self.steps_per_run / self.median
-
-    @property
-    def cores_busy(self) -> float:
-        """Median over the runs of the process's CPU time divided by wall time."""
-        return statistics.median(self.busy)
-
-    @property
-    def other_load(self) -> float | None:
-        """Median over the runs of the cores other processes kept busy (None: unknown)."""
-        known = [value for value in self.others if not math.isnan(value)]
-        return statistics.median(known) if known else None
-
-    @property
-    def spread(self) -> float:
-        """(slowest - fastest) / median run time."""
-        return (max(self.seconds) - min(self.seconds)) / self.median
-
-
-@dataclass
-class SceneResult:
-    """Everything measured on one scene."""
-
-    scene: Cloth
-    checks: list[Check]
-    rows: list[Row]
-    skipped: list[Skipped]
-    disagreeing: list[str]
-
-
-def _progress(message: str) -> None:
-    """A progress line on stderr."""
-    print(message, file=sys.stderr, flush=True)
-
-
-def build_implementations(scene: Cloth, msprings: ModuleType,
-                          skipped: list[Skipped]) -> list[Implementation]:
-    """Every implementation that can be built for the scene, warmed up; others go to skipped."""
+    rows = [(harness.Contender(MSPRINGS_ONE, harness.build_system(msprings, net, threads=1).copy, batched), "1"),
+            (harness.Contender(MSPRINGS_ALL, harness.build_system(msprings, net, threads=0).copy, batched),
+             f"{CORES} (all)"),
+            (harness.Contender("NumPy", lambda: harness.State.of(net), harness.NumpyStep(net, TIME_STEP)), "1")]
+    libraries = {name: load_library(name) for name in ("numba", "taichi", "warp")}
     makers: list[tuple[str, str, Callable[[], Implementation]]] = [
-        (MSPRINGS_ONE, "", lambda: MspringsImpl(scene, msprings, 1)),
-        (MSPRINGS_ALL, "", lambda: MspringsImpl(scene, msprings, 0)),
-        (NumpyImpl.name, "", lambda: NumpyImpl(scene)),
-    ]
-    numba_lib, taichi_lib, warp_lib = (load_library(name) for name in ("numba", "taichi", "warp"))
-    makers += [
-        ("Numba @njit", "numba", lambda: NumbaImpl(scene, numba_lib.module, parallel=False)),
-        ("Numba @njit(parallel=True)", "numba",
-         lambda: NumbaImpl(scene, numba_lib.module, parallel=True)),
-        ("Taichi, springs + ti.atomic_add", "taichi",
-         lambda: TaichiImpl(scene, taichi_lib.module, "springs")),
+        ("Numba @njit", "numba", lambda: NumbaImpl(net, libraries["numba"].module, parallel=False)),
+        ("Numba @njit(parallel=True)", "numba", lambda: NumbaImpl(net, libraries["numba"].module, parallel=True)),
+        ("Taichi, springs + ti.atomic_add", "taichi", lambda: TaichiImpl(net, libraries["taichi"].module, "springs")),
         ("Taichi, springs + ti.atomic_add, serialised", "taichi",
-         lambda: TaichiImpl(scene, taichi_lib.module, "springs-serial")),
-        ("Taichi, grid stencil gather", "taichi",
-         lambda: TaichiImpl(scene, taichi_lib.module, "stencil")),
-        ("Warp (device cpu)", "warp", lambda: WarpImpl(scene, warp_lib.module)),
+         lambda: TaichiImpl(net, libraries["taichi"].module, "springs-serial")),
+        ("Taichi, grid stencil gather", "taichi", lambda: TaichiImpl(net, libraries["taichi"].module, "stencil")),
+        ("Warp (device cpu)", "warp", lambda: WarpImpl(net, libraries["warp"].module)),
     ]
-    impls: list[Implementation] = []
     for name, library, make in makers:
-        if library:
-            lib = _LIBRARIES[library]
-            if lib.module is None:
-                skipped.append(Skipped(name, f"{library} unavailable ({lib.error})"))
-                continue
+        if libraries[library].module is None:
+            skipped[name] = f"{library} unavailable ({libraries[library].error})"
+            continue
         try:
             impl = make()
             with contextlib.redirect_stdout(io.StringIO()):
                 impl.warm_up()
         except Exception as error:  # noqa: BLE001 - a peer that fails is skipped, not fatal
-            skipped.append(Skipped(name, f"failed to build or compile ({_describe_error(error)})"))
+            skipped[name] = f"failed to build or compile on {net.name} ({_describe_error(error)})"
             continue
-        impls.append(impl)
-        _progress(f"  {scene.name}: built {impl.name} (setup {impl.setup_seconds:.3f} s, "
-                  f"first call {impl.first_call_seconds:.3f} s)")
-    return impls
+        rows.append((library_contender(impl), impl.threads))
+        compile_rows.append((net.name, impl.name, harness.duration(impl.setup_seconds),
+                             harness.duration(impl.first_call_seconds)))
+    return rows
 
 
-def run_check(impl: Implementation, reference: np.ndarray, watched: int) -> Check:
-    """CHECK_STEPS steps from the initial state, compared with the reference positions."""
-    impl.reset()
-    impl.advance(CHECK_STEPS)
-    impl.finish()
-    x = impl.positions()
-    return Check(name=impl.name, watched=x[watched].copy(),
-                 distance=float(np.linalg.norm(x[watched] - reference[watched])),
-                 max_distance=float(np.max(np.linalg.norm(x - reference, axis=1))))
-
-
-def _machine_busy_seconds() -> float | None:
-    """CPU seconds all processors have spent busy since boot (user, nice, system, irq,
-    softirq and steal time, from /proc/stat), or None where that is unavailable."""
-    try:
-        with open("/proc/stat", encoding="ascii") as stat:
-            fields = stat.readline().split()
-        ticks = [int(value) for value in fields[1:9]]
-        busy = ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]
-        return busy / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-@dataclass
-class Run:
-    """One timed run."""
-
-    wall: float  # s
-    cpu: float  # this process's CPU time, all threads, s
-    others: float  # CPU time of everything else on the machine divided by wall (NaN: unknown)
-
-
-def timed_run(impl: Implementation, n: int) -> Run:
-    """n steps after a reset and one untimed step: wall time, this process's CPU time and the
-    cores other processes kept busy meanwhile."""
-    impl.reset()
-    impl.advance(1)
-    impl.finish()
-    machine = _machine_busy_seconds()
-    cpu = time.process_time()
-    start = time.perf_counter()
-    impl.advance(n)
-    impl.finish()
-    wall = time.perf_counter() - start
-    cpu = time.process_time() - cpu
-    machine_end = _machine_busy_seconds()
-    if machine is None or machine_end is None:
-        others = math.nan
-    else:
-        others = max(0.0, (machine_end - machine - cpu) / wall)
-    return Run(wall, cpu, others)
-
-
-def calibrate(impl: Implementation, run_seconds: float) -> int:
-    """A step count that makes one run take about run_seconds."""
-    impl.reset()
-    impl.advance(1)
-    impl.finish()
-
-    def seconds_for(n: int) -> float:
-        start = time.perf_counter()
-        impl.advance(n)
-        impl.finish()
-        return time.perf_counter() - start
-
-    n = 1
-    while (elapsed := seconds_for(n)) < 0.1 * run_seconds:
-        n *= 2
-    n = round_steps(n * run_seconds / elapsed)
-    impl.reset()
-    return round_steps(n * run_seconds / seconds_for(n))
-
-
-def measure_scene(scene: Cloth, msprings: ModuleType, run_seconds: float, repeats: int,
-                  max_others: float, retries: int) -> SceneResult:
-    """Builds, checks and times every implementation on one scene."""
-    skipped: list[Skipped] = []
-    impls = build_implementations(scene, msprings, skipped)
-    if not impls or impls[0].name != MSPRINGS_ONE:
-        reasons = "; ".join(f"{item.name}: {item.reason}" for item in skipped)
-        raise RuntimeError(f"{scene.name}: msprings could not be built, nothing to compare "
-                           f"with ({reasons})")
-    reference_impl = impls[0]  # msprings, 1 thread
-    reference_impl.reset()
-    reference_impl.advance(CHECK_STEPS)
-    reference = reference_impl.positions()
-    checks = [run_check(impl, reference, scene.watched) for impl in impls]
-    disagreeing = [check.name for check in checks if not check.passed]
-    timed = [impl for impl, check in zip(impls, checks) if check.passed]
-    _progress(f"  {scene.name}: agreement checked; calibrating")
-    rows = [Row(impl, calibrate(impl, run_seconds)) for impl in timed]
-    for round_index in range(repeats):
-        _progress(f"  {scene.name}: round {round_index + 1}/{repeats}")
-        for row in rows:
-            run = timed_run(row.impl, row.steps_per_run)
-            for _ in range(retries):
-                if not run.others > max_others:  # NaN (unknown) counts as quiet
-                    break
-                row.retried += 1
-                run = timed_run(row.impl, row.steps_per_run)
-            row.seconds.append(run.wall)
-            row.busy.append(run.cpu / run.wall)
-            row.others.append(run.others)
-    return SceneResult(scene, checks, rows, skipped, disagreeing)
-
-
-# ---------------------------------------------------------------------------------------------
-# report
-
-
-def machine_lines(msprings: ModuleType, run_seconds: float, repeats: int,
-                  redo: str) -> list[str]:
-    """Markdown bullets describing the machine and the software measured."""
-    lines = [
-        f"- CPU: {cpu_model()}, {CORES} logical CPUs online",
-        f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
-        f"- Python {platform.python_version()}, NumPy {np.__version__}, "
-        f"msprings {getattr(msprings, '__version__', 'unknown')}",
-        f"- Memory allocator: {_ALLOCATOR[0] if _ALLOCATOR else 'defaults'}, so that the NumPy step's "
-        "temporaries do not cost page faults in some runs and not in others",
-    ]
-    for name in ("numba", "taichi", "warp"):
-        library = _LIBRARIES.get(name) or load_library(name)
-        if library.module is None:
-            lines.append(f"- {name}: not available, skipped ({library.error})")
-        else:
-            lines.append(f"- {library.detail}")
-    lines += [
-        f"- Date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}; "
-        f"load average at the start: {_START_LOAD[0] if _START_LOAD else load_average()}, "
-        f"at the end: {load_average()}",
-        f"- Timing: median of {repeats} runs per row (about {run_seconds:g} s each), each from "
-        f"the initial state after one untimed step, implementations taking turns; "
-        f"{redo}; symplectic Euler, dt = {TIME_STEP:g} s; float64 throughout",
-    ]
-    return lines
-
-
-_START_LOAD: list[str] = []
-#: What keep_freed_memory() did, for the machine section.
-_ALLOCATOR: list[str] = []
-
-
-def check_lines(result: SceneResult) -> list[str]:
-    """Markdown table of the agreement checks for one scene."""
-    lines = [
-        f"| implementation | node (N-1, N-1) after {CHECK_STEPS} steps (m) "
-        f"| distance to {MSPRINGS_ONE} (m) | max distance, all nodes (m) | check |",
-        "|---|---|---:|---:|---|",
-    ]
-    for check in result.checks:
-        verdict = ("reference" if check.name == MSPRINGS_ONE
-                   else "pass" if check.passed else "FAIL (not timed)")
-        lines.append(f"| {check.name} | {format_vector(check.watched)} | {check.distance:.1e} "
-                     f"| {check.max_distance:.1e} | {verdict} |")
-    return lines
-
-
-def timing_lines(result: SceneResult) -> list[str]:
-    """Markdown table of the stepping rates for one scene."""
-    rates = {row.impl.name: row.steps_per_second for row in result.rows}
-    one = rates.get(MSPRINGS_ONE)
-    everyone = rates.get(MSPRINGS_ALL)
-    lines = [
-        "| implementation | threads | steps/run | steps/s | spring evals/s (M) "
-        f"| vs {MSPRINGS_ONE} | vs {MSPRINGS_ALL} | CPU/wall | others | spread |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    nspring = result.scene.n_springs
-    for row in result.rows:
-        rate = row.steps_per_second
-        versus_one = f"{rate / one:.2f}x" if one else "n/a"
-        versus_all = f"{rate / everyone:.2f}x" if everyone else "n/a"
-        lines.append(f"| {row.impl.name} | {row.impl.threads} | {row.steps_per_run:,} "
-                     f"| {format_rate(rate)} | {rate * nspring / 1e6:.3g} | {versus_one} "
-                     f"| {versus_all} | {row.cores_busy:.2f} | {_others(row)} "
-                     f"| {100 * row.spread:.0f}% |")
-    return lines
-
-
-def _others(row: Row) -> str:
-    """The 'others' cell: median cores busy with other work, and how many runs were redone."""
-    load = row.other_load
-    text = "n/a" if load is None else f"{load:.2f}"
-    return text + (f" ({row.retried} redone)" if row.retried else "")
-
-
-def one_time_lines(results: Sequence[SceneResult]) -> list[str]:
-    """Markdown table of setup and first-call (compile) times."""
-    lines = [
-        "| scene | implementation | setup (build state/fields) | first call: compile + 1 step |",
-        "|---|---|---:|---:|",
-    ]
-    for result in results:
-        built = {row.impl.name: row.impl for row in result.rows}
-        for check in result.checks:
-            impl = built.get(check.name)
-            if impl is None:
-                continue
-            lines.append(f"| {result.scene.name} | {impl.name} | {format_seconds(impl.setup_seconds)} "
-                         f"| {format_seconds(impl.first_call_seconds)} |")
-    return lines
-
-
-def library_lines() -> list[str]:
-    """Markdown bullets with import and runtime-initialisation times."""
-    lines = []
-    for name in ("numba", "taichi", "warp"):
-        library = _LIBRARIES.get(name)
-        if library is None or library.module is None:
-            continue
-        init = {"taichi": "ti.init", "warp": "wp.init"}.get(name)
-        text = f"- {name}: import {format_seconds(library.import_seconds)}"
-        if init:
-            text += f", {init} {format_seconds(library.init_seconds)}"
-        lines.append(text)
-    return lines
-
-
-def report(results: Sequence[SceneResult], msprings: ModuleType, run_seconds: float,
-           repeats: int, redo: str) -> str:
-    """The whole Markdown report."""
-    lines = ["# msprings and peer libraries on the cloth scenes", ""]
-    lines += machine_lines(msprings, run_seconds, repeats, redo)
-    for result in results:
-        scene = result.scene
-        lines += ["", f"## {scene.name} ({scene.n_nodes:,} nodes, {scene.n_springs:,} springs)",
-                  "", f"### Agreement after {CHECK_STEPS} steps (tolerance {CHECK_TOLERANCE:g} m)",
-                  ""]
-        lines += check_lines(result)
-        lines += ["", "### Stepping rate", ""]
-        lines += timing_lines(result)
-        if result.skipped:
-            lines.append("")
-            lines += [f"- skipped: {item.name}: {item.reason}" for item in result.skipped]
-        if result.disagreeing:
-            lines.append("")
-            lines += [f"- DISAGREES with msprings, not timed: {name}"
-                      for name in result.disagreeing]
-    lines += ["", "'vs' columns: this row's steps/s divided by msprings' on the same scene "
-              "(above 1 = faster than msprings). CPU/wall: process CPU time over wall time "
-              "during a run (median; about the number of cores kept busy, spinning included). "
-              "others: cores kept busy by other processes during a run (median; from "
-              "/proc/stat); a run during which they exceeded the --max-others limit was redone "
-              "(up to --retries times) and the count is shown. spread: (slowest - fastest) / "
-              "median run.",
-              "", "## What each row does", ""]
-    seen: set[str] = set()
-    for result in results:
-        for row in result.rows:
-            if row.impl.name not in seen:
-                seen.add(row.impl.name)
-                lines.append(f"- {row.impl.name}: {row.impl.note}")
-    lines += ["", "## One-time costs (not in the rates above)", ""]
-    lines += library_lines()
-    lines += ["", "Numba compiles without an on-disk cache; Taichi runs with offline_cache=False "
-              "and Warp with a fresh kernel-cache directory, so these are cold compiles. Kernels "
-              "already compiled for an earlier scene may be reused (Numba, Warp).", ""]
-    lines += one_time_lines(results)
-    return "\n".join(lines)
-
-
-# ---------------------------------------------------------------------------------------------
-# main
+def positions_after(row: harness.Contender, steps: int) -> np.ndarray:
+    """(nnode, 3) positions after ``steps`` steps from the initial state."""
+    state = row.fresh()
+    row.run(state, steps)
+    return state.positions() if isinstance(state, Implementation) else np.array(state.x)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Runs the benchmark and prints the Markdown report; 0 when every peer agrees."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true",
-                        help="short runs (about 0.1 s each, 3 rounds): a smoke test")
-    parser.add_argument("--sizes", type=int, nargs="+", default=list(CLOTH_SIZES),
-                        help="cloth sizes N (default: 64 256)")
-    parser.add_argument("--repeats", type=int, default=None,
-                        help="timed runs per implementation (default 5; --quick: 3)")
-    parser.add_argument("--run-seconds", type=float, default=None,
-                        help="target length of one timed run (default 1.0; --quick: 0.1)")
-    parser.add_argument("--max-others", type=float, default=0.2,
-                        help="redo a run if other processes kept more than this many cores "
-                             "busy during it (default 0.2)")
-    parser.add_argument("--retries", type=int, default=3,
-                        help="most times one run is redone for --max-others (default 3)")
-    args = parser.parse_args(argv)
-    repeats = args.repeats or (3 if args.quick else 5)
-    run_seconds = args.run_seconds or (0.1 if args.quick else 1.0)
-    if (repeats < 1 or run_seconds <= 0 or args.retries < 0 or args.max_others < 0
-            or any(size < 3 for size in args.sizes)):
-        parser.error("--repeats must be >= 1, --run-seconds > 0, --retries and --max-others "
-                     ">= 0 and every size >= 3")
-    _START_LOAD[:] = [load_average()]
-    _ALLOCATOR[:] = [keep_freed_memory()]  # NumPy's temporaries: see common.keep_freed_memory
+    """Runs the suite, prints the Markdown report and returns the exit status."""
+    def sizes(parser: Any) -> None:
+        parser.add_argument("--sizes", type=int, nargs="+", default=[64, 256], help="cloth sizes N (default 64 256)")
 
-    root = Path(__file__).resolve().parent.parent
-    if str(root) not in sys.path:
-        sys.path.insert(0, str(root))
-    import msprings
-
+    args = harness.parse_args(__doc__.splitlines()[0], argv, sizes)
+    allocator = harness.keep_freed_memory()
+    msprings = harness.import_msprings()
+    seconds = 0.1 if args.quick else 1.0
+    skipped: dict[str, str] = {}
+    checks, speed, compiles = [], [], []
+    passed = True
     try:
-        results = []
         for size in args.sizes:
-            _progress(f"cloth-{size}")
-            results.append(measure_scene(cloth_scene(size), msprings, run_seconds, repeats,
-                                         args.max_others, args.retries))
-        redo = (f"a run is redone (at most {args.retries} times) if other processes kept more "
-                f"than {args.max_others:g} cores busy during it")
-        print(report(results, msprings, run_seconds, repeats, redo))
+            net = harness.cloth(size)
+            built = contenders(net, msprings, skipped, compiles)
+            reference = positions_after(built[0][0], CHECK_STEPS)[net.watched]
+            timed = []
+            for row, threads in built:
+                distance = float(np.linalg.norm(positions_after(row, CHECK_STEPS)[net.watched] - reference))
+                agrees = distance <= CHECK_TOLERANCE
+                passed &= agrees
+                checks.append((net.name, row.name, f"{distance:.1e}", harness.verdict(agrees)))
+                if agrees:
+                    timed.append((row, threads))
+            harness.time_interleaved([row for row, _ in timed], seconds, args.repeats)
+            one, every = timed[0][0].rate, timed[1][0].rate
+            for row, threads in timed:
+                speed.append((net.name, row.name, threads, f"{row.steps:,}", harness.rate(row.rate),
+                              f"{row.rate * net.n_springs / 1e6:.3g}", f"{row.rate / one:.2f}",
+                              f"{row.rate / every:.2f}"))
     finally:
         for cache in _WARP_CACHE:
             shutil.rmtree(cache, ignore_errors=True)
-    return 1 if any(result.disagreeing for result in results) else 0
+    found = [load_library(name) for name in ("numba", "taichi", "warp")]
+    out = harness.header("msprings and peer libraries on the cloth scenes", msprings, args.quick, [
+        *(library.detail or f"{library.name}: not available, skipped ({library.error})" for library in found),
+        f"Symplectic Euler, h = {TIME_STEP:g} s; median of {args.repeats} runs per row (about {seconds:g} s "
+        f"each), each from the initial state after one untimed step, the rows taking turns; NumPy temporaries: "
+        f"{allocator}"])
+    out += ["", f"## Agreement of node (N-1, N-1) with {MSPRINGS_ONE} after {CHECK_STEPS} steps "
+            f"(tolerance {CHECK_TOLERANCE:g} m)", ""]
+    out += harness.table(["scene", "implementation", ">distance (m)", "check"], checks)
+    out += ["", "## Speed", "", "'vs' columns: this row's steps/s over msprings' on the same scene (above 1: faster "
+            "than msprings).", ""]
+    out += harness.table(["scene", "implementation", "threads", ">steps/run", ">steps/s", ">spring evals/s (M)",
+                          f">vs {MSPRINGS_ONE}", f">vs {MSPRINGS_ALL}"], speed)
+    if skipped:
+        out += ["", *(f"- skipped: {name}: {reason}" for name, reason in skipped.items())]
+    if compiles:
+        out += ["", "## One-time costs (not in the rates above)", ""]
+        out += harness.table(["scene", "implementation", ">setup", ">first call: compile + 1 step"], compiles)
+    print("\n".join(out))
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

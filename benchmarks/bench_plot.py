@@ -29,11 +29,7 @@ frame or the previous version cannot be loaded, else 0.
 
 from __future__ import annotations
 
-import argparse
-import datetime
 import importlib.util
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -45,12 +41,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import numpy as np
-
 try:  # as part of the benchmarks package (python -m msprings bench)
-    from .common import cpu_model, import_msprings, load_average
-except ImportError:  # as a script: python benchmarks/bench_plot.py
-    from common import cpu_model, import_msprings, load_average
+    from . import harness
+except ImportError:  # as a script
+    import harness
 
 PREVIOUS_COMMIT = "6364947"
 PREVIOUS_MODULE = "msprings._plot_previous"
@@ -140,20 +134,14 @@ def measure(plots: dict[str, ModuleType], trajectory: Any, fps: float, repeats: 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the benchmark and prints a Markdown report; returns the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help=f"{QUICK_FRAMES} frames per scene, 1 run per row")
-    parser.add_argument("--repeats", type=int, default=None, help="timed runs per row (default 3, 1 with --quick)")
-    args = parser.parse_args(argv)
-    repeats = args.repeats if args.repeats is not None else 1 if args.quick else 3
-    if repeats < 1:
-        parser.error("--repeats must be >= 1")
+    args = harness.parse_args(__doc__.splitlines()[0], argv, repeats=(3, 1))
+    repeats = args.repeats
 
     import matplotlib
 
     matplotlib.use("Agg")
-    msprings = import_msprings()
+    msprings = harness.import_msprings()
     new_plot = importlib.import_module("msprings.plot")
-    importlib.import_module("msprings.scenes")  # the scene builders, as msprings.scenes
 
     try:
         previous = load_previous(msprings)
@@ -161,7 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"cannot load the previous plot.py from git ({error}): run this from a git checkout", file=sys.stderr)
         return 1
     plots = {"previous": previous, "new": new_plot}
-    load = load_average()
     started = time.perf_counter()
 
     rows = []
@@ -175,19 +162,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status = 1
             rows.append((scene, trajectory, results))
 
-    out = ["# msprings animation benchmark: plot.py beside its previous version" + (
-        " (--quick: smoke run)" if args.quick else ""), ""]
-    out += [
-        f"- CPU: {cpu_model()} ({os.cpu_count()} logical CPUs)",
-        f"- OS: {platform.system()} {platform.release()} ({platform.machine()})",
-        f"- Python {platform.python_version()}, NumPy {np.__version__}, matplotlib {matplotlib.__version__}, "
-        f"msprings {getattr(msprings, '__version__', 'unknown')} ({Path(msprings.__file__).parent})",
-        f"- Date (UTC): {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M}; load average at the "
-        f"start: {load}, at the end: {load_average()}; the run took {time.perf_counter() - started:.0f} s",
-        f"- previous: `msprings/plot.py` at {PREVIOUS_COMMIT} (loaded as `{PREVIOUS_MODULE}`); new: this "
+    out = harness.header("msprings animation benchmark: plot.py beside its previous version", msprings, args.quick, [
+        f"matplotlib {matplotlib.__version__}; the run took {time.perf_counter() - started:.0f} s",
+        f"previous: `msprings/plot.py` at {PREVIOUS_COMMIT} (loaded as `{PREVIOUS_MODULE}`); new: this "
         "checkout's `msprings.plot`",
-        f"- Each row: `animate(trajectory, fps=fps)` + `save_animation(animation, 'x.gif')` with every default, "
-        f"wall time / frames, median of {repeats} run(s), the versions taking turns",
+        f"Each row: `animate(trajectory, fps=fps)` + `save_animation(animation, 'x.gif')` with every default, "
+        f"wall time / frames, median of {repeats} run(s), the versions taking turns"])
+    out += [
         "",
         "| scene | nodes | springs | faces | frames | s/frame previous | s/frame new | previous / new "
         "| GIF bytes previous | GIF bytes new | new / previous | GIF pixels previous, new |",
