@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -91,8 +92,10 @@ class Worker:
 
     def __init__(self, root: Path, settled: Path, quick: bool) -> None:
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(root), "--settled", str(settled)]
+        # NumPy's BLAS threads would spin beside the timed steps on a small machine; nothing here uses BLAS
+        environment = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         self.process = subprocess.Popen(command + (["--quick"] if quick else []), stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, text=True)
+                                        stdout=subprocess.PIPE, text=True, env=environment)
         self.hello = self.read()
 
     def read(self) -> Any:

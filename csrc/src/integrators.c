@@ -1,7 +1,7 @@
 /* The integrators, as stages over node blocks (step.h): each evaluates forces with
- * ms_stage_forces and updates its worker's nodes.  Pinned nodes have inverse mass 0, so
- * every integrator moves them with their own velocity and never changes it, without a
- * branch.
+ * ms_stage_forces, updates its worker's nodes and finishes each of them with
+ * ms_finish_nodes.  Pinned nodes have inverse mass 0, so every integrator moves them with
+ * their own velocity and never changes it, without a branch.
  */
 #include <math.h>
 #include <string.h>
@@ -11,19 +11,17 @@
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
 
-/* The worker's node blocks b with their nodes [begin, end). */
-#define FOR_MY_NODES(w, b, begin, end)                                             \
-    for (int64_t b = (w)->node_first, begin, end; b < (w)->node_last; ++b)         \
-        if (ms_node_block((w)->team, b, &begin, &end), 1)
-
 static int euler_stages(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                         ms_flow* flow, int explicit_euler) {
     ms_team* tm = w->team;
     ms_state* s = tm->s;
-    const ms_flow rate = ms_stage_forces(w, x, v, t, s->f);
-    FOR_MY_NODES(w, b, begin, end)
-    tm->nodes[b].bad = !tm->euler(s->inv_mass, x, v, s->f, tm->h, explicit_euler, begin, end, x_out, v_out);
+    const int ticket = ms_stage_forces(w, x, v, t, s->f);
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        const int finite = tm->euler(s->inv_mass, x, v, s->f, tm->h, explicit_euler, begin, end, x_out, v_out);
+        ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
+    }
     ms_sync(w);
+    const ms_flow rate = ms_forces_flow(tm, ticket);
     ms_flow_add(flow, &rate, tm->h); /* the power at the start, as the force */
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
@@ -53,9 +51,9 @@ static int velocity_verlet(ms_worker* w, const double* restrict x, const double*
     double* restrict f_end = s->work + n3;
     const double* external = ms_active_external(s);
 
-    const ms_flow rate_start = ms_stage_forces(w, x, v, t, s->f);
+    const int start = ms_stage_forces(w, x, v, t, s->f);
     const double* restrict f = s->f;
-    FOR_MY_NODES(w, b, begin, end)
+    MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
         const double wi = half * inv_mass[i];
         for (int a = 0; a < 3; ++a) {
@@ -65,17 +63,18 @@ static int velocity_verlet(ms_worker* w, const double* restrict x, const double*
         }
     }
     ms_sync(w);
-    ms_flow rate_end = ms_stage_forces(w, x_out, v_out, t + h, f_end);
+    const ms_flow rate_start = ms_forces_flow(tm, start);
+    int ending = ms_stage_forces(w, x_out, v_out, t + h, f_end);
     if (s->velocity_forces) {
-        FOR_MY_NODES(w, b, begin, end)
+        MS_FOR_MY_NODES(w, b, begin, end)
         for (int64_t i = begin; i < end; ++i) {
             const double wi = half * inv_mass[i];
             for (int a = 0; a < 3; ++a) v_predicted[3 * i + a] = v_out[3 * i + a] + wi * f_end[3 * i + a];
         }
         ms_sync(w);
-        rate_end = ms_stage_forces(w, x_out, v_predicted, t + h, f_end);
+        ending = ms_stage_forces(w, x_out, v_predicted, t + h, f_end);
     }
-    FOR_MY_NODES(w, b, begin, end) {
+    MS_FOR_MY_NODES(w, b, begin, end) {
         double probe = 0.0;
         for (int64_t i = begin; i < end; ++i) {
             const double wi = half * inv_mass[i];
@@ -86,12 +85,13 @@ static int velocity_verlet(ms_worker* w, const double* restrict x, const double*
                 PROBE(probe, v_out[q]);
             }
         }
-        tm->nodes[b].bad = probe != 0.0;
         /* The external force's power at the end is taken with the end velocity itself (the
            forces above saw v1/2 or the prediction): the work of a constant force is then exact. */
         if (external != NULL) tm->nodes[b].power = ms_external_power(tm->m, external, v_out, begin, end);
+        ms_finish_nodes(w, b, begin, end, probe != 0.0, x, x_out, v_out);
     }
     ms_sync(w);
+    ms_flow rate_end = ms_forces_flow(tm, ending);
     if (external != NULL) {
         rate_end.external = 0.0;
         for (int64_t b = 0; b < tm->nnode_block; ++b) rate_end.external += tm->nodes[b].power;
@@ -116,10 +116,9 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
     double* restrict v_stage = s->work + n3;
     double* restrict f_stage = s->work + 2 * n3;
 
-    ms_flow rate = ms_stage_forces(w, x, v, t, s->f);
-    ms_flow_add(flow, &rate, h / 6.0);
+    int ticket = ms_stage_forces(w, x, v, t, s->f);
     const double* restrict f = s->f;
-    FOR_MY_NODES(w, b, begin, end)
+    MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
         const double im = inv_mass[i];
         for (int a = 0; a < 3; ++a) {
@@ -132,15 +131,16 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
         }
     }
     ms_sync(w);
+    ms_flow rate = ms_forces_flow(tm, ticket);
+    ms_flow_add(flow, &rate, h / 6.0);
     static const double stage_weight[3] = {2.0, 2.0, 1.0}; /* slopes 2, 3, 4 */
     static const double next_offset[3] = {0.5, 1.0, 0.0};  /* where slope k+1 is taken */
     static const double stage_time[3] = {0.5, 0.5, 1.0};   /* when slopes 2, 3, 4 are taken */
     for (int stage = 0; stage < 3; ++stage) {
         const double weight = stage_weight[stage] * h / 6.0;
-        rate = ms_stage_forces(w, x_stage, v_stage, t + stage_time[stage] * h, f_stage);
-        ms_flow_add(flow, &rate, weight);
+        ticket = ms_stage_forces(w, x_stage, v_stage, t + stage_time[stage] * h, f_stage);
         const double offset = next_offset[stage] * h;
-        FOR_MY_NODES(w, b, begin, end) {
+        MS_FOR_MY_NODES(w, b, begin, end) {
             double probe = 0.0;
             for (int64_t i = begin; i < end; ++i) {
                 const double im = inv_mass[i];
@@ -156,9 +156,11 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
                     PROBE(probe, v_out[q]);
                 }
             }
-            tm->nodes[b].bad = probe != 0.0;
+            if (stage == 2) ms_finish_nodes(w, b, begin, end, probe != 0.0, x, x_out, v_out);
         }
         ms_sync(w);
+        rate = ms_forces_flow(tm, ticket);
+        ms_flow_add(flow, &rate, weight);
     }
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
@@ -167,7 +169,12 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
 static int implicit_euler(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                           ms_flow* flow) {
     (void)t;
-    return ms_step_implicit_euler(w->team->m, w->team->s, x, v, x_out, v_out, w->team->h, flow);
+    ms_team* tm = w->team;
+    const int finite = ms_step_implicit_euler(tm->m, tm->s, x, v, x_out, v_out, tm->h, flow);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
+    ms_sync(w);
+    return !ms_any_bad(tm);
 }
 
 const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT] = {

@@ -73,7 +73,7 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
-/* The step's layout and block sums (s->layout, node_sums, spring_power), made on first use. */
+/* The step's layout and block sums (s->layout, node_sums, block_flow), made on first use. */
 int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Forgets what contact knew between steps: every gap bound in s->clearance (sized for the

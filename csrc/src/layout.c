@@ -30,13 +30,21 @@ int ms_node_springs(const ms_model* m, int64_t* start, int32_t* list) {
     return 0;
 }
 
-/* Springs per block: enough that the halos stay small beside the owned nodes, and a few
-   dozen blocks on a large network so that workers share them evenly. */
+/* Springs per block: enough (some 8,000) that the halos stay small beside the owned
+   nodes, and a power of two of blocks (at most 32) so that 2, 4 or 8 workers share them
+   evenly. */
 static int64_t block_springs(int64_t nspring) {
-    int64_t target = (nspring + 31) / 32;
-    if (target < 4096) target = 4096;
-    if (target > 65536) target = 65536;
-    return target;
+    int64_t blocks = 1;
+    while (blocks < 32 && nspring > 8192 * blocks) blocks *= 2;
+    return nspring > 0 ? (nspring + blocks - 1) / blocks : 1;
+}
+
+/* Nodes per block of the node stages: a power of two of blocks (at most 256) of some 256
+   nodes. */
+static int64_t block_nodes(int64_t nnode) {
+    int64_t blocks = 1;
+    while (blocks < 256 && nnode > 256 * blocks) blocks *= 2;
+    return (nnode + blocks - 1) / blocks;
 }
 
 /* The number k of springs of each of nodes a..a+3 if they can form a lane group: their
@@ -164,6 +172,8 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
                 if (layout->pairs[2 * r + 1] + 1 > high) high = layout->pairs[2 * r + 1] + 1;
             layout->halo_start[b + 1] = layout->halo_start[b] + (high - layout->node_start[b + 1]);
         }
+        layout->node_block = block_nodes(n);
+        layout->nnode_block = (n + layout->node_block - 1) / layout->node_block;
         const int64_t halo = layout->halo_start[layout->nblock];
         layout->halo = malloc(sizeof(double) * 3 * (size_t)(halo > 0 ? halo : 1));
         ok = layout->halo != NULL;

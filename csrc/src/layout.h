@@ -45,6 +45,8 @@ struct ms_layout {
                               halo + 3 halo_start[b]; halo length halo_start[b + 1] - halo_start[b]
                                                                                  (nblock + 1) */
     double* halo;          /* (3 x halo_start[nblock]) */
+    int64_t node_block;    /* nodes per block of the node stages (the last may be shorter) */
+    int64_t nnode_block;   /* blocks of node_block nodes */
     void* buffer;        /* the one allocation everything above lives in */
 };
 

@@ -45,9 +45,9 @@ static inline double* MS_KERNEL(target)(double* f, double* halo, int64_t own_end
 }
 
 /* The springs [s, e) of one lower node a, one at a time. */
-static inline void MS_KERNEL(single)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
-                                     int64_t e, int64_t a, const double* restrict x, const double* restrict v,
-                                     double* f, double* halo, int64_t own_end, v1* power) {
+static inline v1 MS_KERNEL(single)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                   int64_t e, int64_t a, const double* restrict x, const double* restrict v,
+                                   double* f, double* halo, int64_t own_end, v1 power) {
     const double* xa = x + 3 * a;
     const double* va = v + 3 * a;
     v1 sum_x = 0.0, sum_y = 0.0, sum_z = 0.0;
@@ -59,7 +59,7 @@ static inline void MS_KERNEL(single)(const int32_t* restrict pairs, const double
         const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
         const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
         v1 fx, fy, fz;
-        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, *power);
+        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, power);
         sum_x += fx;
         sum_y += fy;
         sum_z += fz;
@@ -72,14 +72,15 @@ static inline void MS_KERNEL(single)(const int32_t* restrict pairs, const double
     fa[0] += sum_x;
     fa[1] += sum_y;
     fa[2] += sum_z;
+    return power;
 }
 
 /* A lane group: nodes a..a+3 with k springs each, sorted springs [s, s + 4 k).  Spring j
    of the four nodes is one v4, one lane per node; each node's force is summed over j and
    added to f once at the end. */
-static inline void MS_KERNEL(group)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
-                                    int64_t k, int64_t a, const double* restrict x, const double* restrict v,
-                                    double* f, double* halo, int64_t own_end, v4* power) {
+static inline v4 MS_KERNEL(group)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                  int64_t k, int64_t a, const double* restrict x, const double* restrict v,
+                                  double* f, double* halo, int64_t own_end, v4 power) {
     v4 xa, ya, za, ua, va, wa;
     v4_load_nodes(x + 3 * a, &xa, &ya, &za);
     v4_load_nodes(v + 3 * a, &ua, &va, &wa);
@@ -93,7 +94,7 @@ static inline void MS_KERNEL(group)(const int32_t* restrict pairs, const double*
         const double* p = params + 3 * r;
         v4 fx, fy, fz;
         SPRING_FORCE(v4, v4_sub(xb, xa), v4_sub(yb, ya), v4_sub(zb, za), v4_sub(ub, ua), v4_sub(vb, va),
-                     v4_sub(wb, wa), v4_load(p), v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), fx, fy, fz, *power);
+                     v4_sub(wb, wa), v4_load(p), v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), fx, fy, fz, power);
         sum_x = v4_add(sum_x, fx);
         sum_y = v4_add(sum_y, fy);
         sum_z = v4_add(sum_z, fz);
@@ -115,6 +116,7 @@ static inline void MS_KERNEL(group)(const int32_t* restrict pairs, const double*
         }
     }
     v4_add_nodes(f + 3 * a, sum_x, sum_y, sum_z, 0);
+    return power;
 }
 
 double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* restrict x,
@@ -132,13 +134,13 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
         const int64_t a = pairs[2 * s];
         const int64_t k = lanes[a];
         if (k > 0) {
-            MS_KERNEL(group)(pairs, params, s, k, a, x, v, f, halo, own_end, &lane_power);
+            lane_power = MS_KERNEL(group)(pairs, params, s, k, a, x, v, f, halo, own_end, lane_power);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
-        MS_KERNEL(single)(pairs, params, s, e, a, x, v, f, halo, own_end, &single_power);
+        single_power = MS_KERNEL(single)(pairs, params, s, e, a, x, v, f, halo, own_end, single_power);
         s = e;
     }
     double power[MS_LANES];
@@ -156,13 +158,13 @@ int MS_KERNEL(ms_euler)(const double* restrict inv_mass, const double* x, const 
     v1 tail_probe = 0.0;
     int64_t i = begin;
     for (; i + MS_LANES <= end; i += MS_LANES) {
-        double weight[3 * MS_LANES]; /* h / m of nodes i..i+3, spread over their components */
-        for (int q = 0; q < 3 * MS_LANES; ++q) weight[q] = h * inv_mass[i + q / 3];
+        v4 weight[3]; /* h / m of nodes i..i+3, spread over their components */
+        v4_spread(v4_mul(step, v4_load(inv_mass + i)), weight);
         v4 position[3], velocity[3];
         for (int part = 0; part < 3; ++part) {
             const int64_t q = 3 * i + MS_LANES * part;
             const v4 xq = v4_load(x + q), vq = v4_load(v + q), fq = v4_load(f + q);
-            const v4 w = v4_load(weight + MS_LANES * part);
+            const v4 w = weight[part];
             if (explicit_euler) { /* x' = x + h v;  v' = v + h a(x, v) */
                 position[part] = v4_add(xq, v4_mul(step, vq));
                 velocity[part] = v4_add(vq, v4_mul(w, fq));

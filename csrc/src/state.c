@@ -101,7 +101,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->push_from); /* pushed and the node-spring lists share its allocation */
     ms_layout_destroy(s->layout);
     free(s->node_sums);
-    free(s->spring_power);
+    free(s->block_flow);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);
@@ -207,9 +207,9 @@ int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
         s->layout = ms_layout_create(m, err);
         if (s->layout == NULL) return MS_ERR_MEMORY;
     }
-    if (s->node_sums == NULL) s->node_sums = calloc((size_t)((m->nnode + MS_NODE_BLOCK - 1) / MS_NODE_BLOCK), sizeof(ms_node_sums));
-    if (s->spring_power == NULL) s->spring_power = calloc((size_t)s->layout->nblock, sizeof(double));
-    if (s->node_sums == NULL || s->spring_power == NULL)
+    if (s->node_sums == NULL) s->node_sums = calloc((size_t)s->layout->nnode_block, sizeof(ms_node_sums));
+    if (s->block_flow == NULL) s->block_flow = calloc(2 * (size_t)s->layout->nblock, sizeof(ms_flow));
+    if (s->node_sums == NULL || s->block_flow == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the step storage of %lld nodes",
                             (long long)m->nnode);
     return MS_OK;

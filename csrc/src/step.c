@@ -25,8 +25,9 @@ void ms_sync(ms_worker* w) {
 }
 
 void ms_node_block(const ms_team* tm, int64_t b, int64_t* begin, int64_t* end) {
-    *begin = b * MS_NODE_BLOCK;
-    *end = *begin + MS_NODE_BLOCK < tm->m->nnode ? *begin + MS_NODE_BLOCK : tm->m->nnode;
+    const int64_t size = tm->layout->node_block;
+    *begin = b * size;
+    *end = *begin + size < tm->m->nnode ? *begin + size : tm->m->nnode;
 }
 
 int ms_any_bad(const ms_team* tm) {
@@ -35,44 +36,45 @@ int ms_any_bad(const ms_team* tm) {
     return bad;
 }
 
-#define FOR_MY_NODES(w, b, begin, end)                                     \
-    for (int64_t b = (w)->node_first, begin, end; b < (w)->node_last; ++b) \
-        if (ms_node_block((w)->team, b, &begin, &end), 1)
-
 static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};
 
-ms_flow ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
+int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_state* s = tm->s;
+    const ms_layout* layout = tm->layout;
     const double* external = ms_active_external(s);
-    /* the nodes' own forces (gravity, drag, external) start each node's sum */
-    FOR_MY_NODES(w, b, begin, end) {
-        tm->nodes[b].flow = no_flow;
-        ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].flow);
+    const int ticket = w->tickets++ & 1;
+    ms_flow* flows = tm->block_flow + ticket * layout->nblock;
+    /* block by block: the owned nodes' own forces (gravity, drag, external) start their
+       sums, then the springs add to them and to the block's halo */
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+        flows[b] = no_flow;
+        ms_node_forces(m, x, v, external, t, layout->node_start[b], layout->node_start[b + 1], f, &flows[b]);
+        flows[b].dampers = tm->springs(layout, b, x, v, f);
     }
     ms_sync(w);
-    /* springs, block by block: owned nodes straight into f, the rest into the halos */
-    for (int64_t b = w->spring_first; b < w->spring_last; ++b)
-        tm->spring_power[b] = tm->springs(tm->layout, b, x, v, f);
-    ms_sync(w);
-    FOR_MY_NODES(w, b, begin, end)
-    ms_layout_gather(tm->layout, begin, end, f);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_layout_gather(layout, begin, end, f);
     if (tm->face_forces) {
         ms_sync(w);
         if (w->id == 0) {
-            tm->face_flow = no_flow;
-            ms_face_forces(m, x, v, t, f, &tm->face_flow);
+            tm->face_flow[ticket] = no_flow;
+            ms_face_forces(m, x, v, t, f, &tm->face_flow[ticket]);
         }
         ms_sync(w);
     }
-    if (s->moving_pins) FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].flow.pins = ms_pin_power(m, x, v, external, t, f, begin, end);
-    ms_sync(w);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    tm->nodes[b].pins[ticket] = s->moving_pins ? ms_pin_power(m, x, v, external, t, f, begin, end) : 0.0;
+    return ticket;
+}
+
+ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
     ms_flow rate = no_flow;
-    for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].flow, 1.0);
-    if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow, 1.0);
-    for (int64_t b = 0; b < tm->layout->nblock; ++b) rate.dampers += tm->spring_power[b];
+    const ms_flow* flows = tm->block_flow + ticket * tm->layout->nblock;
+    for (int64_t b = 0; b < tm->layout->nblock; ++b) ms_flow_add(&rate, &flows[b], 1.0);
+    for (int64_t b = 0; b < tm->nnode_block; ++b) rate.pins += tm->nodes[b].pins[ticket];
+    if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow[ticket], 1.0);
     return rate;
 }
 
@@ -106,24 +108,52 @@ static double apply_energy_loss(const ms_model* m, const double* inv_mass, doubl
     return removed;
 }
 
-/* Everything after the integrator, on (x_next, v_next), which the step reached from x:
-   energy loss, the constraints (strain limiting, self-collision), contact (last, so no
-   node ends a step inside a collider) and the finiteness checks.  *booked receives what
-   they add to the ledger.  Returns 1 if the state is finite, 0 if not, -1 if memory ran
-   out (the same on every worker). */
+void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int bad, const double* x_old,
+                     double* x_next, double* v_next) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_node_sums* sums = &tm->nodes[b];
+    const ms_contact none = {0.0, 0.0, 0};
+    sums->bad = bad;
+    sums->contact = none;
+    if (bad) return;
+    if (tm->energy_loss) sums->removed = apply_energy_loss(m, tm->s->inv_mass, v_next, m->opt.energy_loss, begin, end);
+    if (tm->contact_now) {
+        /* contact at each node on its own (so it does not matter which worker does it),
+           then the finiteness of the result */
+        sums->contact = ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end);
+        sums->bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
+                    !ms_all_finite(v_next + 3 * begin, 3 * (size_t)(end - begin));
+    }
+}
+
+/* Contact for the worker's nodes, as ms_finish_nodes does it, with the finiteness check. */
+static void contact_stage(ms_worker* w, const double* x_old, double* x_next, double* v_next) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        const ms_contact none = {0.0, 0.0, 0};
+        tm->nodes[b].contact = m->ncollider > 0 ? ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end)
+                                                : none;
+        tm->nodes[b].bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
+                           !ms_all_finite(v_next + 3 * begin, 3 * (size_t)(end - begin));
+    }
+    ms_sync(w);
+}
+
+/* What comes after the integrator (and its ms_finish_nodes) on (x_next, v_next), which
+   the step reached from x: the energy loss's and contact's sums, the constraints (strain
+   limiting, self-collision) and then contact when there are constraints (contact last,
+   so no node ends a step inside a collider).  *booked receives what they add to the
+   ledger.  Returns 1 if the state is finite, 0 if not, -1 if memory ran out (the same on
+   every worker). */
 static int after_integrator(ms_worker* w, const double* x, double* x_next, double* v_next, ms_ledger* booked) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     ms_state* s = tm->s;
-    const double loss = m->opt.energy_loss;
-    const int constraints = m->opt.strain_limiting || m->opt.self_collision > 0.0;
-    if (loss > 0.0) {
-        FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].power = apply_energy_loss(m, s->inv_mass, v_next, loss, begin, end);
-        ms_sync(w);
-        for (int64_t b = 0; b < tm->nnode_block; ++b) booked->energy_loss += tm->nodes[b].power;
-    }
-    if (constraints) {
+    if (tm->energy_loss)
+        for (int64_t b = 0; b < tm->nnode_block; ++b) booked->energy_loss += tm->nodes[b].removed;
+    if (m->opt.strain_limiting || m->opt.self_collision > 0.0) {
         /* Position corrections are not forces: what they change of the mechanical energy
            is booked as their work, less the approach velocity that self-collision removes
            (dissipated as contact), so the ledger stays exact.  One worker, in node order. */
@@ -143,18 +173,9 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
         if (!tm->serial_ok) return -1;
         booked->contact += tm->serial_value;
         booked->constraints += tm->serial_work;
+        contact_stage(w, x, x_next, v_next);
     }
-    const int contact = m->ncollider > 0;
-    if (contact || constraints) {
-        /* contact at each node on its own (so it does not matter which worker does it),
-           then the finiteness of the result */
-        FOR_MY_NODES(w, b, begin, end) {
-            const ms_contact none = {0.0, 0.0, 0};
-            tm->nodes[b].contact = contact ? ms_collide_nodes(m, s, x, x_next, v_next, tm->h, begin, end) : none;
-            tm->nodes[b].bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
-                               !ms_all_finite(v_next + 3 * begin, 3 * (size_t)(end - begin));
-        }
-        ms_sync(w);
+    if (m->ncollider > 0) {
         int64_t pushes = 0;
         for (int64_t b = 0; b < tm->nnode_block; ++b) {
             booked->contact += tm->nodes[b].contact.dissipated;
@@ -166,7 +187,7 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
            again only after the next step's barriers */
         if (pushes > 0 && w->id == 0) booked->colliders += ms_push_spring_energy(m, s, x_next);
     }
-    return ms_ledger_finite(booked);
+    return !ms_any_bad(tm) && ms_ledger_finite(booked);
 }
 
 /* What one step call needs beyond the state. */
@@ -189,14 +210,15 @@ static void run_in_place(call* c, ms_worker* w) {
     ms_state* s = tm->s;
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
-        ms_flow rate = ms_stage_forces(w, s->x, s->v, t, s->f);
-        FOR_MY_NODES(w, b, begin, end)
+        const int ticket = ms_stage_forces(w, s->x, s->v, t, s->f);
+        MS_FOR_MY_NODES(w, b, begin, end)
         tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL, NULL);
         ms_sync(w);
+        const ms_flow rate = ms_forces_flow(tm, ticket);
         ms_flow flow = no_flow;
         ms_flow_add(&flow, &rate, tm->h);
         if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
-        FOR_MY_NODES(w, b, begin, end)
+        MS_FOR_MY_NODES(w, b, begin, end)
         tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v);
         t += tm->h;
         if (w->id == 0) {
@@ -205,7 +227,7 @@ static void run_in_place(call* c, ms_worker* w) {
             ms_ledger_add_flow(&s->ledger, &flow);
             c->completed = step + 1;
         }
-        /* the next step's forces read every node only after their first barrier */
+        ms_sync(w); /* the next step's forces read every node */
     }
 }
 
@@ -239,8 +261,8 @@ static void run_buffered(call* c, ms_worker* w) {
             /* the colliders are read again only by the next step's contact stage */
             ms_state_move_colliders(m, s, tm->h);
         }
-        /* the next step writes what this one's stages read only after a barrier */
-        ms_sync(w);
+        /* the integrator's and the contact stage's last barriers passed: every node is
+           written, and nothing the next step writes before its first barrier is read */
     }
     if (w->id == 0) {
         c->x_final = x;
@@ -289,11 +311,13 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->springs = ms_spring_kernel_path();
     tm->euler = ms_euler_kernel_path();
     tm->count = 1;
-    tm->nnode_block = (m->nnode + MS_NODE_BLOCK - 1) / MS_NODE_BLOCK;
+    tm->nnode_block = s->layout->nnode_block;
     tm->nodes = s->node_sums;
-    tm->spring_power = s->spring_power;
+    tm->block_flow = s->block_flow;
     const ms_air* air = &m->opt.air;
     tm->face_forces = m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0);
+    tm->energy_loss = m->opt.energy_loss > 0.0;
+    tm->contact_now = m->ncollider > 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0;
 }
 
 void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const double* v, double t, double* f,
@@ -302,7 +326,7 @@ void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const doubl
     solo_team(m, s, &tm);
     ms_worker w;
     share(&tm, &w, 0);
-    *flow = ms_stage_forces(&w, x, v, t, f);
+    *flow = ms_forces_flow(&tm, ms_stage_forces(&w, x, v, t, f));
 }
 
 int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err) {

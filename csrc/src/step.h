@@ -1,8 +1,8 @@
 /* The stages of a step, shared by the driver (step.c) and the integrators (integrators.c).
  *
  * A step call runs on one or more workers.  Every worker runs the same code: each stage
- * is a loop over the worker's share of fixed blocks (nodes in blocks of MS_NODE_BLOCK,
- * springs in the layout's blocks), followed by a barrier when the next stage reads what
+ * is a loop over the worker's share of fixed blocks (the layout's blocks of nodes and of
+ * springs), followed by a barrier when the next stage reads what
  * other workers wrote.  The blocks do not depend on the number of workers and every sum
  * over blocks is taken in block order, by every worker alike, so any number of workers
  * gives the same bits and takes the same decisions.
@@ -14,12 +14,12 @@
 #include "layout.h"
 #include "thread.h"
 
-#define MS_NODE_BLOCK 2048
 
 /* What a node block sums in a stage. */
 typedef struct ms_node_sums {
-    ms_flow flow;       /* W: the nodes' own forces and the pins */
-    double power;       /* W or J: the external force's end power, the energy loss removed */
+    double pins[2];     /* W: the pins' power, by forces ticket */
+    double power;       /* W: the external force's power at the end of a step (Verlet) */
+    double removed;     /* J: the kinetic energy the energy loss removed */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
 } ms_node_sums;
@@ -35,9 +35,11 @@ typedef struct ms_team {
     ms_barrier* barrier;    /* NULL for one worker */
     int64_t nnode_block;
     ms_node_sums* nodes;    /* (nnode_block) */
-    double* spring_power;   /* (layout->nblock) */
+    ms_flow* block_flow;    /* per spring block and ticket: its nodes' own forces and dampers (2 x nblock) */
     int face_forces;        /* the air acts on the triangles */
-    ms_flow face_flow;      /* their power (written by worker 0) */
+    ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
+    /* what the finished nodes of a step go through (ms_finish_nodes) */
+    int energy_loss, contact_now;
     /* serial work done by worker 0 between barriers */
     int serial_ok;
     double serial_value;    /* the kinetic energy self-collision removed (J) */
@@ -48,6 +50,7 @@ typedef struct ms_worker {
     ms_team* team;
     int id;
     int sense;                      /* its side of the barrier */
+    int tickets;                    /* forces evaluations so far: the next ticket is tickets & 1 */
     int64_t node_first, node_last;  /* its node blocks [first, last) */
     int64_t spring_first, spring_last; /* its spring blocks */
 } ms_worker;
@@ -61,15 +64,31 @@ void ms_node_block(const ms_team* tm, int64_t b, int64_t* begin, int64_t* end);
 /* True if some node block has its bad flag set (after a barrier). */
 int ms_any_bad(const ms_team* tm);
 
-/* The total force at (x, v) and time t into f (all nodes), and its power flows (W), the
-   same on every worker.  Starts and ends with every worker's nodes complete: it reads x
-   and v of every node and must follow a barrier after they were written. */
-ms_flow ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
+/* The worker's node blocks b with their nodes [begin, end). */
+#define MS_FOR_MY_NODES(w, b, begin, end)                                  \
+    for (int64_t b = (w)->node_first, begin, end; b < (w)->node_last; ++b) \
+        if (ms_node_block((w)->team, b, &begin, &end), 1)
+
+/* The total force at (x, v) and time t into f.  It reads x and v of every node, so it
+   must follow a barrier after they were written.  On return f is complete for the
+   worker's own node blocks (the rest after the next barrier), and the power flows of
+   this evaluation are ms_forces_flow(tm, ticket) after the next barrier, where ticket is
+   the value returned; each worker must read them before its next evaluation. */
+int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
+ms_flow ms_forces_flow(const ms_team* tm, int ticket);
+
+/* The end of a step for node block b, called by the integrators on each of the worker's
+   blocks once (x_next, v_next) are final there (bad: some value is not finite): the
+   energy loss, and contact when nothing acts on every node in between (no constraints),
+   then the finiteness check. */
+void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int bad, const double* x_old,
+                     double* x_next, double* v_next);
 
 /* One step of each integrator, run by every worker: reads (x, v) at time t and writes
-   (x_out, v_out), which do not alias them (except for ms_euler_in_place); adds the flows
-   of the forces over the step (J) to *flow.  Returns 1 if the new state and the flows are
-   finite (the same answer on every worker).  s->f receives the force at the start. */
+   (x_out, v_out), which do not alias them, finishing each node block with
+   ms_finish_nodes and ending with a barrier; adds the flows of the forces over the step
+   (J) to *flow.  Returns 1 if the new state and the flows are finite (the same answer on
+   every worker).  s->f receives the force at the start. */
 typedef int (*ms_integrator_stages)(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out,
                                     double t, ms_flow* flow);
 extern const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT];

@@ -50,16 +50,29 @@ static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
     *y = _mm256_shuffle_pd(a, c, 0x5);
     *z = _mm256_shuffle_pd(b, c, 0xA);
 }
-/* p[0..11] += sign (x, y, z) of four consecutive nodes (sign +1 or -1) */
+/* per-node values (a, b, c, d) of four consecutive nodes spread over their twelve
+   components: (a a a b), (b b c c), (c d d d) */
+static inline void v4_spread(v4 w, v4 out[3]) {
+    out[0] = _mm256_permute4x64_pd(w, 0x40);
+    out[1] = _mm256_permute4x64_pd(w, 0xA5);
+    out[2] = _mm256_permute4x64_pd(w, 0xFE);
+}
+/* p[0..11] += or -= (x, y, z) of four consecutive nodes */
 static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
     const __m256d a = _mm256_unpacklo_pd(x, y);     /* x0 y0 x2 y2 */
     const __m256d b = _mm256_shuffle_pd(z, x, 0xA); /* z0 x1 z2 x3 */
     const __m256d c = _mm256_unpackhi_pd(y, z);     /* y1 z1 y3 z3 */
-    const __m256d part[3] = {_mm256_permute2f128_pd(a, b, 0x20), _mm256_permute2f128_pd(c, a, 0x30),
-                             _mm256_permute2f128_pd(b, c, 0x31)};
-    for (int k = 0; k < 3; ++k) {
-        const __m256d old = _mm256_loadu_pd(p + 4 * k);
-        _mm256_storeu_pd(p + 4 * k, subtract ? _mm256_sub_pd(old, part[k]) : _mm256_add_pd(old, part[k]));
+    const __m256d part0 = _mm256_permute2f128_pd(a, b, 0x20); /* x0 y0 z0 x1 */
+    const __m256d part1 = _mm256_permute2f128_pd(c, a, 0x30); /* y1 z1 x2 y2 */
+    const __m256d part2 = _mm256_permute2f128_pd(b, c, 0x31); /* z2 x3 y3 z3 */
+    if (subtract) {
+        _mm256_storeu_pd(p, _mm256_sub_pd(_mm256_loadu_pd(p), part0));
+        _mm256_storeu_pd(p + 4, _mm256_sub_pd(_mm256_loadu_pd(p + 4), part1));
+        _mm256_storeu_pd(p + 8, _mm256_sub_pd(_mm256_loadu_pd(p + 8), part2));
+    } else {
+        _mm256_storeu_pd(p, _mm256_add_pd(_mm256_loadu_pd(p), part0));
+        _mm256_storeu_pd(p + 4, _mm256_add_pd(_mm256_loadu_pd(p + 4), part1));
+        _mm256_storeu_pd(p + 8, _mm256_add_pd(_mm256_loadu_pd(p + 8), part2));
     }
 }
 #elif defined(MS_PATH_SSE2)
@@ -105,6 +118,11 @@ static inline void sse2_add_pair(double* p, __m128d x, __m128d y, __m128d z, int
         _mm_storeu_pd(p + 2 * k, subtract ? _mm_sub_pd(old, part[k]) : _mm_add_pd(old, part[k]));
     }
 }
+static inline void v4_spread(v4 w, v4 out[3]) {
+    out[0] = v4_make(_mm_unpacklo_pd(w.lo, w.lo), w.lo);
+    out[1] = v4_make(_mm_unpackhi_pd(w.lo, w.lo), _mm_unpacklo_pd(w.hi, w.hi));
+    out[2] = v4_make(w.hi, _mm_unpackhi_pd(w.hi, w.hi));
+}
 static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
     sse2_load_pair(p, &x->lo, &y->lo, &z->lo);
     sse2_load_pair(p + 6, &x->hi, &y->hi, &z->hi);
@@ -131,6 +149,9 @@ static inline v4 v4_div(v4 a, v4 b) { V4_LANEWISE(a.q[q] / b.q[q]); }
 static inline v4 v4_sqrt(v4 a) { V4_LANEWISE(sqrt(a.q[q])); }
 static inline v4 v4_if_greater(v4 a, v4 b, v4 c) { V4_LANEWISE(a.q[q] > b.q[q] ? c.q[q] : 0.0); }
 static inline v4 v4_abs(v4 a) { V4_LANEWISE(fabs(a.q[q])); }
+static inline void v4_spread(v4 w, v4 out[3]) {
+    for (int q = 0; q < 12; ++q) out[q / 4].q[q % 4] = w.q[q / 3];
+}
 static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
     for (int q = 0; q < 4; ++q) {
         x->q[q] = p[3 * q];

@@ -228,7 +228,7 @@ typedef struct ms_state {
     int64_t clearance_count; /* entries allocated in clearance */
     struct ms_layout* layout; /* the springs as a step visits them, made by the first step */
     void* node_sums;     /* a step's sums per block of nodes, with layout */
-    double* spring_power; /* a step's damper power per block of springs, with layout */
+    void* block_flow;    /* a step's power flows per block of springs, with layout */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
