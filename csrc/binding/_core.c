@@ -657,7 +657,8 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     if (views_alive < 0) return NULL;
     state->watch_after_step = views_alive;
     self->stepping = getpid();
-    for (long long done = 0; done < n && status == MS_OK;) {
+    int interrupted = 0; /* a signal handler raised between chunks */
+    for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         if (release) {
             Py_BEGIN_ALLOW_THREADS
@@ -667,12 +668,10 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
             status = ms_step(model, state, dt, count, &err);
         }
         done += count;
-        if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) {
-            self->stepping = 0;
-            return NULL;
-        }
+        if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
+    if (interrupted) return NULL;
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
