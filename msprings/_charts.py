@@ -40,6 +40,7 @@ _METHOD_COLORS = {
     "velocity_verlet": "tab:green",
     "rk4": "tab:purple",
     "implicit_euler": "tab:orange",
+    "xpbd": "tab:brown",
 }
 _METHOD_STYLES = {"velocity_verlet": (0, (5, 3))}  # dashed: it overlaps symplectic Euler when undamped
 _ENERGY_COLORS = {

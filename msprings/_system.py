@@ -468,7 +468,9 @@ class System(_core.System):
         limit on the damped oscillator (:func:`msprings.stability.stability_limit`): 2 for
         undamped symplectic Euler and velocity Verlet, ``2 sqrt 2`` for RK4, ``2 zeta`` for
         explicit Euler (0 without damping: unstable at any step), infinite for implicit
-        Euler.  Pairing the highest frequency with the highest damping rate is exact for
+        Euler.  ``xpbd`` treats springs and dampers as compliant constraints, stable at any
+        step; only its explicit kick by the node drag ``b`` limits it, to ``2 m / b``
+        (infinite without drag).  Pairing the highest frequency with the highest damping rate is exact for
         uniform networks with the same ``c/k`` on every spring and otherwise an estimate.
         Explicit Euler needs damping in *every* mode: axial dampers do not reach the
         swinging (transverse) modes of a hanging chain or cloth, so there it is unstable at
@@ -486,6 +488,13 @@ class System(_core.System):
             raise ValueError(f"integrator {name!r} is unknown; choose one of {', '.join(_core.INTEGRATORS)}")
         if name == "implicit_euler":
             return math.inf
+        if name == "xpbd":
+            # springs and their dampers are implicit (compliant constraints); the node drag
+            # kicks explicitly, stable while h b / m < 2 on every free node
+            free = ~np.asarray(self.pinned, dtype=bool)
+            if self.drag == 0.0 or not free.any():
+                return math.inf
+            return 2.0 * float(np.min(np.asarray(self.mass)[free])) / self.drag
         omega2, gamma = self._max_eigenvalues()
         if not (math.isfinite(omega2) and math.isfinite(gamma)):
             # The Lanczos estimate squares its rates and overflows beyond about 1e154 1/s

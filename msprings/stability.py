@@ -26,6 +26,11 @@ The integrators are exactly those of the C core (see DESIGN.md), plus backward E
                         v~ = v½ + h/2 a(x', v½);  v' = v½ + h/2 a(x', v~)
 ``rk4``                 classical Runge-Kutta on (x, v) with slopes (v, a)
 ``implicit_euler``      M (v' - v) = h f(x + h v', v');  x' = x + h v'
+``xpbd``                x^ = x + h v (the forces other than the spring's kick first; none here);
+                        one projection of the spring as a compliant constraint (compliance 1/k,
+                        damping c) moves x^ to x';  v' = (x' - x) / h.  On one spring that single
+                        projection solves the constraint exactly, so on this model problem xpbd
+                        steps as backward Euler (on a network, Gauss-Seidel sweeps approach it)
 
 Here a(x, v) = f / m = -omega^2 x - 2 zeta omega v.  :func:`amplification_matrix` builds G
 by applying these update formulas to the two basis states, so it mirrors the definitions
@@ -58,7 +63,7 @@ __all__ = [
 ]
 
 #: Every integrator this module knows: the C core's (explicit, symplectic and backward Euler,
-#: velocity Verlet, RK4).
+#: velocity Verlet, RK4, xpbd).
 INTEGRATORS = _core.INTEGRATORS
 
 #: A spectral radius up to ``1 + RADIUS_TOLERANCE`` counts as stable: the eigenvalues of a
@@ -178,12 +183,24 @@ def _implicit_euler(x: np.ndarray, w: np.ndarray, a: np.ndarray, zeta: np.ndarra
     return x + a * w_next, w_next
 
 
+def _xpbd(x: np.ndarray, w: np.ndarray, a: np.ndarray, zeta: np.ndarray) -> _State:
+    """One xpbd step with one projection: predict x^ = x + a w, then the spring constraint
+    C = x (rest length 0 in these units) with compliance alpha~ = 1 / a^2 and damping
+    gamma = 2 zeta / a moves it by  d = (-C(x^) - gamma (x^ - x)) / (1 + gamma + alpha~)
+    (mass 1), here multiplied through by a^2; the velocity is the displacement over the step,
+    w + d / a."""
+    predicted = x + a * w
+    shift = a * (-predicted - 2.0 * zeta * w) / (1.0 + 2.0 * zeta * a + a * a)  # d / a
+    return predicted + a * shift, w + shift
+
+
 _STEPS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], _State]] = {
     "explicit_euler": _explicit_euler,
     "symplectic_euler": _symplectic_euler,
     "velocity_verlet": _velocity_verlet,
     "rk4": _rk4,
     "implicit_euler": _implicit_euler,
+    "xpbd": _xpbd,
 }
 
 

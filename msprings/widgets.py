@@ -64,6 +64,7 @@ _LABELS = {
     "velocity_verlet": "velocity Verlet",
     "rk4": "RK4",
     "implicit_euler": "implicit Euler",
+    "xpbd": "XPBD",
 }
 _DESCRIPTION_STYLE = {"description_width": "128px"}
 _SLIDER_LAYOUT = {"width": "370px"}

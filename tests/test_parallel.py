@@ -45,7 +45,7 @@ def run_on(system: msprings.System, threads: int, dt: float, steps: int) -> mspr
     return copy
 
 
-STEP = {"explicit_euler": 2e-5, "symplectic_euler": 2e-4, "velocity_verlet": 2e-4, "rk4": 2e-4}
+STEP = {"explicit_euler": 2e-5, "symplectic_euler": 2e-4, "velocity_verlet": 2e-4, "rk4": 2e-4, "xpbd": 1e-3}
 
 
 @pytest.mark.parametrize("integrator", sorted(STEP))

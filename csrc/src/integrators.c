@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "step.h"
+#include "xpbd.h"
 
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
 #define PROBE(probe, value) ((probe) += (value) - (value))
@@ -165,6 +166,62 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
 
+/* Extended position-based dynamics (xpbd.c): the forces other than the springs' kick the
+   velocities and predict the positions; the springs then act as compliant constraints
+   on the positions, m->opt.iterations sweeps over their colours (default 1); the
+   velocity is the step's displacement over h.  s->f receives the total force at the start
+   (springs included, as for every integrator), and the flows are its power at the start
+   times h (the dampers' too: a first-order estimate of what the constraints' damping
+   removes). */
+static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
+                double* restrict v_out, double t, ms_flow* flow) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    const double h = tm->h;
+    const double* restrict inv_mass = s->inv_mass;
+    const ms_colouring* colours = s->constraints;
+    const int ticket = ms_stage_forces(w, x, v, t, s->f);
+    ms_stage_own_forces(w, x, v, t, s->work); /* its barrier completes s->f and its flows */
+    const ms_flow rate = ms_forces_flow(tm, ticket);
+    const double* restrict f = s->work;
+    MS_FOR_MY_NODES(w, b, begin, end)
+    for (int64_t i = begin; i < end; ++i) {
+        const double wi = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            v_out[q] = v[q] + wi * f[q];
+            x_out[q] = x[q] + h * v_out[q];
+        }
+    }
+    ms_sync(w);
+    const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
+    for (int iteration = 0; iteration < iterations; ++iteration)
+        for (int64_t q = 0; q < colours->ncolour; ++q) {
+            /* the springs of one colour share no node: any split gives the same bits */
+            const int64_t first = colours->start[q], count = colours->start[q + 1] - first;
+            ms_xpbd_project(m, inv_mass, colours, first + count * w->id / tm->count,
+                            first + count * (w->id + 1) / tm->count, x, x_out, h, iteration == 0);
+            ms_sync(w);
+        }
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        double probe = 0.0;
+        for (int64_t i = begin; i < end; ++i)
+            for (int a = 0; a < 3; ++a) {
+                const int64_t q = 3 * i + a;
+                /* v' = (x' - x) / h, as the kick's velocity plus what the projections moved
+                   beyond the prediction x + h v^: exactly v^ where nothing moved (pins too) */
+                v_out[q] += (x_out[q] - (x[q] + h * v_out[q])) / h;
+                PROBE(probe, x_out[q]);
+                PROBE(probe, v_out[q]);
+            }
+        ms_finish_nodes(w, b, begin, end, probe != 0.0, x, x_out, v_out);
+    }
+    ms_sync(w);
+    ms_flow_add(flow, &rate, h);
+    return !ms_any_bad(tm) && ms_flow_finite(flow);
+}
+
 /* Backward Euler (implicit.c) runs on one worker: the driver gives it no others. */
 static int implicit_euler(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                           ms_flow* flow) {
@@ -178,4 +235,4 @@ static int implicit_euler(ms_worker* w, const double* x, const double* v, double
 }
 
 const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT] = {
-    explicit_euler, symplectic_euler, velocity_verlet, rk4, implicit_euler};
+    explicit_euler, symplectic_euler, velocity_verlet, rk4, implicit_euler, xpbd};

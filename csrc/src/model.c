@@ -27,6 +27,7 @@ ms_options ms_default_options(void) {
     opt.air.gust = 0.0;
     opt.air.gust_frequency = 5.0;
     opt.air.gust_wavenumber = 1.0;
+    opt.iterations = 0;
     opt.threads = 0;
     return opt;
 }
@@ -142,6 +143,9 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
         return ms_error_set(err, MS_ERR_VALUE,
                             "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
                             opt->self_collision);
+    if (opt->iterations < 0)
+        return ms_error_set(err, MS_ERR_VALUE, "iterations = %d must be >= 0 (0 = the integrator's default)",
+                            opt->iterations);
     if (opt->threads < 0)
         return ms_error_set(err, MS_ERR_VALUE, "threads = %d must be >= 0 (0 = the default)", opt->threads);
     const ms_air* air = &opt->air;

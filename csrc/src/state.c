@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "layout.h"
 #include "step.h"
+#include "xpbd.h"
 
 /* x, v, f (nnode x 3 each), inv_mass (nnode), then f_saved (nnode x 3).  The external
    force and the second half of the double buffer are separate allocations made on first use. */
@@ -102,6 +103,7 @@ void ms_state_destroy(ms_state* s) {
     ms_layout_destroy(s->layout);
     free(s->node_sums);
     free(s->block_flow);
+    ms_colouring_free(s->constraints);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);

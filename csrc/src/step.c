@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "step.h"
+#include "xpbd.h"
 
 /* Networks with at least this many springs step on several workers. */
 #define MS_PARALLEL_MIN_SPRINGS 10000
@@ -38,7 +39,7 @@ int ms_any_bad(const ms_team* tm) {
 
 static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};
 
-int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
+static int stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f, int springs) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_state* s = tm->s;
@@ -51,11 +52,11 @@ int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, do
     for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
         flows[b] = no_flow;
         ms_node_forces(m, x, v, external, t, layout->node_start[b], layout->node_start[b + 1], f, &flows[b]);
-        flows[b].dampers = tm->springs(layout, b, x, v, f);
+        if (springs) flows[b].dampers = tm->springs(layout, b, x, v, f);
     }
     ms_sync(w);
-    MS_FOR_MY_NODES(w, b, begin, end)
-    ms_layout_gather(layout, begin, end, f);
+    if (springs) MS_FOR_MY_NODES(w, b, begin, end)
+        ms_layout_gather(layout, begin, end, f);
     if (tm->face_forces) {
         ms_sync(w);
         if (w->id == 0) {
@@ -67,6 +68,14 @@ int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, do
     MS_FOR_MY_NODES(w, b, begin, end)
     tm->nodes[b].pins[ticket] = s->moving_pins ? ms_pin_power(m, x, v, external, t, f, begin, end) : 0.0;
     return ticket;
+}
+
+int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
+    return stage_forces(w, x, v, t, f, 1);
+}
+
+int ms_stage_own_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
+    return stage_forces(w, x, v, t, f, 0);
 }
 
 ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
@@ -354,11 +363,13 @@ int ms_resolve_threads(int n) {
 static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error* err) {
     const ms_integrator integrator = m->opt.integrator;
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
-    if ((integrator == MS_VELOCITY_VERLET || integrator == MS_RK4) && ms_state_ensure_work(m, s, err))
+    if ((integrator == MS_VELOCITY_VERLET || integrator == MS_RK4 || integrator == MS_XPBD) &&
+        ms_state_ensure_work(m, s, err))
         return MS_ERR_MEMORY;
     if (integrator == MS_IMPLICIT_EULER && ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
     if (!in_place && ms_state_ensure_next(m, s, err)) return MS_ERR_MEMORY;
     if (m->ncollider > 0 && ms_state_ensure_pushes(m, s, err)) return MS_ERR_MEMORY;
+    if (integrator == MS_XPBD && ms_state_ensure_colours(m, s, err)) return MS_ERR_MEMORY;
     return MS_OK;
 }
 

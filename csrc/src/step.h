@@ -75,6 +75,10 @@ int ms_any_bad(const ms_team* tm);
    this evaluation are ms_forces_flow(tm, ticket) after the next barrier, where ticket is
    the value returned; each worker must read them before its next evaluation. */
 int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
+
+/* ms_stage_forces without the springs (and their dampers): gravity, drag, the external
+   force, the air on the triangles. */
+int ms_stage_own_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
 ms_flow ms_forces_flow(const ms_team* tm, int ticket);
 
 /* The end of a step for node block b, called by the integrators on each of the worker's
