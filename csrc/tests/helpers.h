@@ -77,5 +77,6 @@ extern const test_case contact_tests[];
 extern const test_case constraints_tests[];
 extern const test_case threads_tests[];
 extern const test_case ledger_tests[];
+extern const test_case cholesky_tests[];
 
 #endif

@@ -1,0 +1,581 @@
+/* Sparse Cholesky factorisation (cholesky.h): minimum degree ordering, elimination tree,
+   symbolic pattern, up-looking numeric factorisation and triangular solves. */
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cholesky.h"
+#include "internal.h"
+
+/* A pivot at most this many machine epsilons of its diagonal entry is taken as zero: the
+   rounding in computing it is of that order, so its sign means nothing. */
+#define MS_CHOLESKY_PIVOT_EPSILONS 1e3
+
+struct ms_cholesky {
+    int64_t n;
+    int64_t nnz_a;        /* entries of the analysed lower triangle */
+    int64_t nnz_l;        /* entries of L, diagonal included */
+    int factored;         /* non-zero after a successful ms_cholesky_factor */
+    /* the matrix P A P^T by columns of its upper triangle: column k's entries are
+       [a_start[k], a_start[k + 1]), each in row a_rows[.] <= k, with value
+       values[a_source[.]] in the caller's array */
+    int64_t* a_start;     /* (n + 1) */
+    int32_t* a_rows;      /* (nnz_a) */
+    int64_t* a_source;    /* (nnz_a) */
+    int32_t* perm;        /* caller's index of the k-th unknown of P A P^T (n) */
+    /* L by columns: column j's entries are [l_start[j], l_start[j + 1]), the diagonal
+       first, then the rows below it in increasing order */
+    int64_t* l_start;     /* (n + 1) */
+    int32_t* l_rows;      /* (nnz_l) */
+    double* l_values;     /* (nnz_l) */
+    /* the strictly lower part of L by rows: row k's columns are row_cols[row_start[k] ..
+       row_start[k + 1]), in increasing order */
+    int64_t* row_start;   /* (n + 1) */
+    int32_t* row_cols;    /* (nnz_l - n) */
+    int64_t* next;        /* factorisation: next entry of each column to fill (n) */
+    double* work;         /* factorisation: one dense column; solves: the permuted
+                             right-hand sides (3 x n) */
+    void* buffer;         /* the arrays of A's pattern, perm, next and work */
+    void* factor_buffer;  /* the arrays of L's pattern and values */
+};
+
+/* ---- pattern checks ------------------------------------------------------------- */
+
+/* The sizes and column starts, before anything is allocated. */
+static int check_columns(int64_t n, const int64_t* start, const int32_t* rows, ms_error* err) {
+    if (n < 0 || n > INT32_MAX)
+        return ms_error_set(err, MS_ERR_VALUE, "matrix size n = %lld must be in [0, %ld]", (long long)n,
+                            (long)INT32_MAX);
+    if (start == NULL) return ms_error_set(err, MS_ERR_VALUE, "start (n + 1 column starts) must not be NULL");
+    if (start[0] != 0) return ms_error_set(err, MS_ERR_VALUE, "start[0] = %lld must be 0", (long long)start[0]);
+    for (int64_t j = 0; j < n; ++j)
+        if (start[j + 1] < start[j])
+            return ms_error_set(err, MS_ERR_VALUE, "start[%lld] = %lld must not be below start[%lld] = %lld",
+                                (long long)(j + 1), (long long)start[j + 1], (long long)j, (long long)start[j]);
+    if (start[n] > 0 && rows == NULL)
+        return ms_error_set(err, MS_ERR_VALUE, "rows (%lld row indices) must not be NULL", (long long)start[n]);
+    return MS_OK;
+}
+
+/* Every row in range, on or below the diagonal, once per column, the diagonal present;
+   mark (n) is scratch. */
+static int check_rows(int64_t n, const int64_t* start, const int32_t* rows, int32_t* mark, ms_error* err) {
+    for (int64_t i = 0; i < n; ++i) mark[i] = -1;
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t q = start[j]; q < start[j + 1]; ++q) {
+            const int32_t r = rows[q];
+            if (r < 0 || r >= n)
+                return ms_error_set(err, MS_ERR_VALUE, "rows[%lld] = %ld (column %lld) is out of range [0, %lld)",
+                                    (long long)q, (long)r, (long long)j, (long long)n);
+            if (r < j)
+                return ms_error_set(err, MS_ERR_VALUE,
+                                    "rows[%lld] = %ld is above the diagonal of column %lld: give the lower triangle",
+                                    (long long)q, (long)r, (long long)j);
+            if (mark[r] == j)
+                return ms_error_set(err, MS_ERR_VALUE, "rows[%lld] = %ld repeats a row of column %lld",
+                                    (long long)q, (long)r, (long long)j);
+            mark[r] = (int32_t)j;
+        }
+        if (mark[j] != j)
+            return ms_error_set(err, MS_ERR_VALUE, "column %lld has no diagonal entry", (long long)j);
+    }
+    return MS_OK;
+}
+
+/* ---- approximate minimum degree ------------------------------------------------- */
+
+enum { MD_VARIABLE = 0, MD_ELEMENT = 1, MD_ABSORBED = 2 };
+
+/* Degree lists: a doubly linked list of the variables of each degree. */
+typedef struct degree_lists {
+    int32_t* head; /* first variable of each degree, or -1 (n) */
+    int32_t* next; /* (n) */
+    int32_t* prev; /* (n) */
+} degree_lists;
+
+static void degree_insert(degree_lists* lists, int32_t i, int64_t degree) {
+    const int32_t first = lists->head[degree];
+    lists->next[i] = first;
+    lists->prev[i] = -1;
+    if (first >= 0) lists->prev[first] = i;
+    lists->head[degree] = i;
+}
+
+static void degree_remove(degree_lists* lists, int32_t i, int64_t degree) {
+    const int32_t before = lists->prev[i], after = lists->next[i];
+    if (before >= 0) lists->next[before] = after;
+    else lists->head[degree] = after;
+    if (after >= 0) lists->prev[after] = before;
+}
+
+/* Orders the n unknowns of the graph whose neighbours of i are adj[adj_start[i] ..
+   adj_start[i + 1]) (symmetric, no self loops) by approximate minimum degree: order[k]
+   receives the k-th unknown to eliminate.  adj is overwritten: it holds the quotient
+   graph, each variable's list its adjacent elements (the first elen[i]) then its adjacent
+   variables.  Eliminating a variable p replaces, in the list of every variable i of the
+   new element L_p, p or an element absorbed into L_p by p itself, and drops variables of
+   L_p: no list ever grows.  The elements' own variable lists go to a buffer of their own
+   that grows as needed (in all, the entries of L below the diagonal).  Returns 0, or -1
+   if out of memory. */
+static int minimum_degree(int32_t n, const int64_t* adj_start, int32_t* adj, int32_t* order) {
+    int32_t* ints = malloc(sizeof(int32_t) * (11 * (size_t)n + 1));
+    int64_t* elem_start = malloc(sizeof(int64_t) * ((size_t)n + 1));
+    int64_t capacity = 2 * (int64_t)n + adj_start[n] + 1;
+    int32_t* elements = malloc(sizeof(int32_t) * (size_t)capacity);
+    if (ints == NULL || elem_start == NULL || elements == NULL) {
+        free(ints);
+        free(elem_start);
+        free(elements);
+        return -1;
+    }
+    int32_t* len = ints;           /* entries of each variable's list */
+    int32_t* elen = len + n;       /* elements among them, stored first */
+    int32_t* state = elen + n;     /* MD_VARIABLE, MD_ELEMENT or MD_ABSORBED */
+    int32_t* degree = state + n;   /* approximate external degree of each variable */
+    int32_t* mark = degree + n;    /* k while building and updating the k-th element */
+    int32_t* wtag = mark + n;      /* k once w[e] is set for the k-th element */
+    int32_t* w = wtag + n;         /* variables of element e outside the k-th element */
+    int32_t* elem_len = w + n;     /* size of each element's variable list */
+    degree_lists lists = {elem_len + n, elem_len + 2 * (int64_t)n, elem_len + 3 * (int64_t)n};
+    for (int32_t i = 0; i < n; ++i) lists.head[i] = -1;
+    for (int32_t i = 0; i < n; ++i) {
+        len[i] = (int32_t)(adj_start[i + 1] - adj_start[i]);
+        elen[i] = 0;
+        state[i] = MD_VARIABLE;
+        degree[i] = len[i];
+        mark[i] = -1;
+        wtag[i] = -1;
+        degree_insert(&lists, i, degree[i]);
+    }
+    int64_t used = 0, min_degree = 0;
+    int status = 0;
+    for (int32_t k = 0; k < n; ++k) {
+        while (lists.head[min_degree] < 0) ++min_degree;
+        const int32_t p = lists.head[min_degree];
+        degree_remove(&lists, p, degree[p]);
+        order[k] = p;
+        /* the new element L_p: p's variables and the variables of its elements, which
+           it absorbs */
+        if (used + (n - k) > capacity) {
+            const int64_t grown = 2 * capacity > used + (n - k) ? 2 * capacity : used + (n - k);
+            int32_t* more = realloc(elements, sizeof(int32_t) * (size_t)grown);
+            if (more == NULL) {
+                status = -1;
+                break;
+            }
+            elements = more;
+            capacity = grown;
+        }
+        int32_t* new_element = elements + used;
+        int32_t size = 0;
+        mark[p] = k;
+        const int32_t* list = adj + adj_start[p];
+        for (int32_t t = 0; t < elen[p]; ++t) {
+            const int32_t e = list[t];
+            if (state[e] != MD_ELEMENT) continue;
+            for (int64_t q = elem_start[e]; q < elem_start[e] + elem_len[e]; ++q) {
+                const int32_t v = elements[q];
+                if (mark[v] != k) {
+                    mark[v] = k;
+                    new_element[size++] = v;
+                }
+            }
+            state[e] = MD_ABSORBED;
+        }
+        for (int32_t t = elen[p]; t < len[p]; ++t) {
+            const int32_t v = list[t];
+            if (mark[v] != k) {
+                mark[v] = k;
+                new_element[size++] = v;
+            }
+        }
+        state[p] = MD_ELEMENT;
+        elem_start[p] = used;
+        elem_len[p] = size;
+        used += size;
+        /* w[e] = |L_e \ L_p| for every element e next to a variable of L_p */
+        for (int32_t t = 0; t < size; ++t) {
+            const int32_t* li = adj + adj_start[new_element[t]];
+            for (int32_t u = 0; u < elen[new_element[t]]; ++u) {
+                const int32_t e = li[u];
+                if (state[e] != MD_ELEMENT) continue;
+                if (wtag[e] != k) {
+                    wtag[e] = k;
+                    w[e] = elem_len[e];
+                }
+                w[e] -= 1;
+            }
+        }
+        /* each variable of L_p: prune its list, add p, bound its degree by
+           |L_p \ i| + sum |L_e \ L_p| + |A_i \ L_p| */
+        const int64_t most = n - k - 2; /* the other variables left */
+        for (int32_t t = 0; t < size; ++t) {
+            const int32_t i = new_element[t];
+            degree_remove(&lists, i, degree[i]);
+            int32_t* li = adj + adj_start[i];
+            int32_t nelem = 0, nvar = 0;
+            int64_t external = 0;
+            for (int32_t u = 0; u < elen[i]; ++u) {
+                const int32_t e = li[u];
+                if (state[e] != MD_ELEMENT) continue;
+                if (w[e] == 0) { /* e lies inside L_p: absorb it */
+                    state[e] = MD_ABSORBED;
+                    continue;
+                }
+                external += w[e];
+                li[nelem++] = e;
+            }
+            for (int32_t u = elen[i]; u < len[i]; ++u) {
+                const int32_t v = li[u];
+                if (mark[v] == k) continue; /* p, or a variable of L_p: reached through p */
+                li[nelem + nvar++] = v;
+                external += 1;
+            }
+            /* p joins the elements: the first variable moves to the end to make room
+               (i lost p or an absorbed element, so the list is still no longer) */
+            if (nvar > 0) li[nelem + nvar] = li[nelem];
+            li[nelem] = p;
+            elen[i] = nelem + 1;
+            len[i] = nelem + 1 + nvar;
+            int64_t bound = size - 1 + external;
+            if (bound > degree[i] + (int64_t)size - 1) bound = degree[i] + (int64_t)size - 1;
+            if (bound > most) bound = most;
+            degree[i] = (int32_t)bound;
+            degree_insert(&lists, i, bound);
+            if (bound < min_degree) min_degree = bound;
+        }
+    }
+    free(ints);
+    free(elem_start);
+    free(elements);
+    return status;
+}
+
+/* ---- symbolic analysis ---------------------------------------------------------- */
+
+/* The factor with its first buffer (A's pattern, perm, next, work); NULL if out of
+   memory. */
+static ms_cholesky* cholesky_create(int64_t n, int64_t nnz_a) {
+    ms_cholesky* c = calloc(1, sizeof *c);
+    if (c == NULL) return NULL;
+    const size_t doubles = 3 * (size_t)n, longs = (size_t)(n + 1) + (size_t)nnz_a + (size_t)n,
+                 ints = (size_t)n + (size_t)nnz_a;
+    c->buffer = malloc(sizeof(double) * doubles + sizeof(int64_t) * longs + sizeof(int32_t) * ints + 1);
+    if (c->buffer == NULL) {
+        free(c);
+        return NULL;
+    }
+    c->n = n;
+    c->nnz_a = nnz_a;
+    c->work = c->buffer;
+    c->a_start = (int64_t*)(c->work + 3 * n);
+    c->a_source = c->a_start + n + 1;
+    c->next = c->a_source + nnz_a;
+    c->perm = (int32_t*)(c->next + n);
+    c->a_rows = c->perm + n;
+    return c;
+}
+
+/* The full symmetric graph of the pattern, without the diagonal: the neighbours of i
+   are adj[adj_start[i] .. adj_start[i + 1]); cursor (n + 1) is scratch. */
+static void build_graph(int64_t n, const int64_t* start, const int32_t* rows, int64_t* adj_start, int64_t* cursor,
+                        int32_t* adj) {
+    memset(cursor, 0, sizeof(int64_t) * (size_t)(n + 1));
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = start[j]; q < start[j + 1]; ++q)
+            if (rows[q] != j) {
+                cursor[rows[q]] += 1;
+                cursor[j] += 1;
+            }
+    adj_start[0] = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        adj_start[i + 1] = adj_start[i] + cursor[i];
+        cursor[i] = adj_start[i];
+    }
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = start[j]; q < start[j + 1]; ++q)
+            if (rows[q] != j) {
+                adj[cursor[rows[q]]++] = (int32_t)j;
+                adj[cursor[j]++] = rows[q];
+            }
+}
+
+/* P A P^T by columns of its upper triangle (a_start, a_rows, a_source); pinv (n) is the
+   position of each caller's index in perm, cursor (n + 1) scratch. */
+static void permute_pattern(ms_cholesky* c, const int64_t* start, const int32_t* rows, const int32_t* pinv,
+                            int64_t* cursor) {
+    const int64_t n = c->n;
+    memset(cursor, 0, sizeof(int64_t) * (size_t)(n + 1));
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = start[j]; q < start[j + 1]; ++q) {
+            const int32_t a = pinv[rows[q]], b = pinv[j];
+            cursor[a > b ? a : b] += 1;
+        }
+    c->a_start[0] = 0;
+    for (int64_t k = 0; k < n; ++k) {
+        c->a_start[k + 1] = c->a_start[k] + cursor[k];
+        cursor[k] = c->a_start[k];
+    }
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t q = start[j]; q < start[j + 1]; ++q) {
+            const int32_t a = pinv[rows[q]], b = pinv[j];
+            const int64_t slot = cursor[a > b ? a : b]++;
+            c->a_rows[slot] = a < b ? a : b;
+            c->a_source[slot] = q;
+        }
+}
+
+/* The elimination tree of P A P^T (parent[k], -1 at a root); ancestor (n) is scratch. */
+static void elimination_tree(const ms_cholesky* c, int32_t* parent, int32_t* ancestor) {
+    for (int64_t k = 0; k < c->n; ++k) {
+        parent[k] = -1;
+        ancestor[k] = -1;
+        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q) {
+            /* climb from the row to the root of its current subtree, pointing the path at k */
+            int32_t i = c->a_rows[q];
+            while (i != -1 && i < k) {
+                const int32_t up = ancestor[i];
+                ancestor[i] = (int32_t)k;
+                if (up == -1) parent[i] = (int32_t)k;
+                i = up;
+            }
+        }
+    }
+}
+
+/* Row k of L below the diagonal is the set of nodes on the tree paths from the rows of
+   column k of P A P^T up to k.  With fill NULL, counts the entries of each column
+   (col_count) and row (row_count); with fill given, appends k to each column's rows at
+   c->next.  mark (n) is scratch. */
+static void walk_rows(const ms_cholesky* c, const int32_t* parent, int32_t* mark, int32_t* col_count,
+                      int32_t* row_count, int fill) {
+    for (int64_t k = 0; k < c->n; ++k) mark[k] = -1;
+    for (int64_t k = 0; k < c->n; ++k) {
+        mark[k] = (int32_t)k;
+        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q)
+            for (int32_t i = c->a_rows[q]; mark[i] != k; i = parent[i]) {
+                mark[i] = (int32_t)k;
+                if (fill) {
+                    c->l_rows[c->next[i]++] = (int32_t)k;
+                } else {
+                    col_count[i] += 1;
+                    row_count[k] += 1;
+                }
+            }
+    }
+}
+
+/* The pattern of L from the counts: l_start, l_rows, row_start, row_cols in a second
+   buffer.  Returns 0, or -1 if out of memory. */
+static int build_factor_pattern(ms_cholesky* c, const int32_t* parent, int32_t* mark, const int32_t* col_count,
+                                const int32_t* row_count, int64_t* cursor) {
+    const int64_t n = c->n;
+    int64_t below = 0;
+    for (int64_t j = 0; j < n; ++j) below += col_count[j];
+    if ((uint64_t)(n + below) > SIZE_MAX / 32) return -1;
+    const size_t bytes = sizeof(double) * (size_t)(n + below) + sizeof(int64_t) * 2 * (size_t)(n + 1) +
+                         sizeof(int32_t) * ((size_t)(n + below) + (size_t)below);
+    c->factor_buffer = malloc(bytes);
+    if (c->factor_buffer == NULL) return -1;
+    c->nnz_l = n + below;
+    c->l_values = c->factor_buffer;
+    c->l_start = (int64_t*)(c->l_values + c->nnz_l);
+    c->row_start = c->l_start + n + 1;
+    c->l_rows = (int32_t*)(c->row_start + n + 1);
+    c->row_cols = c->l_rows + c->nnz_l;
+    c->l_start[0] = 0;
+    c->row_start[0] = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        c->l_start[j + 1] = c->l_start[j] + 1 + col_count[j];
+        c->row_start[j + 1] = c->row_start[j] + row_count[j];
+        c->l_rows[c->l_start[j]] = (int32_t)j;
+        c->next[j] = c->l_start[j] + 1;
+    }
+    walk_rows(c, parent, mark, NULL, NULL, 1);
+    /* rows of L from its columns, taken in increasing column order */
+    memcpy(cursor, c->row_start, sizeof(int64_t) * (size_t)n);
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t p = c->l_start[j] + 1; p < c->l_start[j + 1]; ++p) c->row_cols[cursor[c->l_rows[p]]++] = (int32_t)j;
+    return 0;
+}
+
+ms_cholesky* ms_cholesky_analyse(int64_t n, const int64_t* start, const int32_t* rows, ms_error* err) {
+    if (check_columns(n, start, rows, err) != MS_OK) return NULL;
+    const int64_t nnz = start[n];
+    ms_cholesky* c = cholesky_create(n, nnz);
+    /* scratch: the graph (adj_start, cursor, adj) and five arrays of n */
+    int64_t* longs = malloc(sizeof(int64_t) * 2 * (size_t)(n + 1));
+    int32_t* adj = malloc(sizeof(int32_t) * (2 * (size_t)(nnz - n > 0 ? nnz - n : 0) + 1));
+    int32_t* ints = malloc(sizeof(int32_t) * (5 * (size_t)n + 1));
+    int status = c != NULL && longs != NULL && adj != NULL && ints != NULL ? MS_OK : MS_ERR_MEMORY;
+    int64_t* adj_start = longs;
+    int64_t* cursor = longs + n + 1;
+    int32_t* mark = ints;
+    int32_t* pinv = ints + n;
+    int32_t* parent = ints + 2 * n;
+    int32_t* col_count = ints + 3 * n;
+    int32_t* row_count = ints + 4 * n;
+    if (status == MS_OK) status = check_rows(n, start, rows, mark, err);
+    if (status == MS_OK) {
+        /* nnz >= n now (every column has its diagonal), so adj has room for the graph */
+        build_graph(n, start, rows, adj_start, cursor, adj);
+        if (minimum_degree((int32_t)n, adj_start, adj, c->perm) != 0) status = MS_ERR_MEMORY;
+    }
+    if (status == MS_OK) {
+        for (int64_t k = 0; k < n; ++k) pinv[c->perm[k]] = (int32_t)k;
+        permute_pattern(c, start, rows, pinv, cursor);
+        elimination_tree(c, parent, mark);
+        memset(col_count, 0, sizeof(int32_t) * (size_t)n);
+        memset(row_count, 0, sizeof(int32_t) * (size_t)n);
+        walk_rows(c, parent, mark, col_count, row_count, 0);
+        if (build_factor_pattern(c, parent, mark, col_count, row_count, cursor) != 0) status = MS_ERR_MEMORY;
+    }
+    free(longs);
+    free(adj);
+    free(ints);
+    if (status != MS_OK) {
+        ms_cholesky_destroy(c);
+        if (status == MS_ERR_MEMORY)
+            ms_error_set(err, MS_ERR_MEMORY, "out of memory analysing a sparse %lld x %lld matrix with %lld entries",
+                         (long long)n, (long long)n, (long long)nnz);
+        return NULL;
+    }
+    return c;
+}
+
+/* ---- numeric factorisation ------------------------------------------------------ */
+
+/* The first non-finite value, named by its entry. */
+static int report_non_finite(const ms_cholesky* c, const double* values, ms_error* err) {
+    for (int64_t k = 0; k < c->n; ++k)
+        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q)
+            if (!isfinite(values[c->a_source[q]])) {
+                const int32_t a = c->perm[c->a_rows[q]], b = c->perm[k];
+                return ms_error_set(err, MS_ERR_VALUE, "values[%lld] = %g (row %ld, column %ld) must be finite",
+                                    (long long)c->a_source[q], values[c->a_source[q]], (long)(a > b ? a : b),
+                                    (long)(a < b ? a : b));
+            }
+    return MS_OK;
+}
+
+int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err) {
+    c->factored = 0;
+    if (c->nnz_a > 0 && !ms_all_finite(values, (size_t)c->nnz_a)) return report_non_finite(c, values, err);
+    const int64_t n = c->n;
+    double* x = c->work; /* row k of the triangular solve, zero outside it */
+    const int64_t* l_start = c->l_start;
+    const int32_t* l_rows = c->l_rows;
+    double* l_values = c->l_values;
+    int64_t* next = c->next;
+    memset(x, 0, sizeof(double) * (size_t)n);
+    for (int64_t j = 0; j < n; ++j) next[j] = l_start[j] + 1;
+    for (int64_t k = 0; k < n; ++k) {
+        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q) x[c->a_rows[q]] = values[c->a_source[q]];
+        const double diagonal = x[k];
+        double pivot = diagonal;
+        x[k] = 0.0;
+        /* L(k, :k) solves L(:k, :k) L(k, :k)^T = A(:k, k); the columns of row k in
+           increasing order are an order in which each is final when it is used */
+        for (int64_t t = c->row_start[k]; t < c->row_start[k + 1]; ++t) {
+            const int32_t i = c->row_cols[t];
+            const double lki = x[i] / l_values[l_start[i]];
+            x[i] = 0.0;
+            for (int64_t p = l_start[i] + 1; p < next[i]; ++p) x[l_rows[p]] -= l_values[p] * lki;
+            pivot -= lki * lki;
+            l_values[next[i]++] = lki;
+        }
+        if (!(pivot > MS_CHOLESKY_PIVOT_EPSILONS * DBL_EPSILON * fabs(diagonal))) {
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "the matrix is not positive definite: pivot %g of column %ld (diagonal entry %g)",
+                                pivot, (long)c->perm[k], diagonal);
+        }
+        l_values[l_start[k]] = sqrt(pivot);
+    }
+    c->factored = 1;
+    return MS_OK;
+}
+
+/* ---- solves --------------------------------------------------------------------- */
+
+/* L L^T y = y for one right-hand side. */
+static void solve_one(const ms_cholesky* c, double* y) {
+    const int64_t* l_start = c->l_start;
+    const int32_t* l_rows = c->l_rows;
+    const double* l_values = c->l_values;
+    for (int64_t j = 0; j < c->n; ++j) {
+        const double yj = y[j] /= l_values[l_start[j]];
+        for (int64_t p = l_start[j] + 1; p < l_start[j + 1]; ++p) y[l_rows[p]] -= l_values[p] * yj;
+    }
+    for (int64_t j = c->n - 1; j >= 0; --j) {
+        double sum = y[j];
+        for (int64_t p = l_start[j] + 1; p < l_start[j + 1]; ++p) sum -= l_values[p] * y[l_rows[p]];
+        y[j] = sum / l_values[l_start[j]];
+    }
+}
+
+/* L L^T y = y for three right-hand sides interleaved in y (n x 3): the same operations
+   as solve_one on each, one pass over L for all three. */
+static void solve_three(const ms_cholesky* c, double* y) {
+    const int64_t* l_start = c->l_start;
+    const int32_t* l_rows = c->l_rows;
+    const double* l_values = c->l_values;
+    for (int64_t j = 0; j < c->n; ++j) {
+        const double djj = l_values[l_start[j]];
+        const double y0 = y[3 * j] /= djj, y1 = y[3 * j + 1] /= djj, y2 = y[3 * j + 2] /= djj;
+        for (int64_t p = l_start[j] + 1; p < l_start[j + 1]; ++p) {
+            double* yi = y + 3 * (int64_t)l_rows[p];
+            const double l = l_values[p];
+            yi[0] -= l * y0;
+            yi[1] -= l * y1;
+            yi[2] -= l * y2;
+        }
+    }
+    for (int64_t j = c->n - 1; j >= 0; --j) {
+        double sum0 = y[3 * j], sum1 = y[3 * j + 1], sum2 = y[3 * j + 2];
+        for (int64_t p = l_start[j] + 1; p < l_start[j + 1]; ++p) {
+            const double* yi = y + 3 * (int64_t)l_rows[p];
+            const double l = l_values[p];
+            sum0 -= l * yi[0];
+            sum1 -= l * yi[1];
+            sum2 -= l * yi[2];
+        }
+        const double djj = l_values[l_start[j]];
+        y[3 * j] = sum0 / djj;
+        y[3 * j + 1] = sum1 / djj;
+        y[3 * j + 2] = sum2 / djj;
+    }
+}
+
+void ms_cholesky_solve(ms_cholesky* c, double* b, int nrhs) {
+    const int64_t n = c->n;
+    if (!c->factored) {
+        for (int64_t e = 0; e < n * nrhs; ++e) b[e] = NAN;
+        return;
+    }
+    /* the right-hand sides three at a time (then one at a time), permuted into work */
+    double* y = c->work;
+    int first = 0;
+    for (; first + 3 <= nrhs; first += 3) {
+        for (int64_t k = 0; k < n; ++k)
+            for (int r = 0; r < 3; ++r) y[3 * k + r] = b[(int64_t)c->perm[k] * nrhs + first + r];
+        solve_three(c, y);
+        for (int64_t k = 0; k < n; ++k)
+            for (int r = 0; r < 3; ++r) b[(int64_t)c->perm[k] * nrhs + first + r] = y[3 * k + r];
+    }
+    for (; first < nrhs; ++first) {
+        for (int64_t k = 0; k < n; ++k) y[k] = b[(int64_t)c->perm[k] * nrhs + first];
+        solve_one(c, y);
+        for (int64_t k = 0; k < n; ++k) b[(int64_t)c->perm[k] * nrhs + first] = y[k];
+    }
+}
+
+int64_t ms_cholesky_nonzeros(const ms_cholesky* c) { return c->nnz_l; }
+
+void ms_cholesky_destroy(ms_cholesky* c) {
+    if (c == NULL) return;
+    free(c->buffer);
+    free(c->factor_buffer);
+    free(c);
+}

@@ -1,0 +1,57 @@
+/* Sparse Cholesky factorisation of a symmetric positive definite matrix, for the solvers
+ * that take large steps: one symbolic analysis per sparsity pattern, then any number of
+ * numeric factorisations with new values on that pattern, each followed by any number of
+ * solves.
+ *
+ * The analysis orders the unknowns by approximate minimum degree on the quotient graph
+ * (eliminated unknowns become elements that stand for the cliques they create, elements
+ * inside a new one are absorbed, and a degree is bounded from the sizes of its elements
+ * outside the new one, so it is never worse than the exact external degree plus the
+ * overlap), builds the elimination tree of the reordered matrix and from it the pattern
+ * of the factor, both by columns and by rows.  The numeric factorisation computes L row by
+ * row (up-looking): row k solves the triangular system of the rows before it, visiting
+ * the columns of row k's pattern in increasing order.  The solves are column-oriented and
+ * treat up to three right-hand sides at once.
+ *
+ * A factor owns one buffer for everything it keeps, including the scratch array that the
+ * numeric factorisation and the solves work in: one factor must not be used by two
+ * threads at once.
+ */
+#ifndef MSPRINGS_CHOLESKY_H
+#define MSPRINGS_CHOLESKY_H
+
+#include <stdint.h>
+
+#include "msprings/msprings.h"
+
+typedef struct ms_cholesky ms_cholesky;
+
+/* Symbolic analysis of a symmetric n x n matrix given by the pattern of its lower
+   triangle (diagonal included) in compressed columns: the rows of column j are
+   rows[start[j] .. start[j + 1]), each >= j, in any order, no duplicates; start[0] = 0.
+   Chooses the fill-reducing ordering, builds the elimination tree and the factor's
+   pattern.  NULL with err set (MS_ERR_MEMORY if out of memory, MS_ERR_VALUE naming the
+   entry if the pattern is invalid: a row out of range or above the diagonal, a repeated
+   row, a missing diagonal). */
+ms_cholesky* ms_cholesky_analyse(int64_t n, const int64_t* start, const int32_t* rows, ms_error* err);
+
+/* Numeric factorisation L L^T = P A P^T with values[q] the entry at rows[q] of the
+   analysed pattern; may be called again and again with new values.  MS_ERR_VALUE naming
+   the entry if a value is not finite, or naming the column (in the caller's numbering)
+   whose pivot is not positive: a pivot at most 1e3 machine epsilons of its diagonal entry
+   counts as zero, so a matrix that is singular to working precision is refused too.  After
+   a failure the factor is unusable (solves give NaN) until a call succeeds. */
+int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err);
+
+/* Solves A x = b in place for nrhs right-hand sides stored interleaved, b[i * nrhs + r]
+   (an nnode x 3 position array is 3 right-hand sides of an nnode x nnode matrix).  Works
+   in the factor's scratch array, hence the non-const factor.  Without a successful
+   factorisation every entry of b becomes NaN. */
+void ms_cholesky_solve(ms_cholesky* c, double* b, int nrhs);
+
+/* Entries of L (diagonal included), for reports. */
+int64_t ms_cholesky_nonzeros(const ms_cholesky* c);
+
+void ms_cholesky_destroy(ms_cholesky* c);
+
+#endif
