@@ -530,7 +530,7 @@ static int64_t apply_update(ms_cholesky* c, int32_t d, int64_t first, int64_t en
         double* update = c->update;
         memset(update, 0, sizeof(double) * (size_t)(height * columns));
         for (int64_t b = b0; b < b0 + columns; ++b) {
-            double* column = update + (b - b0) * height - b0;
+            double* column = update + (b - b0) * height; /* rows b0 .. m - 1 */
             /* v_t[a] = L(R[a], d_first + t); four columns of d at a time */
             int64_t t = 0;
             for (; t + 4 <= width; t += 4) {
@@ -539,18 +539,19 @@ static int64_t apply_update(ms_cholesky* c, int32_t d, int64_t first, int64_t en
                 const double* v2 = c->l_values + c->l_start[d_first + t + 2] + (width - t - 2) + from;
                 const double* v3 = c->l_values + c->l_start[d_first + t + 3] + (width - t - 3) + from;
                 const double l0 = v0[b], l1 = v1[b], l2 = v2[b], l3 = v3[b];
-                for (int64_t a = b; a < m; ++a) column[a] -= (v0[a] * l0 + v1[a] * l1) + (v2[a] * l2 + v3[a] * l3);
+                for (int64_t a = b; a < m; ++a)
+                    column[a - b0] -= (v0[a] * l0 + v1[a] * l1) + (v2[a] * l2 + v3[a] * l3);
             }
             for (; t < width; ++t) {
                 const double* v = c->l_values + c->l_start[d_first + t] + (width - t) + from;
                 const double lb = v[b];
-                for (int64_t a = b; a < m; ++a) column[a] -= v[a] * lb;
+                for (int64_t a = b; a < m; ++a) column[a - b0] -= v[a] * lb;
             }
         }
         for (int64_t b = b0; b < b0 + columns; ++b) {
             double* target = supernode_column(c, rows[b], first);
-            const double* column = update + (b - b0) * height - b0;
-            for (int64_t a = b; a < m; ++a) target[c->map[rows[a]]] += column[a];
+            const double* column = update + (b - b0) * height;
+            for (int64_t a = b; a < m; ++a) target[c->map[rows[a]]] += column[a - b0];
         }
     }
     return q;
