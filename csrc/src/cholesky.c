@@ -1,5 +1,6 @@
 /* Sparse Cholesky factorisation (cholesky.h): minimum degree ordering, elimination tree,
-   symbolic pattern, up-looking numeric factorisation and triangular solves. */
+   symbolic pattern and supernodes, left-looking supernodal numeric factorisation and
+   triangular solves. */
 #include <float.h>
 #include <math.h>
 #include <stdint.h>
@@ -13,13 +14,19 @@
    rounding in computing it is of that order, so its sign means nothing. */
 #define MS_CHOLESKY_PIVOT_EPSILONS 1e3
 
+/* Columns of a supernode's update computed at a time: bounds the update buffer to this
+   many columns of the longest list of rows below a supernode. */
+#define MS_CHOLESKY_UPDATE_COLUMNS 32
+
 struct ms_cholesky {
     int64_t n;
     int64_t nnz_a;        /* entries of the analysed lower triangle */
     int64_t nnz_l;        /* entries of L, diagonal included */
+    int64_t nsuper;       /* supernodes */
+    int64_t update_size;  /* doubles of the update buffer */
     int factored;         /* non-zero after a successful ms_cholesky_factor */
-    /* the matrix P A P^T by columns of its upper triangle: column k's entries are
-       [a_start[k], a_start[k + 1]), each in row a_rows[.] <= k, with value
+    /* the matrix P A P^T by columns of its lower triangle: column k's entries are
+       [a_start[k], a_start[k + 1]), each in row a_rows[.] >= k, with value
        values[a_source[.]] in the caller's array */
     int64_t* a_start;     /* (n + 1) */
     int32_t* a_rows;      /* (nnz_a) */
@@ -30,15 +37,21 @@ struct ms_cholesky {
     int64_t* l_start;     /* (n + 1) */
     int32_t* l_rows;      /* (nnz_l) */
     double* l_values;     /* (nnz_l) */
-    /* the strictly lower part of L by rows: row k's columns are row_cols[row_start[k] ..
-       row_start[k + 1]), in increasing order */
-    int64_t* row_start;   /* (n + 1) */
-    int32_t* row_cols;    /* (nnz_l - n) */
-    int64_t* next;        /* factorisation: next entry of each column to fill (n) */
-    double* work;         /* factorisation: one dense column; solves: the permuted
+    /* supernodes: runs of columns [super_start[s], super_start[s + 1]) in which each
+       column's pattern is the previous one's without its diagonal, so that all share the
+       rows below the run and the first column's rows index them all */
+    int64_t* super_start; /* (nsuper + 1) */
+    int32_t* super_of;    /* supernode of each column (n) */
+    /* factorisation scratch */
+    int32_t* map;         /* position of each row in the current supernode's first column (n) */
+    int32_t* head;        /* first supernode with an update due to each supernode, or -1 (n) */
+    int32_t* link;        /* next supernode in the same list (n) */
+    int64_t* next;        /* first of each supernode's rows below it not yet applied (n) */
+    double* update;       /* one update, by columns (update_size) */
+    double* work;         /* factorisation: the diagonal of P A P^T; solves: the permuted
                              right-hand sides (3 x n) */
-    void* buffer;         /* the arrays of A's pattern, perm, next and work */
-    void* factor_buffer;  /* the arrays of L's pattern and values */
+    void* buffer;         /* the arrays of A's pattern, perm, super_of, the scratch and work */
+    void* factor_buffer;  /* the arrays of L's pattern and values, super_start, update */
 };
 
 /* ---- pattern checks ------------------------------------------------------------- */
@@ -255,13 +268,13 @@ static int minimum_degree(int32_t n, const int64_t* adj_start, int32_t* adj, int
 
 /* ---- symbolic analysis ---------------------------------------------------------- */
 
-/* The factor with its first buffer (A's pattern, perm, next, work); NULL if out of
-   memory. */
+/* The factor with its first buffer (A's pattern, perm, super_of, scratch, work); NULL if
+   out of memory. */
 static ms_cholesky* cholesky_create(int64_t n, int64_t nnz_a) {
     ms_cholesky* c = calloc(1, sizeof *c);
     if (c == NULL) return NULL;
     const size_t doubles = 3 * (size_t)n, longs = (size_t)(n + 1) + (size_t)nnz_a + (size_t)n,
-                 ints = (size_t)n + (size_t)nnz_a;
+                 ints = 5 * (size_t)n + (size_t)nnz_a;
     c->buffer = malloc(sizeof(double) * doubles + sizeof(int64_t) * longs + sizeof(int32_t) * ints + 1);
     if (c->buffer == NULL) {
         free(c);
@@ -274,7 +287,11 @@ static ms_cholesky* cholesky_create(int64_t n, int64_t nnz_a) {
     c->a_source = c->a_start + n + 1;
     c->next = c->a_source + nnz_a;
     c->perm = (int32_t*)(c->next + n);
-    c->a_rows = c->perm + n;
+    c->super_of = c->perm + n;
+    c->map = c->super_of + n;
+    c->head = c->map + n;
+    c->link = c->head + n;
+    c->a_rows = c->link + n;
     return c;
 }
 
@@ -302,39 +319,50 @@ static void build_graph(int64_t n, const int64_t* start, const int32_t* rows, in
             }
 }
 
-/* P A P^T by columns of its upper triangle (a_start, a_rows, a_source); pinv (n) is the
-   position of each caller's index in perm, cursor (n + 1) scratch. */
+/* P A P^T by columns of its lower triangle (c->a_start, a_rows, a_source) and of its
+   upper triangle (upper_start (n + 1), upper_rows (nnz_a), for the symbolic analysis);
+   pinv (n) is the position of each caller's index in perm, cursor (n + 1) scratch. */
 static void permute_pattern(ms_cholesky* c, const int64_t* start, const int32_t* rows, const int32_t* pinv,
-                            int64_t* cursor) {
+                            int64_t* cursor, int64_t* upper_start, int32_t* upper_rows) {
     const int64_t n = c->n;
     memset(cursor, 0, sizeof(int64_t) * (size_t)(n + 1));
+    memset(upper_start, 0, sizeof(int64_t) * (size_t)(n + 1));
     for (int64_t j = 0; j < n; ++j)
         for (int64_t q = start[j]; q < start[j + 1]; ++q) {
             const int32_t a = pinv[rows[q]], b = pinv[j];
-            cursor[a > b ? a : b] += 1;
+            cursor[a < b ? a : b] += 1;
+            upper_start[(a > b ? a : b) + 1] += 1;
         }
     c->a_start[0] = 0;
     for (int64_t k = 0; k < n; ++k) {
         c->a_start[k + 1] = c->a_start[k] + cursor[k];
         cursor[k] = c->a_start[k];
+        upper_start[k + 1] += upper_start[k];
     }
     for (int64_t j = 0; j < n; ++j)
         for (int64_t q = start[j]; q < start[j + 1]; ++q) {
             const int32_t a = pinv[rows[q]], b = pinv[j];
-            const int64_t slot = cursor[a > b ? a : b]++;
-            c->a_rows[slot] = a < b ? a : b;
+            const int32_t low = a < b ? a : b, high = a < b ? b : a;
+            const int64_t slot = cursor[low]++;
+            c->a_rows[slot] = high;
             c->a_source[slot] = q;
         }
+    /* the upper triangle by transposing the lower one */
+    memcpy(cursor, upper_start, sizeof(int64_t) * (size_t)n);
+    for (int64_t k = 0; k < n; ++k)
+        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q) upper_rows[cursor[c->a_rows[q]]++] = (int32_t)k;
 }
 
-/* The elimination tree of P A P^T (parent[k], -1 at a root); ancestor (n) is scratch. */
-static void elimination_tree(const ms_cholesky* c, int32_t* parent, int32_t* ancestor) {
-    for (int64_t k = 0; k < c->n; ++k) {
+/* The elimination tree of P A P^T (parent[k], -1 at a root) from its upper triangle;
+   ancestor (n) is scratch. */
+static void elimination_tree(int64_t n, const int64_t* upper_start, const int32_t* upper_rows, int32_t* parent,
+                             int32_t* ancestor) {
+    for (int64_t k = 0; k < n; ++k) {
         parent[k] = -1;
         ancestor[k] = -1;
-        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q) {
+        for (int64_t q = upper_start[k]; q < upper_start[k + 1]; ++q) {
             /* climb from the row to the root of its current subtree, pointing the path at k */
-            int32_t i = c->a_rows[q];
+            int32_t i = upper_rows[q];
             while (i != -1 && i < k) {
                 const int32_t up = ancestor[i];
                 ancestor[i] = (int32_t)k;
@@ -346,58 +374,75 @@ static void elimination_tree(const ms_cholesky* c, int32_t* parent, int32_t* anc
 }
 
 /* Row k of L below the diagonal is the set of nodes on the tree paths from the rows of
-   column k of P A P^T up to k.  With fill NULL, counts the entries of each column
-   (col_count) and row (row_count); with fill given, appends k to each column's rows at
-   c->next.  mark (n) is scratch. */
-static void walk_rows(const ms_cholesky* c, const int32_t* parent, int32_t* mark, int32_t* col_count,
-                      int32_t* row_count, int fill) {
+   column k of P A P^T's upper triangle up to k.  With fill zero, counts the entries
+   below the diagonal of each column (col_count); with fill non-zero, appends k to each
+   column's rows at c->next.  mark (n) is scratch. */
+static void walk_rows(ms_cholesky* c, const int64_t* upper_start, const int32_t* upper_rows, const int32_t* parent,
+                      int32_t* mark, int32_t* col_count, int fill) {
     for (int64_t k = 0; k < c->n; ++k) mark[k] = -1;
     for (int64_t k = 0; k < c->n; ++k) {
         mark[k] = (int32_t)k;
-        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q)
-            for (int32_t i = c->a_rows[q]; mark[i] != k; i = parent[i]) {
+        for (int64_t q = upper_start[k]; q < upper_start[k + 1]; ++q)
+            for (int32_t i = upper_rows[q]; mark[i] != k; i = parent[i]) {
                 mark[i] = (int32_t)k;
-                if (fill) {
-                    c->l_rows[c->next[i]++] = (int32_t)k;
-                } else {
-                    col_count[i] += 1;
-                    row_count[k] += 1;
-                }
+                if (fill) c->l_rows[c->next[i]++] = (int32_t)k;
+                else col_count[i] += 1;
             }
     }
 }
 
-/* The pattern of L from the counts: l_start, l_rows, row_start, row_cols in a second
+/* Supernodes: column j joins column j - 1's when j is its parent and its pattern is the
+   parent's and the diagonal (one entry more).  Fills super_of and, if super_start is not
+   NULL, super_start; returns the number of supernodes. */
+static int64_t find_supernodes(ms_cholesky* c, const int32_t* parent, const int32_t* col_count,
+                               int64_t* super_start) {
+    int64_t nsuper = 0;
+    for (int64_t j = 0; j < c->n; ++j) {
+        if (j == 0 || parent[j - 1] != j || col_count[j - 1] != col_count[j] + 1) {
+            if (super_start != NULL) super_start[nsuper] = j;
+            ++nsuper;
+        }
+        c->super_of[j] = (int32_t)(nsuper - 1);
+    }
+    if (super_start != NULL) super_start[nsuper] = c->n;
+    return nsuper;
+}
+
+/* The pattern of L from the counts, its supernodes and the update buffer, in a second
    buffer.  Returns 0, or -1 if out of memory. */
-static int build_factor_pattern(ms_cholesky* c, const int32_t* parent, int32_t* mark, const int32_t* col_count,
-                                const int32_t* row_count, int64_t* cursor) {
+static int build_factor_pattern(ms_cholesky* c, const int64_t* upper_start, const int32_t* upper_rows,
+                                const int32_t* parent, int32_t* mark, const int32_t* col_count) {
     const int64_t n = c->n;
     int64_t below = 0;
     for (int64_t j = 0; j < n; ++j) below += col_count[j];
-    if ((uint64_t)(n + below) > SIZE_MAX / 32) return -1;
-    const size_t bytes = sizeof(double) * (size_t)(n + below) + sizeof(int64_t) * 2 * (size_t)(n + 1) +
-                         sizeof(int32_t) * ((size_t)(n + below) + (size_t)below);
+    /* the longest list of rows below a supernode: its last column's */
+    const int64_t nsuper = find_supernodes(c, parent, col_count, NULL);
+    int64_t most_below = 0;
+    for (int64_t j = 0; j < n; ++j)
+        if (j + 1 == n || c->super_of[j + 1] != c->super_of[j])
+            most_below = col_count[j] > most_below ? col_count[j] : most_below;
+    const int64_t update_size = most_below * MS_CHOLESKY_UPDATE_COLUMNS + 1;
+    if ((uint64_t)(n + below + update_size) > SIZE_MAX / 32) return -1;
+    const size_t bytes = sizeof(double) * (size_t)(n + below + update_size) +
+                         sizeof(int64_t) * ((size_t)(n + 1) + (size_t)(nsuper + 1)) + sizeof(int32_t) * (size_t)(n + below);
     c->factor_buffer = malloc(bytes);
     if (c->factor_buffer == NULL) return -1;
     c->nnz_l = n + below;
+    c->nsuper = nsuper;
+    c->update_size = update_size;
     c->l_values = c->factor_buffer;
-    c->l_start = (int64_t*)(c->l_values + c->nnz_l);
-    c->row_start = c->l_start + n + 1;
-    c->l_rows = (int32_t*)(c->row_start + n + 1);
-    c->row_cols = c->l_rows + c->nnz_l;
+    c->update = c->l_values + c->nnz_l;
+    c->l_start = (int64_t*)(c->update + update_size);
+    c->super_start = c->l_start + n + 1;
+    c->l_rows = (int32_t*)(c->super_start + nsuper + 1);
+    find_supernodes(c, parent, col_count, c->super_start);
     c->l_start[0] = 0;
-    c->row_start[0] = 0;
     for (int64_t j = 0; j < n; ++j) {
         c->l_start[j + 1] = c->l_start[j] + 1 + col_count[j];
-        c->row_start[j + 1] = c->row_start[j] + row_count[j];
         c->l_rows[c->l_start[j]] = (int32_t)j;
         c->next[j] = c->l_start[j] + 1;
     }
-    walk_rows(c, parent, mark, NULL, NULL, 1);
-    /* rows of L from its columns, taken in increasing column order */
-    memcpy(cursor, c->row_start, sizeof(int64_t) * (size_t)n);
-    for (int64_t j = 0; j < n; ++j)
-        for (int64_t p = c->l_start[j] + 1; p < c->l_start[j + 1]; ++p) c->row_cols[cursor[c->l_rows[p]]++] = (int32_t)j;
+    walk_rows(c, upper_start, upper_rows, parent, mark, NULL, 1);
     return 0;
 }
 
@@ -405,18 +450,20 @@ ms_cholesky* ms_cholesky_analyse(int64_t n, const int64_t* start, const int32_t*
     if (check_columns(n, start, rows, err) != MS_OK) return NULL;
     const int64_t nnz = start[n];
     ms_cholesky* c = cholesky_create(n, nnz);
-    /* scratch: the graph (adj_start, cursor, adj) and five arrays of n */
-    int64_t* longs = malloc(sizeof(int64_t) * 2 * (size_t)(n + 1));
+    /* scratch: the graph (adj_start, cursor, adj), the upper triangle (upper_start,
+       upper_rows) and four arrays of n */
+    int64_t* longs = malloc(sizeof(int64_t) * 3 * (size_t)(n + 1));
     int32_t* adj = malloc(sizeof(int32_t) * (2 * (size_t)(nnz - n > 0 ? nnz - n : 0) + 1));
-    int32_t* ints = malloc(sizeof(int32_t) * (5 * (size_t)n + 1));
+    int32_t* ints = malloc(sizeof(int32_t) * (4 * (size_t)n + (size_t)nnz + 1));
     int status = c != NULL && longs != NULL && adj != NULL && ints != NULL ? MS_OK : MS_ERR_MEMORY;
     int64_t* adj_start = longs;
     int64_t* cursor = longs + n + 1;
+    int64_t* upper_start = longs + 2 * (n + 1);
     int32_t* mark = ints;
     int32_t* pinv = ints + n;
     int32_t* parent = ints + 2 * n;
     int32_t* col_count = ints + 3 * n;
-    int32_t* row_count = ints + 4 * n;
+    int32_t* upper_rows = ints + 4 * n;
     if (status == MS_OK) status = check_rows(n, start, rows, mark, err);
     if (status == MS_OK) {
         /* nnz >= n now (every column has its diagonal), so adj has room for the graph */
@@ -425,12 +472,11 @@ ms_cholesky* ms_cholesky_analyse(int64_t n, const int64_t* start, const int32_t*
     }
     if (status == MS_OK) {
         for (int64_t k = 0; k < n; ++k) pinv[c->perm[k]] = (int32_t)k;
-        permute_pattern(c, start, rows, pinv, cursor);
-        elimination_tree(c, parent, mark);
+        permute_pattern(c, start, rows, pinv, cursor, upper_start, upper_rows);
+        elimination_tree(n, upper_start, upper_rows, parent, mark);
         memset(col_count, 0, sizeof(int32_t) * (size_t)n);
-        memset(row_count, 0, sizeof(int32_t) * (size_t)n);
-        walk_rows(c, parent, mark, col_count, row_count, 0);
-        if (build_factor_pattern(c, parent, mark, col_count, row_count, cursor) != 0) status = MS_ERR_MEMORY;
+        walk_rows(c, upper_start, upper_rows, parent, mark, col_count, 0);
+        if (build_factor_pattern(c, upper_start, upper_rows, parent, mark, col_count) != 0) status = MS_ERR_MEMORY;
     }
     free(longs);
     free(adj);
@@ -460,38 +506,133 @@ static int report_non_finite(const ms_cholesky* c, const double* values, ms_erro
     return MS_OK;
 }
 
+/* Column j of the supernode whose first column is first, indexed by the rows' positions
+   in the first column (c->map): column j holds the rows from position j - first on, so
+   the entry of the row at position u is supernode_column(c, j, first)[u]. */
+static double* supernode_column(const ms_cholesky* c, int64_t j, int64_t first) {
+    return c->l_values + c->l_start[j] - (j - first);
+}
+
+/* Subtracts from the supernode of columns [first, end) (whose rows' positions are in
+   c->map) what the finished supernode d owes it: L_d(R, :) L_d(R', :)^T, where R are d's
+   rows below it from c->next[d] on (all >= first) and R' those of them < end.  Returns
+   the number of rows of R'. */
+static int64_t apply_update(ms_cholesky* c, int32_t d, int64_t first, int64_t end) {
+    const int64_t d_first = c->super_start[d], width = c->super_start[d + 1] - d_first;
+    const int64_t from = c->next[d];
+    const int32_t* rows = c->l_rows + c->l_start[d_first] + width + from;
+    const int64_t m = c->l_start[d_first + 1] - c->l_start[d_first] - width - from;
+    int64_t q = 0;
+    while (q < m && rows[q] < end) ++q;
+    for (int64_t b0 = 0; b0 < q; b0 += MS_CHOLESKY_UPDATE_COLUMNS) {
+        const int64_t columns = q - b0 < MS_CHOLESKY_UPDATE_COLUMNS ? q - b0 : MS_CHOLESKY_UPDATE_COLUMNS;
+        const int64_t height = m - b0; /* rows b0 .. m - 1 of R in each column of the update */
+        double* update = c->update;
+        memset(update, 0, sizeof(double) * (size_t)(height * columns));
+        for (int64_t b = b0; b < b0 + columns; ++b) {
+            double* column = update + (b - b0) * height; /* rows b0 .. m - 1 */
+            /* v_t[a] = L(R[a], d_first + t); four columns of d at a time */
+            int64_t t = 0;
+            for (; t + 4 <= width; t += 4) {
+                const double* v0 = c->l_values + c->l_start[d_first + t] + (width - t) + from;
+                const double* v1 = c->l_values + c->l_start[d_first + t + 1] + (width - t - 1) + from;
+                const double* v2 = c->l_values + c->l_start[d_first + t + 2] + (width - t - 2) + from;
+                const double* v3 = c->l_values + c->l_start[d_first + t + 3] + (width - t - 3) + from;
+                const double l0 = v0[b], l1 = v1[b], l2 = v2[b], l3 = v3[b];
+                for (int64_t a = b; a < m; ++a)
+                    column[a - b0] -= (v0[a] * l0 + v1[a] * l1) + (v2[a] * l2 + v3[a] * l3);
+            }
+            for (; t < width; ++t) {
+                const double* v = c->l_values + c->l_start[d_first + t] + (width - t) + from;
+                const double lb = v[b];
+                for (int64_t a = b; a < m; ++a) column[a - b0] -= v[a] * lb;
+            }
+        }
+        for (int64_t b = b0; b < b0 + columns; ++b) {
+            double* target = supernode_column(c, rows[b], first);
+            const double* column = update + (b - b0) * height;
+            for (int64_t a = b; a < m; ++a) target[c->map[rows[a]]] += column[a - b0];
+        }
+    }
+    return q;
+}
+
+/* Factors the dense block of supernode s once every update is in: column by column,
+   each minus the earlier columns of the block, then scaled by its pivot.  MS_ERR_VALUE
+   naming the column if a pivot is not positive (diagonal holds A's diagonal). */
+static int factor_supernode(ms_cholesky* c, int64_t s, const double* diagonal, ms_error* err) {
+    const int64_t first = c->super_start[s], end = c->super_start[s + 1];
+    const int64_t length = c->l_start[first + 1] - c->l_start[first];
+    for (int64_t j = first; j < end; ++j) {
+        double* column = c->l_values + c->l_start[j];
+        const int64_t count = length - (j - first);
+        /* four earlier columns at a time */
+        int64_t i = first;
+        for (; i + 4 <= j; i += 4) {
+            const double* e0 = c->l_values + c->l_start[i] + (j - i);
+            const double* e1 = c->l_values + c->l_start[i + 1] + (j - i - 1);
+            const double* e2 = c->l_values + c->l_start[i + 2] + (j - i - 2);
+            const double* e3 = c->l_values + c->l_start[i + 3] + (j - i - 3);
+            const double l0 = e0[0], l1 = e1[0], l2 = e2[0], l3 = e3[0];
+            for (int64_t a = 0; a < count; ++a) column[a] -= (e0[a] * l0 + e1[a] * l1) + (e2[a] * l2 + e3[a] * l3);
+        }
+        for (; i < j; ++i) {
+            const double* earlier = c->l_values + c->l_start[i] + (j - i);
+            const double lji = earlier[0];
+            for (int64_t a = 0; a < count; ++a) column[a] -= earlier[a] * lji;
+        }
+        const double pivot = column[0];
+        if (!(pivot > MS_CHOLESKY_PIVOT_EPSILONS * DBL_EPSILON * fabs(diagonal[j])))
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "the matrix is not positive definite: pivot %g of column %ld (diagonal entry %g)",
+                                pivot, (long)c->perm[j], diagonal[j]);
+        const double root = sqrt(pivot);
+        column[0] = root;
+        for (int64_t a = 1; a < count; ++a) column[a] /= root;
+    }
+    return MS_OK;
+}
+
+/* Supernode s is finished: queue its update for the supernode of its first row below
+   from c->next[s] on, if any. */
+static void queue_update(ms_cholesky* c, int32_t s) {
+    const int64_t first = c->super_start[s], width = c->super_start[s + 1] - first;
+    const int64_t below = c->l_start[first + 1] - c->l_start[first] - width;
+    if (c->next[s] >= below) return;
+    const int32_t target = c->super_of[c->l_rows[c->l_start[first] + width + c->next[s]]];
+    c->link[s] = c->head[target];
+    c->head[target] = s;
+}
+
 int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err) {
     c->factored = 0;
     if (c->nnz_a > 0 && !ms_all_finite(values, (size_t)c->nnz_a)) return report_non_finite(c, values, err);
-    const int64_t n = c->n;
-    double* x = c->work; /* row k of the triangular solve, zero outside it */
-    const int64_t* l_start = c->l_start;
-    const int32_t* l_rows = c->l_rows;
-    double* l_values = c->l_values;
-    int64_t* next = c->next;
-    memset(x, 0, sizeof(double) * (size_t)n);
-    for (int64_t j = 0; j < n; ++j) next[j] = l_start[j] + 1;
-    for (int64_t k = 0; k < n; ++k) {
-        for (int64_t q = c->a_start[k]; q < c->a_start[k + 1]; ++q) x[c->a_rows[q]] = values[c->a_source[q]];
-        const double diagonal = x[k];
-        double pivot = diagonal;
-        x[k] = 0.0;
-        /* L(k, :k) solves L(:k, :k) L(k, :k)^T = A(:k, k); the columns of row k in
-           increasing order are an order in which each is final when it is used */
-        for (int64_t t = c->row_start[k]; t < c->row_start[k + 1]; ++t) {
-            const int32_t i = c->row_cols[t];
-            const double lki = x[i] / l_values[l_start[i]];
-            x[i] = 0.0;
-            for (int64_t p = l_start[i] + 1; p < next[i]; ++p) x[l_rows[p]] -= l_values[p] * lki;
-            pivot -= lki * lki;
-            l_values[next[i]++] = lki;
+    double* diagonal = c->work;
+    for (int64_t s = 0; s < c->nsuper; ++s) c->head[s] = -1;
+    /* left-looking by supernodes: gather A's columns, subtract the updates of the
+       supernodes below in the tree that reach these columns, factor the block */
+    for (int64_t s = 0; s < c->nsuper; ++s) {
+        const int64_t first = c->super_start[s], end = c->super_start[s + 1];
+        const int32_t* rows = c->l_rows + c->l_start[first];
+        const int64_t length = c->l_start[first + 1] - c->l_start[first];
+        for (int64_t u = 0; u < length; ++u) c->map[rows[u]] = (int32_t)u;
+        memset(c->l_values + c->l_start[first], 0, sizeof(double) * (size_t)(c->l_start[end] - c->l_start[first]));
+        for (int64_t j = first; j < end; ++j) {
+            double* column = supernode_column(c, j, first);
+            for (int64_t q = c->a_start[j]; q < c->a_start[j + 1]; ++q)
+                column[c->map[c->a_rows[q]]] = values[c->a_source[q]];
+            diagonal[j] = column[j - first];
         }
-        if (!(pivot > MS_CHOLESKY_PIVOT_EPSILONS * DBL_EPSILON * fabs(diagonal))) {
-            return ms_error_set(err, MS_ERR_VALUE,
-                                "the matrix is not positive definite: pivot %g of column %ld (diagonal entry %g)",
-                                pivot, (long)c->perm[k], diagonal);
+        for (int32_t d = c->head[s]; d != -1;) {
+            const int32_t after = c->link[d];
+            c->next[d] += apply_update(c, d, first, end);
+            queue_update(c, d);
+            d = after;
         }
-        l_values[l_start[k]] = sqrt(pivot);
+        const int status = factor_supernode(c, s, diagonal, err);
+        if (status != MS_OK) return status;
+        c->next[s] = 0;
+        queue_update(c, (int32_t)s);
     }
     c->factored = 1;
     return MS_OK;

@@ -5,17 +5,17 @@
  *
  * The analysis orders the unknowns by approximate minimum degree on the quotient graph
  * (eliminated unknowns become elements that stand for the cliques they create, elements
- * inside a new one are absorbed, and a degree is bounded from the sizes of its elements
- * outside the new one, so it is never worse than the exact external degree plus the
- * overlap), builds the elimination tree of the reordered matrix and from it the pattern
- * of the factor, both by columns and by rows.  The numeric factorisation computes L row by
- * row (up-looking): row k solves the triangular system of the rows before it, visiting
- * the columns of row k's pattern in increasing order.  The solves are column-oriented and
- * treat up to three right-hand sides at once.
+ * inside a new one are absorbed, and each degree is an upper bound on the true one made
+ * from the sizes of its elements outside the new one), builds the elimination tree of the reordered matrix and from it the pattern
+ * of the factor by columns, grouped into supernodes (runs of columns that share their
+ * rows below the run).  The numeric factorisation is left-looking by supernodes: each
+ * gathers its columns of A, subtracts the dense updates of the finished supernodes that
+ * reach it (found through lists kept as the factorisation goes), and factors its dense
+ * block.  The solves are column-oriented and treat three right-hand sides at once.
  *
- * A factor owns one buffer for everything it keeps, including the scratch array that the
- * numeric factorisation and the solves work in: one factor must not be used by two
- * threads at once.
+ * A factor owns everything it keeps in two buffers, one made before the factor's pattern
+ * is known and one after, including the scratch arrays that the numeric factorisation
+ * and the solves work in: one factor must not be used by two threads at once.
  */
 #ifndef MSPRINGS_CHOLESKY_H
 #define MSPRINGS_CHOLESKY_H

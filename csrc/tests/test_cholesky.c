@@ -415,6 +415,67 @@ static int dense_solve(int n, double* a, double* b) {
     return 0;
 }
 
+static int test_cholesky_blocks(void) {
+    /* Implicit Euler's matrix on a cloth: 3 unknowns per node (x, y, z), M/h^2 on the
+       diagonal and for each spring the block K = k_t I + (k - k_t) n n^T (n its unit
+       vector, 0 <= k_t <= k) added to both ends' diagonal blocks and subtracted from the
+       blocks between them; every entry of those blocks is in the pattern.  The solution
+       agrees with a dense Cholesky. */
+    enum { SIDE = 10, NODES = SIDE * SIDE, N = 3 * NODES };
+    const double k = 1e5;
+    int32_t edges[2 * 8 * NODES];
+    const int64_t nedge = grid_edges(SIDE, 1, edges);
+    double* dense = calloc((size_t)N * N, sizeof(double));
+    unsigned char* adjacent = calloc((size_t)NODES * NODES, 1);
+    sparse a = {N, malloc(sizeof(int64_t) * (N + 1)), malloc(sizeof(int32_t) * (size_t)N * N),
+                malloc(sizeof(double) * (size_t)N * N)};
+    ENSURE(dense && adjacent && a.start && a.rows && a.values);
+    uint64_t seed = 77;
+    for (int64_t i = 0; i < N; ++i) dense[i * N + i] = 3600.0;
+    for (int64_t e = 0; e < nedge; ++e) {
+        const int32_t p = edges[2 * e], q = edges[2 * e + 1];
+        adjacent[p * NODES + q] = adjacent[q * NODES + p] = 1;
+        double unit[3] = {lcg_uniform(&seed), lcg_uniform(&seed), lcg_uniform(&seed) + 2.0};
+        const double norm = sqrt(unit[0] * unit[0] + unit[1] * unit[1] + unit[2] * unit[2]);
+        const double transverse = k * 0.5 * (lcg_uniform(&seed) + 1.0);
+        for (int r = 0; r < 3; ++r)
+            for (int t = 0; t < 3; ++t) {
+                const double block = (r == t ? transverse : 0.0) + (k - transverse) * unit[r] * unit[t] / (norm * norm);
+                dense[(3 * p + r) * N + 3 * p + t] += block;
+                dense[(3 * q + r) * N + 3 * q + t] += block;
+                dense[(3 * p + r) * N + 3 * q + t] -= block;
+                dense[(3 * q + r) * N + 3 * p + t] -= block;
+            }
+    }
+    int64_t nnz = 0;
+    for (int64_t j = 0; j < N; ++j) {
+        a.start[j] = nnz;
+        for (int64_t i = j; i < N; ++i)
+            if (i / 3 == j / 3 || adjacent[(i / 3) * NODES + j / 3]) {
+                a.rows[nnz] = (int32_t)i;
+                a.values[nnz++] = dense[i * N + j];
+            }
+    }
+    a.start[N] = nnz;
+    ENSURE(solve_residual(&a, 1, NULL) <= 1e-12);
+    double b[N], x[N];
+    random_vector(N, 5, b);
+    memcpy(x, b, sizeof b);
+    ms_error err = fresh_error();
+    ms_cholesky* c = ms_cholesky_analyse(N, a.start, a.rows, &err);
+    ENSURE(c != NULL && ms_cholesky_factor(c, a.values, &err) == MS_OK);
+    ms_cholesky_solve(c, x, 1);
+    ENSURE(dense_solve(N, dense, b) == 0);
+    double scale = 0.0;
+    for (int i = 0; i < N; ++i) scale = fmax(scale, fabs(b[i]));
+    for (int i = 0; i < N; ++i) ENSURE_NEAR(x[i], b[i], 1e-12 * scale);
+    ms_cholesky_destroy(c);
+    sparse_free(&a);
+    free(dense);
+    free(adjacent);
+    return 0;
+}
+
 static int test_cholesky_dense_reference(void) {
     /* Random sparse symmetric positive definite matrices (random pattern and signs,
        diagonal above the sum of its row, at most 10x so they are not all trivially
@@ -632,6 +693,7 @@ static int test_cholesky_fill(void) {
     ENSURE(2 * ordered < natural);
     ENSURE(10 * ordered_scrambled < natural_scrambled);
     ENSURE(2 * ordered_scrambled < 3 * ordered && 2 * ordered < 3 * ordered_scrambled);
+    ENSURE(ordered < 20 * grid.n && ordered_scrambled < 20 * grid.n);
     sparse_free(&grid);
     sparse_free(&scrambled);
     return 0;
@@ -644,6 +706,7 @@ const test_case cholesky_tests[] = {
     TEST(test_cholesky_components),
     TEST(test_cholesky_tiny),
     TEST(test_cholesky_dense_reference),
+    TEST(test_cholesky_blocks),
     TEST(test_cholesky_refactor),
     TEST(test_cholesky_not_positive_definite),
     TEST(test_cholesky_non_finite),
