@@ -40,6 +40,7 @@ _METHOD_COLORS = {
     "velocity_verlet": "tab:green",
     "rk4": "tab:purple",
     "implicit_euler": "tab:orange",
+    "projective": "tab:olive",
     "xpbd": "tab:brown",
 }
 _METHOD_STYLES = {"velocity_verlet": (0, (5, 3))}  # dashed: it overlaps symplectic Euler when undamped

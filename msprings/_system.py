@@ -121,7 +121,7 @@ def _stability_limit(integrator: str, zeta: float) -> float:
         return 2.0 * (math.sqrt(1.0 + zeta * zeta) - zeta)
     if integrator == "explicit_euler":
         return 2.0 * zeta if zeta <= 1.0 else 2.0 * (zeta - math.sqrt(zeta * zeta - 1.0))
-    if zeta == 0.0:
+    if zeta == 0.0 and integrator in ("velocity_verlet", "rk4"):
         return 2.0 if integrator == "velocity_verlet" else 2.0 * math.sqrt(2.0)
     from . import stability
 
@@ -469,8 +469,10 @@ class System(_core.System):
         undamped symplectic Euler and velocity Verlet, ``2 sqrt 2`` for RK4, ``2 zeta`` for
         explicit Euler (0 without damping: unstable at any step), infinite for implicit
         Euler.  ``xpbd`` treats springs and dampers as compliant constraints, stable at any
-        step; only its explicit kick by the node drag ``b`` limits it, to ``2 m / b``
-        (infinite without drag).  Pairing the highest frequency with the highest damping rate is exact for
+        step but for its explicit kick by the node drag ``b``, which limits it to ``2 m / b``
+        (infinite without drag).  ``projective`` solves the springs implicitly and takes
+        the dampers and drag at the start of the step: ``2 / gamma`` (infinite without
+        damping).  Pairing the highest frequency with the highest damping rate is exact for
         uniform networks with the same ``c/k`` on every spring and otherwise an estimate.
         Explicit Euler needs damping in *every* mode: axial dampers do not reach the
         swinging (transverse) modes of a hanging chain or cloth, so there it is unstable at
@@ -495,6 +497,13 @@ class System(_core.System):
             if self.drag == 0.0 or not free.any():
                 return math.inf
             return 2.0 * float(np.min(np.asarray(self.mass)[free])) / self.drag
+        if name == "projective":
+            # the springs are implicit; the dampers and the drag act at the start of the
+            # step, stable while h gamma < 2 for the highest damping rate gamma
+            gamma = self._max_eigenvalues()[1]
+            if not math.isfinite(gamma):
+                gamma = self._eigenvalue_bounds()[1]
+            return math.inf if gamma == 0.0 else 2.0 / gamma if math.isfinite(gamma) else 0.0
         omega2, gamma = self._max_eigenvalues()
         if not (math.isfinite(omega2) and math.isfinite(gamma)):
             # The Lanczos estimate squares its rates and overflows beyond about 1e154 1/s

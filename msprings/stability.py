@@ -26,6 +26,12 @@ The integrators are exactly those of the C core (see DESIGN.md), plus backward E
                         v~ = v½ + h/2 a(x', v½);  v' = v½ + h/2 a(x', v~)
 ``rk4``                 classical Runge-Kutta on (x, v) with slopes (v, a)
 ``implicit_euler``      M (v' - v) = h f(x + h v', v');  x' = x + h v'
+``projective``          v^ = v + h a_ext (the damper, taken at the start); y = x + h v^;
+                        local/global iterations (Liu et al. 2013) towards M (x' - y) / h^2 = -k x';
+                        on one spring along a line the first one is exact;  v' = (x' - x) / h.
+                        (On one spring the implicit spring keeps the damper stable at any step;
+                        on a network a node's dampers add up beyond its springs' reach, and
+                        System.critical_dt asks h gamma < 2 of the highest damping rate.)
 ``xpbd``                x^ = x + h v (the forces other than the spring's kick first; none here);
                         one projection of the spring as a compliant constraint (compliance 1/k,
                         damping c) moves x^ to x';  v' = (x' - x) / h.  On one spring that single
@@ -63,7 +69,7 @@ __all__ = [
 ]
 
 #: Every integrator this module knows: the C core's (explicit, symplectic and backward Euler,
-#: velocity Verlet, RK4, xpbd).
+#: velocity Verlet, RK4, projective dynamics, xpbd).
 INTEGRATORS = _core.INTEGRATORS
 
 #: A spectral radius up to ``1 + RADIUS_TOLERANCE`` counts as stable: the eigenvalues of a
@@ -183,6 +189,15 @@ def _implicit_euler(x: np.ndarray, w: np.ndarray, a: np.ndarray, zeta: np.ndarra
     return x + a * w_next, w_next
 
 
+def _projective(x: np.ndarray, w: np.ndarray, a: np.ndarray, zeta: np.ndarray) -> _State:
+    """Projective dynamics on one spring: the damper kicks explicitly, w^ = w - 2 zeta a w,
+    y = x + a w^; the global step (1 / a^2 + 1) x' = y / a^2 is exact for a spring along a
+    line; the velocity is the displacement over the step, w^ + (x' - y) / a."""
+    kicked = w - 2.0 * zeta * a * w
+    target = x + a * kicked
+    return target / (1.0 + a * a), kicked - target * a / (1.0 + a * a)
+
+
 def _xpbd(x: np.ndarray, w: np.ndarray, a: np.ndarray, zeta: np.ndarray) -> _State:
     """One xpbd step with one projection: predict x^ = x + a w, then the spring constraint
     C = x (rest length 0 in these units) with compliance alpha~ = 1 / a^2 and damping
@@ -200,6 +215,7 @@ _STEPS: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, np.ndarray], _St
     "velocity_verlet": _velocity_verlet,
     "rk4": _rk4,
     "implicit_euler": _implicit_euler,
+    "projective": _projective,
     "xpbd": _xpbd,
 }
 

@@ -64,6 +64,7 @@ _LABELS = {
     "velocity_verlet": "velocity Verlet",
     "rk4": "RK4",
     "implicit_euler": "implicit Euler",
+    "projective": "projective dynamics",
     "xpbd": "XPBD",
 }
 _DESCRIPTION_STYLE = {"description_width": "128px"}

@@ -20,7 +20,7 @@ import pytest
 import msprings
 
 DT = 1e-3
-INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler", "xpbd")
+INTEGRATOR_NAMES = ("explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler", "projective", "xpbd")
 NO_GRAVITY = (0.0, 0.0, 0.0)
 
 # A small non-planar network: a square with one diagonal and a node above it.
@@ -250,7 +250,7 @@ def test_integrator_keyword_accepts_every_name() -> None:
 
 def test_integrators_constant() -> None:
     assert isinstance(msprings.INTEGRATORS, tuple)
-    assert len(msprings.INTEGRATORS) == 6
+    assert len(msprings.INTEGRATORS) == 7
     assert set(msprings.INTEGRATORS) == set(INTEGRATOR_NAMES)
 
 

@@ -19,7 +19,7 @@ import msprings
 from msprings import stability
 
 STEPS = np.array([0.05, 0.3, 0.9, 1.5, 1.99, 2.5, 3.5])
-ORDER = {"explicit_euler": 1, "symplectic_euler": 1, "velocity_verlet": 2, "rk4": 4, "implicit_euler": 1, "xpbd": 1}
+ORDER = {"explicit_euler": 1, "symplectic_euler": 1, "velocity_verlet": 2, "rk4": 4, "implicit_euler": 1, "projective": 1, "xpbd": 1}
 
 
 def exact_propagator(omega_h: float, zeta: float) -> np.ndarray:

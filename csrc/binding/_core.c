@@ -335,9 +335,10 @@ typedef struct option_spec {
 static const option_spec options[] = {
     {"integrator", OPTION_INTEGRATOR, OFFSET(integrator), 0, RANGE_NONE, 0,
      "Integrator name: one of INTEGRATORS ('explicit_euler', 'symplectic_euler', 'velocity_verlet', 'rk4', "
-     "'implicit_euler', 'xpbd'). Default 'symplectic_euler'."},
+     "'implicit_euler', 'projective', 'xpbd'). Default 'symplectic_euler'."},
     {"iterations", OPTION_INTEGER, OFFSET(iterations), 0, RANGE_INTEGERS(0, INT_MAX), 0,
-     "xpbd: sweeps over the springs per step (>= 0; 0, the default, means 1: many small steps beat many "
+     "projective and xpbd: solver iterations per step (>= 0). 0, the default, means the integrator's own: "
+     "10 local/global rounds for projective, 1 sweep over the springs for xpbd (many small steps beat many "
      "iterations)."},
     {"gravity", OPTION_VECTOR3, OFFSET(gravity), 0, RANGE_FINITE, 1,
      "Gravitational acceleration g (m/s^2), shape (3,). Default (0, -9.81, 0). A change moves the "

@@ -50,7 +50,7 @@ int ms_check_finite_vectors(const double* vectors, int64_t count, const char* na
 }
 
 static const char* const integrator_names[MS_INTEGRATOR_COUNT] = {
-    "explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler", "xpbd"};
+    "explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler", "projective", "xpbd"};
 
 const char* ms_integrator_name(int integrator) {
     if (integrator < 0 || integrator >= MS_INTEGRATOR_COUNT) return NULL;

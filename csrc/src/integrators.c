@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "step.h"
+#include "projective.h"
 #include "xpbd.h"
 
 /* Accumulates (value - value), which stays 0 exactly while every value is finite. */
@@ -222,6 +223,36 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
 
+/* Projective dynamics (projective.c), on one worker (the driver gives it no others): the
+   node forces, the dampers and the air at the start form f_ext; the local/global
+   iterations do the springs.  s->f and the flows as for xpbd. */
+static int projective(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
+                      ms_flow* flow) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    const int ticket = ms_stage_forces(w, x, v, t, s->f);
+    ms_stage_own_forces(w, x, v, t, s->work);
+    const ms_flow rate = ms_forces_flow(tm, ticket);
+    double* f_ext = s->work;
+    for (int64_t sp = 0; sp < m->nspring; ++sp) {
+        if (!(m->c[sp] > 0.0)) continue;
+        const int64_t i = m->springs[2 * sp], j = m->springs[2 * sp + 1];
+        double force[3]; /* the damper alone: the spring's formula with k = 0 */
+        ms_spring_force(x + 3 * i, x + 3 * j, v + 3 * i, v + 3 * j, m->rest[sp], 0.0, m->c[sp], force);
+        for (int a = 0; a < 3; ++a) {
+            f_ext[3 * i + a] += force[a];
+            f_ext[3 * j + a] -= force[a];
+        }
+    }
+    const int finite = ms_projective_step(m, s, f_ext, x, v, x_out, v_out, tm->h);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
+    ms_sync(w);
+    ms_flow_add(flow, &rate, tm->h);
+    return !ms_any_bad(tm) && ms_flow_finite(flow);
+}
+
 /* Backward Euler (implicit.c) runs on one worker: the driver gives it no others. */
 static int implicit_euler(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                           ms_flow* flow) {
@@ -235,4 +266,4 @@ static int implicit_euler(ms_worker* w, const double* x, const double* v, double
 }
 
 const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT] = {
-    explicit_euler, symplectic_euler, velocity_verlet, rk4, implicit_euler, xpbd};
+    explicit_euler, symplectic_euler, velocity_verlet, rk4, implicit_euler, projective, xpbd};

@@ -5,6 +5,7 @@
 #include "internal.h"
 #include "layout.h"
 #include "step.h"
+#include "projective.h"
 #include "xpbd.h"
 
 /* x, v, f (nnode x 3 each), inv_mass (nnode), then f_saved (nnode x 3).  The external
@@ -104,6 +105,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->node_sums);
     free(s->block_flow);
     ms_colouring_free(s->constraints);
+    ms_projective_free(s->projective);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);

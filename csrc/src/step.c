@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "step.h"
+#include "projective.h"
 #include "xpbd.h"
 
 /* Networks with at least this many springs step on several workers. */
@@ -363,7 +364,8 @@ int ms_resolve_threads(int n) {
 static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error* err) {
     const ms_integrator integrator = m->opt.integrator;
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
-    if ((integrator == MS_VELOCITY_VERLET || integrator == MS_RK4 || integrator == MS_XPBD) &&
+    if ((integrator == MS_VELOCITY_VERLET || integrator == MS_RK4 || integrator == MS_XPBD ||
+         integrator == MS_PROJECTIVE) &&
         ms_state_ensure_work(m, s, err))
         return MS_ERR_MEMORY;
     if (integrator == MS_IMPLICIT_EULER && ms_state_ensure_implicit_work(m, s, err)) return MS_ERR_MEMORY;
@@ -386,6 +388,10 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
                          m->ncollider == 0 && !m->opt.strain_limiting && m->opt.self_collision == 0.0 &&
                          m->opt.energy_loss == 0.0;
     if (ensure_storage(m, s, in_place, err)) return MS_ERR_MEMORY;
+    if (integrator == MS_PROJECTIVE) {
+        const int status = ms_state_ensure_projective(m, s, h, err);
+        if (status != MS_OK) return status;
+    }
     ms_layout_refresh(m, s->layout);
     if (m->ncollider > 0) ms_state_clear_contact(m, s);
     ms_state_prepare(m, s);
@@ -404,9 +410,10 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     c.in_place = in_place;
     c.explicit_euler = integrator == MS_EXPLICIT_EULER;
     c.stages = ms_integrator_table[integrator];
-    /* Large networks step on several workers; the implicit solver on one. */
+    /* Large networks step on several workers; the implicit and projective solvers on one. */
     int count = ms_thread_count(m, s);
-    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_IMPLICIT_EULER) count = 1;
+    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_IMPLICIT_EULER || integrator == MS_PROJECTIVE)
+        count = 1;
     if (count > 1) {
         c.team.barrier = ms_barrier_create(count);
         if (c.team.barrier == NULL) count = 1;

@@ -218,7 +218,8 @@ static int test_model_check(void) {
 
 static int test_integrator_names(void) {
     const char* expected[MS_INTEGRATOR_COUNT] = {"explicit_euler", "symplectic_euler",
-                                                 "velocity_verlet", "rk4", "implicit_euler", "xpbd"};
+                                                 "velocity_verlet", "rk4", "implicit_euler", "projective",
+                                                 "xpbd"};
     for (int i = 0; i < MS_INTEGRATOR_COUNT; ++i) {
         const char* name = ms_integrator_name(i);
         ENSURE(name != NULL);

@@ -30,7 +30,9 @@ typedef enum ms_integrator {
     MS_VELOCITY_VERLET = 2,  /* kick-drift-kick with a predicted end velocity for dampers */
     MS_RK4 = 3,              /* classical fourth-order Runge-Kutta on (x, v) */
     MS_IMPLICIT_EULER = 4,   /* backward Euler solved by Newton's method with preconditioned CG */
-    MS_XPBD = 5,             /* extended position-based dynamics: each spring a compliant constraint
+    MS_PROJECTIVE = 5,       /* projective dynamics (Liu et al. 2013): local/global iterations towards
+                                backward Euler, one prefactored sparse matrix */
+    MS_XPBD = 6,             /* extended position-based dynamics: each spring a compliant constraint
                                 (compliance 1/k, damping c), Gauss-Seidel over spring colours */
     MS_INTEGRATOR_COUNT
 } ms_integrator;
@@ -87,8 +89,9 @@ typedef struct ms_options {
                               grid); 0 (default) turns self-collision off */
     ms_implicit_options implicit;
     ms_air air;
-    int iterations;      /* solver iterations per step of xpbd (>= 0; 0, the default, means
-                            its own default: 1, many small steps) */
+    int iterations;      /* solver iterations per step of projective and xpbd (>= 0; 0, the
+                            default, means the integrator's own: 10 for projective, 1 for
+                            xpbd, which favours many small steps) */
     int threads;         /* worker threads for networks of 10,000 springs or more (every
                             integrator but implicit Euler); 0 (default) = the state's
                             default_threads (all online cores unless set), 1 = none.  Any
@@ -215,6 +218,7 @@ typedef struct ms_state {
     /* where the colliders are: they move with their velocity during a run and go back to
        the model's collider positions (where they start) on reset */
     void* constraints;   /* xpbd's spring colours and multipliers, made by its first step */
+    void* projective;    /* projective dynamics' factored matrix and work, made by its first step */
     double* collider_center; /* current center of each collider        (ncollider x 3) */
     int64_t* collider_id;    /* the model collider each row belongs to  (ncollider)     */
     int64_t collider_count;  /* rows in use: m->ncollider */

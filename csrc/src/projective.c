@@ -1,0 +1,262 @@
+/* Projective dynamics for springs (Liu, Bargteil, O'Brien and Kavan 2013, "Fast
+ * Simulation of Mass-Spring Systems"; Bouaziz et al. 2014).
+ *
+ * Backward Euler for the springs is the minimum over x' of
+ *   1/(2 h^2) |x' - y|_M^2 + sum_s k_s/2 (|x'_i - x'_j| - L_s)^2,
+ * where y = x + h v + h^2 M^-1 f_ext is where the other forces alone would take the nodes.
+ * Each spring's energy is the distance from (x_i - x_j) to the sphere of radius L_s, so with
+ * d_s the nearest point of that sphere (the local step) the energy is a quadratic in x'
+ * whose minimum solves the global step
+ *   (M / h^2 + sum_s k_s A_s^T A_s) x' = M y / h^2 + sum_s k_s A_s^T d_s,   A_s x = x_i - x_j.
+ * It is solved for the correction x' - y, whose right-hand side sum_s k_s A_s^T (d_s - A_s y)
+ * is small where the springs are near their sphere (and exactly zero without springs).
+ * The matrix depends only on the masses, the stiffnesses, the pins and h: it is factored
+ * once (ms_cholesky, over the free nodes; a pinned node goes to x_p + h v_p and its terms
+ * to the right-hand side) and again only when one of those changes.  m->opt.iterations
+ * local/global rounds follow (default 10), starting from x' = y; as they grow the step
+ * converges to backward Euler's for undamped springs.  The dampers, the node drag, the
+ * external force and the air act through f_ext, taken at the start of the step.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cholesky.h"
+#include "internal.h"
+#include "layout.h"
+#include "projective.h"
+
+struct ms_projective {
+    int64_t nfree;
+    int32_t* free_index;   /* per node: its row among the free nodes, or -1 if pinned (nnode) */
+    int64_t* column_start; /* the lower triangle of the matrix by columns (nfree + 1) */
+    int32_t* rows;         /* (entries) */
+    double* values;        /* (entries) */
+    int64_t* spring_entry; /* per spring with two free ends: its off-diagonal entry, else -1 */
+    int64_t* node_spring_start; /* the springs of each node (nnode + 1) */
+    int32_t* node_springs;      /* (2 nspring) */
+    ms_cholesky* factor;
+    /* what the factor was made for */
+    double h;
+    double* mass;    /* (nnode) */
+    double* k;       /* (nspring) */
+    uint8_t* pinned; /* (nnode) */
+    int factored;
+    /* per step */
+    double* y;       /* inertial target (nnode x 3) */
+    double* d;       /* local step: the nearest point of each spring's sphere, less A_s y
+                        (nspring x 3) */
+    double* rhs;     /* (nfree x 3) */
+};
+
+void ms_projective_free(void* solver) {
+    ms_projective* p = solver;
+    if (p == NULL) return;
+    ms_cholesky_destroy(p->factor);
+    free(p->free_index);
+    free(p->column_start);
+    free(p->rows);
+    free(p->values);
+    free(p->spring_entry);
+    free(p->node_spring_start);
+    free(p->node_springs);
+    free(p->mass);
+    free(p->k);
+    free(p->pinned);
+    free(p->y);
+    free(p->d);
+    free(p->rhs);
+    free(p);
+}
+
+/* The pattern of the free nodes' matrix: a diagonal entry per free node and one entry per
+   pair of free nodes joined by springs; spring_entry maps each spring to its entry. */
+static int build_pattern(const ms_model* m, ms_projective* p) {
+    const int64_t n = m->nnode, ns = m->nspring;
+    p->nfree = 0;
+    for (int64_t i = 0; i < n; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
+    /* count each column's candidates: the diagonal and one per spring (duplicates merged below) */
+    int64_t* count = calloc((size_t)p->nfree + 1, sizeof(int64_t));
+    if (count == NULL) return -1;
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
+        if (a >= 0 && b >= 0) count[a < b ? a : b] += 1;
+    }
+    int64_t total = 0;
+    for (int64_t j = 0; j < p->nfree; ++j) {
+        const int64_t column = count[j] + 1;
+        count[j] = total;
+        total += column;
+    }
+    count[p->nfree] = total;
+    int32_t* rows = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
+    int64_t* fill = malloc(sizeof(int64_t) * (size_t)(p->nfree > 0 ? p->nfree : 1));
+    if (rows == NULL || fill == NULL) {
+        free(count);
+        free(rows);
+        free(fill);
+        return -1;
+    }
+    for (int64_t j = 0; j < p->nfree; ++j) {
+        rows[count[j]] = (int32_t)j; /* the diagonal first */
+        fill[j] = count[j] + 1;
+    }
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
+        if (a >= 0 && b >= 0) rows[fill[a < b ? a : b]++] = a < b ? b : a;
+    }
+    /* merge repeated rows within each column (two springs between the same nodes) */
+    int64_t kept = 0;
+    p->column_start[0] = 0;
+    for (int64_t j = 0; j < p->nfree; ++j) {
+        const int64_t begin = count[j], end = count[j + 1];
+        const int64_t first = kept;
+        for (int64_t q = begin; q < end; ++q) {
+            int duplicate = 0;
+            for (int64_t e = first; e < kept && !duplicate; ++e) duplicate = rows[e] == rows[q];
+            if (!duplicate) rows[kept++] = rows[q];
+        }
+        p->column_start[j + 1] = kept;
+    }
+    free(count);
+    free(fill);
+    p->rows = rows;
+    p->values = malloc(sizeof(double) * (size_t)(kept > 0 ? kept : 1));
+    if (p->values == NULL) return -1;
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
+        p->spring_entry[s] = -1;
+        if (a < 0 || b < 0) continue;
+        const int32_t column = a < b ? a : b, row = a < b ? b : a;
+        for (int64_t e = p->column_start[column]; e < p->column_start[column + 1]; ++e)
+            if (p->rows[e] == row) p->spring_entry[s] = e;
+    }
+    return 0;
+}
+
+/* The matrix M / h^2 + sum_s k_s A_s^T A_s over the free nodes, and its factor. */
+static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, ms_error* err) {
+    const double inv_h2 = 1.0 / (h * h);
+    memset(p->values, 0, sizeof(double) * (size_t)p->column_start[p->nfree]);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        if (p->free_index[i] >= 0) p->values[p->column_start[p->free_index[i]]] = m->mass[i] * inv_h2;
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const double k = m->k[s];
+        for (int end = 0; end < 2; ++end) {
+            const int32_t a = p->free_index[m->springs[2 * s + end]];
+            if (a >= 0) p->values[p->column_start[a]] += k;
+        }
+        if (p->spring_entry[s] >= 0) p->values[p->spring_entry[s]] -= k;
+    }
+    if (p->factor == NULL) {
+        p->factor = ms_cholesky_analyse(p->nfree, p->column_start, p->rows, err);
+        if (p->factor == NULL) return err != NULL ? err->status : MS_ERR_MEMORY;
+    }
+    const int status = ms_cholesky_factor(p->factor, p->values, err);
+    p->factored = status == MS_OK;
+    if (status != MS_OK) return status;
+    p->h = h;
+    memcpy(p->mass, m->mass, sizeof(double) * (size_t)m->nnode);
+    memcpy(p->k, m->k, sizeof(double) * (size_t)m->nspring);
+    memcpy(p->pinned, m->pinned, (size_t)m->nnode);
+    return MS_OK;
+}
+
+int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_error* err) {
+    ms_projective* p = s->projective;
+    const size_t n = (size_t)m->nnode, ns = (size_t)(m->nspring > 0 ? m->nspring : 1);
+    if (p != NULL && p->factored && p->h == h && memcmp(p->pinned, m->pinned, n) == 0 &&
+        memcmp(p->mass, m->mass, sizeof(double) * n) == 0 && memcmp(p->k, m->k, sizeof(double) * (size_t)m->nspring) == 0)
+        return MS_OK; /* the factor still holds */
+    if (p != NULL && memcmp(p->pinned, m->pinned, n) != 0) {
+        ms_projective_free(p); /* other pins: another pattern */
+        s->projective = p = NULL;
+    }
+    if (p == NULL) {
+        p = calloc(1, sizeof *p);
+        if (p != NULL) {
+            p->free_index = malloc(sizeof(int32_t) * n);
+            p->column_start = malloc(sizeof(int64_t) * (n + 1));
+            p->spring_entry = malloc(sizeof(int64_t) * ns);
+            p->node_spring_start = malloc(sizeof(int64_t) * (n + 1));
+            p->node_springs = malloc(sizeof(int32_t) * 2 * ns);
+            p->mass = malloc(sizeof(double) * n);
+            p->k = malloc(sizeof(double) * ns);
+            p->pinned = malloc(n);
+            p->y = malloc(sizeof(double) * 3 * n);
+            p->d = malloc(sizeof(double) * 3 * ns);
+            p->rhs = malloc(sizeof(double) * 3 * n);
+        }
+        if (p == NULL || !p->free_index || !p->column_start || !p->spring_entry || !p->node_spring_start ||
+            !p->node_springs || !p->mass || !p->k || !p->pinned || !p->y || !p->d || !p->rhs ||
+            build_pattern(m, p) != 0 || ms_node_springs(m, p->node_spring_start, p->node_springs) != 0) {
+            ms_projective_free(p);
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory preparing projective dynamics for %lld nodes",
+                                (long long)m->nnode);
+        }
+        s->projective = p;
+    }
+    const int status = assemble_and_factor(m, p, h, err);
+    if (status == MS_ERR_VALUE && err != NULL) {
+        char reason[sizeof err->message];
+        memcpy(reason, err->message, sizeof reason);
+        ms_error_set(err, MS_ERR_VALUE, "projective: the matrix M/h^2 + sum k A^T A could not be factored (%s)",
+                     reason);
+    }
+    return status;
+}
+
+int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_ext, const double* restrict x,
+                       const double* restrict v, double* restrict x_out, double* restrict v_out, double h) {
+    ms_projective* p = s->projective;
+    const int64_t n = m->nnode;
+    const double* restrict inv_mass = s->inv_mass;
+    /* the inertial target y = x + h v^ with v^ = v + h M^-1 f_ext (pins: x_p + h v_p) */
+    for (int64_t q = 0; q < 3 * n; ++q) {
+        v_out[q] = v[q] + h * inv_mass[q / 3] * f_ext[q];
+        p->y[q] = x[q] + h * v_out[q];
+        x_out[q] = p->y[q];
+    }
+    const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 10;
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+        /* local step: each spring's nearest point on its sphere */
+        for (int64_t sp = 0; sp < m->nspring; ++sp) {
+            const int64_t i = m->springs[2 * sp], j = m->springs[2 * sp + 1];
+            double* d = p->d + 3 * sp;
+            double length2 = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                d[a] = x_out[3 * i + a] - x_out[3 * j + a];
+                length2 += d[a] * d[a];
+            }
+            const double scale = length2 > 1e-24 ? m->rest[sp] / sqrt(length2) : 0.0;
+            for (int a = 0; a < 3; ++a) d[a] = d[a] * scale - (p->y[3 * i + a] - p->y[3 * j + a]);
+        }
+        /* global step for the correction from y: the right-hand side node by node, in
+           spring order (pinned neighbours sit at their y, which is where they go) */
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t row = p->free_index[i];
+            if (row < 0) continue;
+            double* b = p->rhs + 3 * row;
+            b[0] = b[1] = b[2] = 0.0;
+            for (int64_t e = p->node_spring_start[i]; e < p->node_spring_start[i + 1]; ++e) {
+                const int64_t sp = p->node_springs[e];
+                const double weight = m->springs[2 * sp] == i ? m->k[sp] : -m->k[sp];
+                for (int a = 0; a < 3; ++a) b[a] += weight * p->d[3 * sp + a];
+            }
+        }
+        ms_cholesky_solve(p->factor, p->rhs, 3);
+        for (int64_t i = 0; i < n; ++i) {
+            const int32_t row = p->free_index[i];
+            if (row >= 0)
+                for (int a = 0; a < 3; ++a) x_out[3 * i + a] = p->y[3 * i + a] + p->rhs[3 * (int64_t)row + a];
+        }
+    }
+    double probe = 0.0;
+    for (int64_t q = 0; q < 3 * n; ++q) {
+        /* v' = (x' - x) / h, as v^ plus what the springs moved beyond y: exactly v^ where they
+           moved nothing (the pins) */
+        v_out[q] += (x_out[q] - p->y[q]) / h;
+        probe += (x_out[q] - x_out[q]) + (v_out[q] - v_out[q]);
+    }
+    return probe == 0.0;
+}
