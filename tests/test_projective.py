@@ -165,3 +165,27 @@ def test_dampers_beyond_the_damping_limit_diverge_and_roll_back() -> None:
     with pytest.warns(msprings.StabilityWarning), pytest.raises(msprings.DivergenceError):
         s.step(4.0 * limit, 400)
     assert np.isfinite(s.x).all()
+
+
+def test_chebyshev_acceleration_converges_faster() -> None:
+    """Chebyshev's semi-iterative method (Wang 2015) on the rounds: with rho = 0.995, 40
+    accelerated rounds come closer to backward Euler than 160 plain ones, and the
+    acceleration off (0) is the plain method bit for bit."""
+    reference = cloth(16, spacing=0.1, mass=0.1, k=1e4, c=0.0, integrator="implicit_euler")
+    reference.newton_tol, reference.cg_tol = 1e-14, 1e-12
+    reference.step(1.0 / 60.0)
+
+    def distance(iterations: int, rho: float) -> float:
+        s = cloth(16, spacing=0.1, mass=0.1, k=1e4, c=0.0, integrator="projective")
+        s.iterations, s.chebyshev = iterations, rho
+        s.step(1.0 / 60.0)
+        return float(np.abs(s.x - reference.x).max())
+
+    assert distance(40, 0.995) < 0.5 * distance(160, 0.0)
+    plain, off = stiff_cloth(), stiff_cloth()
+    off.chebyshev = 0.0
+    for system in (plain, off):
+        system.step(1.0 / 60.0, 5)
+    assert np.array_equal(plain.x, off.x)
+    with pytest.raises(ValueError, match="chebyshev"):
+        plain.chebyshev = 1.0

@@ -336,6 +336,9 @@ static const option_spec options[] = {
     {"integrator", OPTION_INTEGRATOR, OFFSET(integrator), 0, RANGE_NONE, 0,
      "Integrator name: one of INTEGRATORS ('explicit_euler', 'symplectic_euler', 'velocity_verlet', 'rk4', "
      "'implicit_euler', 'projective', 'xpbd'). Default 'symplectic_euler'."},
+    {"chebyshev", OPTION_REAL, OFFSET(chebyshev), 0, RANGE_FRACTION, 0,
+     "projective: Chebyshev acceleration of the local/global rounds (Wang 2015), given rho in [0, 1), an "
+     "estimate of the factor by which each round shrinks the error (e.g. 0.99); 0 (default) = off."},
     {"iterations", OPTION_INTEGER, OFFSET(iterations), 0, RANGE_INTEGERS(0, INT_MAX), 0,
      "projective and xpbd: solver iterations per step (>= 0). 0, the default, means the integrator's own: "
      "10 local/global rounds for projective, 1 sweep over the springs for xpbd (many small steps beat many "

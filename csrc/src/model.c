@@ -28,6 +28,7 @@ ms_options ms_default_options(void) {
     opt.air.gust_frequency = 5.0;
     opt.air.gust_wavenumber = 1.0;
     opt.iterations = 0;
+    opt.chebyshev = 0.0;
     opt.threads = 0;
     return opt;
 }
@@ -146,6 +147,10 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
     if (opt->iterations < 0)
         return ms_error_set(err, MS_ERR_VALUE, "iterations = %d must be >= 0 (0 = the integrator's default)",
                             opt->iterations);
+    if (!isfinite(opt->chebyshev) || opt->chebyshev < 0.0 || opt->chebyshev >= 1.0)
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "chebyshev = %g must be in [0, 1) (an estimate of the rounds' convergence rate; 0 = off)",
+                            opt->chebyshev);
     if (opt->threads < 0)
         return ms_error_set(err, MS_ERR_VALUE, "threads = %d must be >= 0 (0 = the default)", opt->threads);
     const ms_air* air = &opt->air;

@@ -14,7 +14,12 @@
  * once (ms_cholesky, over the free nodes; a pinned node goes to x_p + h v_p and its terms
  * to the right-hand side) and again only when one of those changes.  m->opt.iterations
  * local/global rounds follow (default 10), starting from x' = y; as they grow the step
- * converges to backward Euler's for undamped springs.  The dampers, the node drag, the
+ * converges to backward Euler's for undamped springs.  With m->opt.chebyshev = rho > 0 the
+ * rounds are accelerated by Chebyshev's semi-iterative method (Wang 2015):
+ *   x_{k+1} = w_{k+1} (x^_{k+1} - x_{k-1}) + x_{k-1},  w_1 = 1, w_2 = 2 / (2 - rho^2),
+ *   w_{k+1} = 4 / (4 - rho^2 w_k),
+ * where x^_{k+1} is the plain round from x_k and rho estimates the rounds' convergence rate
+ * (the factor by which each round shrinks the error).  The dampers, the node drag, the
  * external force and the air act through f_ext, taken at the start of the step.
  */
 #include <math.h>
@@ -47,6 +52,8 @@ struct ms_projective {
     double* d;       /* local step: the nearest point of each spring's sphere, less A_s y
                         (nspring x 3) */
     double* rhs;     /* (nfree x 3) */
+    double* older;   /* Chebyshev: the iterate before the last (nnode x 3) */
+    double* current; /* Chebyshev: the last iterate (nnode x 3) */
 };
 
 void ms_projective_free(void* solver) {
@@ -66,6 +73,8 @@ void ms_projective_free(void* solver) {
     free(p->y);
     free(p->d);
     free(p->rhs);
+    free(p->older);
+    free(p->current);
     free(p);
 }
 
@@ -186,9 +195,12 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
             p->y = malloc(sizeof(double) * 3 * n);
             p->d = malloc(sizeof(double) * 3 * ns);
             p->rhs = malloc(sizeof(double) * 3 * n);
+            p->older = malloc(sizeof(double) * 3 * n);
+            p->current = malloc(sizeof(double) * 3 * n);
         }
         if (p == NULL || !p->free_index || !p->column_start || !p->spring_entry || !p->node_spring_start ||
-            !p->node_springs || !p->mass || !p->k || !p->pinned || !p->y || !p->d || !p->rhs ||
+            !p->node_springs || !p->mass || !p->k || !p->pinned || !p->y || !p->d || !p->rhs || !p->older ||
+            !p->current ||
             build_pattern(m, p) != 0 || ms_node_springs(m, p->node_spring_start, p->node_springs) != 0) {
             ms_projective_free(p);
             return ms_error_set(err, MS_ERR_MEMORY, "out of memory preparing projective dynamics for %lld nodes",
@@ -218,7 +230,10 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_
         x_out[q] = p->y[q];
     }
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 10;
+    const double rho2 = m->opt.chebyshev * m->opt.chebyshev;
+    double weight = 1.0; /* Chebyshev's w */
     for (int iteration = 0; iteration < iterations; ++iteration) {
+        if (rho2 > 0.0) memcpy(p->current, x_out, sizeof(double) * 3 * (size_t)n);
         /* local step: each spring's nearest point on its sphere */
         for (int64_t sp = 0; sp < m->nspring; ++sp) {
             const int64_t i = m->springs[2 * sp], j = m->springs[2 * sp + 1];
@@ -249,6 +264,14 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_
             const int32_t row = p->free_index[i];
             if (row >= 0)
                 for (int a = 0; a < 3; ++a) x_out[3 * i + a] = p->y[3 * i + a] + p->rhs[3 * (int64_t)row + a];
+        }
+        if (rho2 > 0.0) {
+            weight = iteration == 0 ? 1.0 : iteration == 1 ? 2.0 / (2.0 - rho2) : 4.0 / (4.0 - rho2 * weight);
+            if (iteration > 0)
+                for (int64_t q = 0; q < 3 * n; ++q) x_out[q] = weight * (x_out[q] - p->older[q]) + p->older[q];
+            double* swap = p->older; /* x_k becomes the iterate before the last */
+            p->older = p->current;
+            p->current = swap;
         }
     }
     double probe = 0.0;

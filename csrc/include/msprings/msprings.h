@@ -92,6 +92,8 @@ typedef struct ms_options {
     int iterations;      /* solver iterations per step of projective and xpbd (>= 0; 0, the
                             default, means the integrator's own: 10 for projective, 1 for
                             xpbd, which favours many small steps) */
+    double chebyshev;    /* projective: Chebyshev acceleration of the rounds (Wang 2015) with this
+                            estimate of their convergence rate rho in [0, 1); 0 (default) = off */
     int threads;         /* worker threads for networks of 10,000 springs or more (every
                             integrator but implicit Euler); 0 (default) = the state's
                             default_threads (all online cores unless set), 1 = none.  Any
