@@ -78,5 +78,6 @@ extern const test_case constraints_tests[];
 extern const test_case threads_tests[];
 extern const test_case ledger_tests[];
 extern const test_case cholesky_tests[];
+extern const test_case solvers_tests[];
 
 #endif

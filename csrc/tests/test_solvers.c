@@ -1,0 +1,98 @@
+/* The large-step solvers: xpbd's spring colours and projective dynamics' convergence to
+   backward Euler. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ensure.h"
+#include "helpers.h"
+#include "msprings/msprings.h"
+#include "../src/xpbd.h"
+
+/* Every spring has exactly one colour, and no two springs of a colour share a node. */
+static int test_xpbd_colours(void) {
+    ms_model* m = make_cloth(9, 1, 11u);
+    ENSURE(m != NULL);
+    m->opt.integrator = MS_XPBD;
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+    const ms_colouring* c = s->constraints;
+    ENSURE(c != NULL && c->ncolour >= 2 && c->start[c->ncolour] == m->nspring);
+    uint8_t* seen = calloc((size_t)m->nspring, 1);
+    int64_t* mark = malloc(sizeof(int64_t) * (size_t)m->nnode);
+    ENSURE(seen != NULL && mark != NULL);
+    for (int64_t i = 0; i < m->nnode; ++i) mark[i] = -1;
+    int ok = 1;
+    for (int64_t q = 0; q < c->ncolour; ++q)
+        for (int64_t r = c->start[q]; r < c->start[q + 1]; ++r) {
+            const int32_t sp = c->springs[r];
+            const int32_t i = m->springs[2 * (int64_t)sp], j = m->springs[2 * (int64_t)sp + 1];
+            ok &= !seen[sp] && mark[i] != q && mark[j] != q;
+            seen[sp] = 1;
+            mark[i] = mark[j] = q;
+        }
+    for (int64_t sp = 0; sp < m->nspring; ++sp) ok &= seen[sp];
+    free(seen);
+    free(mark);
+    ENSURE(ok);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
+/* Largest node distance after one step of h from the model's initial state with
+   projective dynamics of the given rounds, to converged implicit Euler; negative on failure. */
+static double projective_distance(int iterations, double h) {
+    ms_model* m = make_cloth(6, 1, 12u);
+    if (m == NULL) return -1.0;
+    for (int64_t sp = 0; sp < m->nspring; ++sp) {
+        m->k[sp] = 2e3;
+        m->c[sp] = 0.0;
+    }
+    m->opt.drag = 0.0; /* explicit in projective dynamics, implicit in backward Euler */
+    ms_error err = fresh_error();
+    ms_state* a = ms_state_create(m, &err);
+    ms_state* b = ms_state_create(m, &err);
+    double distance = -1.0;
+    if (a != NULL && b != NULL) {
+        m->opt.integrator = MS_IMPLICIT_EULER;
+        m->opt.implicit.newton_tol = 1e-14;
+        m->opt.implicit.cg_tol = 1e-12;
+        const int first = ms_step(m, a, h, 1, &err);
+        m->opt.integrator = MS_PROJECTIVE;
+        m->opt.iterations = iterations;
+        if (first == MS_OK && ms_step(m, b, h, 1, &err) == MS_OK) {
+            distance = 0.0;
+            for (int64_t q = 0; q < 3 * m->nnode; ++q) distance = fmax(distance, fabs(a->x[q] - b->x[q]));
+        }
+    }
+    ms_state_destroy(a);
+    ms_state_destroy(b);
+    ms_model_destroy(m);
+    return distance;
+}
+
+/* The local/global rounds approach backward Euler's step for undamped springs without
+   drag (both of which projective dynamics takes at the start of the step). */
+static int test_projective_converges_to_backward_euler(void) {
+    const double h = 1.0 / 60.0;
+    double previous = INFINITY;
+    for (int iterations = 1; iterations <= 4096; iterations *= 8) {
+        const double distance = projective_distance(iterations, h);
+        ENSURE(distance >= 0.0 && distance < previous);
+        previous = distance;
+    }
+    printf("    projective after 4096 rounds: %.3g m from backward Euler\n", previous);
+    ENSURE(previous < 1e-9);
+    return 0;
+}
+
+const test_case solvers_tests[] = {
+    TEST(test_xpbd_colours),
+    TEST(test_projective_converges_to_backward_euler),
+    {NULL, NULL},
+};
