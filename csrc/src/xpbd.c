@@ -23,6 +23,8 @@ void ms_colouring_free(void* colouring) {
     if (c == NULL) return;
     free(c->start);
     free(c->springs);
+    free(c->pairs);
+    free(c->params);
     free(c->lambda);
     free(c);
 }
@@ -78,28 +80,44 @@ static int colour_springs(const ms_model* m, ms_colouring* c) {
 }
 
 int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
-    if (s->constraints != NULL) return MS_OK;
-    ms_colouring* c = calloc(1, sizeof *c);
-    const size_t count = (size_t)(m->nspring > 0 ? m->nspring : 1);
-    if (c != NULL) {
-        c->springs = malloc(sizeof(int32_t) * count);
-        c->lambda = calloc(count, sizeof(double));
+    ms_colouring* c = s->constraints;
+    if (c == NULL) {
+        c = calloc(1, sizeof *c);
+        const size_t count = (size_t)(m->nspring > 0 ? m->nspring : 1);
+        if (c != NULL) {
+            c->springs = malloc(sizeof(int32_t) * count);
+            c->pairs = malloc(sizeof(int32_t) * 2 * count);
+            c->params = malloc(sizeof(double) * 3 * count);
+            c->lambda = calloc(count, sizeof(double));
+        }
+        if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
+            colour_springs(m, c) != 0) {
+            ms_colouring_free(c);
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
+        }
+        for (int64_t r = 0; r < m->nspring; ++r) {
+            c->pairs[2 * r] = m->springs[2 * (int64_t)c->springs[r]];
+            c->pairs[2 * r + 1] = m->springs[2 * (int64_t)c->springs[r] + 1];
+        }
+        s->constraints = c;
     }
-    if (c == NULL || c->springs == NULL || c->lambda == NULL || colour_springs(m, c) != 0) {
-        ms_colouring_free(c);
-        return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int64_t sp = c->springs[r];
+        c->params[3 * r] = m->rest[sp];
+        c->params[3 * r + 1] = m->k[sp];
+        c->params[3 * r + 2] = m->c[sp];
     }
-    s->constraints = c;
     return MS_OK;
 }
 
 void ms_xpbd_project(const ms_model* m, const double* restrict inv_mass, const ms_colouring* c, int64_t begin,
                      int64_t end, const double* restrict x_prev, double* restrict x, double h, int first) {
+    (void)m;
     for (int64_t r = begin; r < end; ++r) {
-        const int64_t s = c->springs[r];
-        const double k = m->k[s];
+        const double* p = c->params + 3 * r;
+        const double k = p[1];
         if (!(k > 0.0)) continue;
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t i = c->pairs[2 * r], j = c->pairs[2 * r + 1];
         const double wi = inv_mass[i], wj = inv_mass[j];
         if (wi + wj == 0.0) continue;
         double* xi = x + 3 * i;
@@ -109,14 +127,14 @@ void ms_xpbd_project(const ms_model* m, const double* restrict inv_mass, const m
         if (!(length > 1e-12)) continue; /* no direction to push along */
         const double n[3] = {d[0] / length, d[1] / length, d[2] / length};
         const double alpha = 1.0 / (k * h * h);
-        const double gamma = m->c[s] / (k * h);
+        const double gamma = p[2] / (k * h);
         const double* pi = x_prev + 3 * i;
         const double* pj = x_prev + 3 * j;
         double rate = 0.0; /* grad C.(x - x_prev) */
         for (int a = 0; a < 3; ++a) rate += n[a] * ((xi[a] - pi[a]) - (xj[a] - pj[a]));
         const double lambda = first ? 0.0 : c->lambda[r];
         const double change =
-            (-(length - m->rest[s]) - alpha * lambda - gamma * rate) / ((1.0 + gamma) * (wi + wj) + alpha);
+            (-(length - p[0]) - alpha * lambda - gamma * rate) / ((1.0 + gamma) * (wi + wj) + alpha);
         c->lambda[r] = lambda + change;
         for (int a = 0; a < 3; ++a) {
             xi[a] += wi * change * n[a];

@@ -10,10 +10,13 @@ typedef struct ms_colouring {
     int64_t ncolour;
     int64_t* start;   /* (ncolour + 1) */
     int32_t* springs; /* (nspring) */
+    int32_t* pairs;   /* the nodes of springs[r] (nspring x 2), for locality */
+    double* params;   /* (rest, k, c) of springs[r], refreshed at every step call (nspring x 3) */
     double* lambda;   /* (nspring) */
 } ms_colouring;
 
-/* s->constraints, coloured on first use. */
+/* s->constraints, coloured on first use, with the springs' parameters copied in colour
+   order (at every call: views may have changed them). */
 int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err);
 void ms_colouring_free(void* colouring);
 
