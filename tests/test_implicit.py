@@ -362,8 +362,8 @@ def dense_backward_euler(system: msprings.System, h: float) -> tuple[np.ndarray,
     ids=["stiff-cloth-4", "stiff-cloth-10", "stiff-chain"],
 )
 def test_converged_steps_match_a_dense_newton_solve(build: object, factored: bool, newton_tol: float) -> None:
-    """Both linear solvers, A's sparse factor (small cloth, chain) and Jacobi-preconditioned
-    CG (a cloth whose factor fills in), converge to the dense solution of backward Euler's
+    """Both linear solvers, A's sparse factor (small cloth, chain) and block-Jacobi
+    preconditioned CG (a cloth whose factor fills in), converge to the dense solution of backward Euler's
     equations at h = 1/60 s, with dampers and drag in A where given.  Each Newton tolerance
     is a few times the round-off floor of that scene's residual (the chain's tensions
     cancel its 1 g nodes' weight to about 1e-9)."""
@@ -381,7 +381,7 @@ def test_converged_steps_match_a_dense_newton_solve(build: object, factored: boo
         # Pinned nodes keep their place exactly.
         assert np.array_equal(s.x[s.pinned], x_expected[s.pinned])
         # With A's factor each linear solve meets even cg_tol = 1e-10 in one CG iteration
-        # (a factor of a slightly different matrix would not); Jacobi needs many.
+        # (a factor of a slightly different matrix would not); block Jacobi needs many.
         if factored:
             assert stats["cg_iterations"] == stats["newton_iterations"]
         else:

