@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -361,13 +362,15 @@ def dense_backward_euler(system: msprings.System, h: float) -> tuple[np.ndarray,
     ],
     ids=["stiff-cloth-4", "stiff-cloth-10", "stiff-chain"],
 )
-def test_converged_steps_match_a_dense_newton_solve(build: object, factored: bool, newton_tol: float) -> None:
+def test_converged_steps_match_a_dense_newton_solve(
+    build: Callable[[], msprings.System], factored: bool, newton_tol: float
+) -> None:
     """Both linear solvers, A's sparse factor (small cloth, chain) and block-Jacobi
     preconditioned CG (a cloth whose factor fills in), converge to the dense solution of backward Euler's
     equations at h = 1/60 s, with dampers and drag in A where given.  Each Newton tolerance
     is a few times the round-off floor of that scene's residual (the chain's tensions
     cancel its 1 g nodes' weight to about 1e-9)."""
-    s = build()  # type: ignore[operator]
+    s = build()
     s.newton_tol = newton_tol
     s.cg_tol = 1e-10
     h = 1.0 / 60.0
