@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
@@ -314,8 +315,86 @@ def test_solver_stats_describe_a_converged_step() -> None:
     assert s.solver_stats["newton_iterations"] >= 1
 
 
+def stiff_cloth(n: int, **options: object) -> msprings.System:
+    """The stiff cloth of BENCH.md (k = 1e5 N/m, c = 0 unless given, 1 kg nodes, two corners
+    pinned) with ``n`` nodes a side, implicit Euler."""
+    options.setdefault("integrator", "implicit_euler")
+    options.setdefault("c", 0.0)
+    return scenes.cloth(n, k=1e5, **options)
+
+
+# A cloth whose factor fills in, so that each Newton iteration runs CG on the diagonal
+# preconditioner (a chain's matrix is factored and solved in one CG iteration, so it cannot
+# exceed a cap of one).
+CAPPED_CLOTH = 10
+
+
+def dense_backward_euler(system: msprings.System, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """One backward Euler step of ``system`` from its state, by dense Newton iterations on
+    M dv = h f(x + h (v + dv), v + dv) over the free nodes (tangent_matrices' K and C) until
+    the update is at round-off; returns (x', v')."""
+    x0, v0 = system.x.copy(), system.v.copy()
+    free = np.repeat(~system.pinned, 3)
+    mass = np.repeat(system.mass, 3)
+    dv = np.zeros(3 * system.n_nodes)
+    for _ in range(50):
+        v1 = v0 + dv.reshape(-1, 3)
+        x1 = x0 + h * v1
+        residual = (mass * dv - h * network_forces(system, x1, v1).ravel())[free]
+        stiffness, damping = tangent_matrices(system, x1)
+        matrix = np.diag(mass) + h * damping + h * h * stiffness
+        update = np.linalg.solve(matrix[np.ix_(free, free)], residual)
+        dv[free] -= update
+        if np.abs(update).max() <= 1e-12 * max(np.abs(dv).max(), 1.0):
+            break
+    else:
+        raise AssertionError("the dense Newton iteration did not settle")
+    v1 = v0 + dv.reshape(-1, 3)
+    return x0 + h * v1, v1
+
+
+@pytest.mark.parametrize(
+    ("build", "factored", "newton_tol"),
+    [
+        (lambda: stiff_cloth(4, c=0.5, drag=0.2), True, 1e-11),
+        (lambda: stiff_cloth(CAPPED_CLOTH, c=0.5, drag=0.2), False, 1e-10),
+        (lambda: scenes.stiff_chain(), True, 3e-9),
+    ],
+    ids=["stiff-cloth-4", "stiff-cloth-10", "stiff-chain"],
+)
+def test_converged_steps_match_a_dense_newton_solve(
+    build: Callable[[], msprings.System], factored: bool, newton_tol: float
+) -> None:
+    """Both linear solvers, A's sparse factor (small cloth, chain) and block-Jacobi
+    preconditioned CG (a cloth whose factor fills in), converge to the dense solution of backward Euler's
+    equations at h = 1/60 s, with dampers and drag in A where given.  Each Newton tolerance
+    is a few times the round-off floor of that scene's residual (the chain's tensions
+    cancel its 1 g nodes' weight to about 1e-9)."""
+    s = build()
+    s.newton_tol = newton_tol
+    s.cg_tol = 1e-10
+    h = 1.0 / 60.0
+    for _ in range(3):
+        x_expected, v_expected = dense_backward_euler(s, h)
+        s.step(h)
+        stats = s.solver_stats
+        assert stats["newton_converged"] and stats["cg_converged"]
+        assert np.abs(s.x - x_expected).max() <= 1e-9
+        assert np.abs(s.v - v_expected).max() <= 1e-9 / h
+        # Pinned nodes keep their place exactly.
+        assert np.array_equal(s.x[s.pinned], x_expected[s.pinned])
+        # With A's factor each linear solve meets even cg_tol = 1e-10 in one CG iteration
+        # (a factor of a slightly different matrix would not); block Jacobi needs many.
+        if factored:
+            assert stats["cg_iterations"] == stats["newton_iterations"]
+        else:
+            assert stats["cg_iterations"] > 5 * stats["newton_iterations"]
+    # The steps did something: the cloth or chain fell and stretched.
+    assert np.abs(s.strain()).max() > 1e-4
+
+
 def test_cg_cap_is_counted_warned_once_and_the_step_completes() -> None:
-    s = scenes.stiff_chain()
+    s = stiff_cloth(CAPPED_CLOTH)
     s.cg_max_iter = 1
     s.newton_max_iter = 5
     with pytest.warns(msprings.SolverWarning) as record:
@@ -330,7 +409,7 @@ def test_cg_cap_is_counted_warned_once_and_the_step_completes() -> None:
     assert s.solver_stats["cg_failures"] == 8
     assert s.steps == 8
     # A second system warns for itself.
-    other = scenes.stiff_chain()
+    other = stiff_cloth(CAPPED_CLOTH)
     other.cg_max_iter = 1
     with pytest.warns(msprings.SolverWarning):
         other.step(1.0 / 60.0)
@@ -338,7 +417,7 @@ def test_cg_cap_is_counted_warned_once_and_the_step_completes() -> None:
 
 
 def test_cg_failures_are_cleared_by_reset() -> None:
-    s = scenes.stiff_chain()
+    s = stiff_cloth(CAPPED_CLOTH)
     s.cg_max_iter = 1
     s.newton_max_iter = 2
     with pytest.warns(msprings.SolverWarning):
@@ -348,7 +427,7 @@ def test_cg_failures_are_cleared_by_reset() -> None:
     assert s.solver_stats["cg_failures"] == 0
 
 
-DEFAULTS = {"newton_max_iter": 50, "newton_tol": 1e-8, "cg_max_iter": 1000, "cg_tol": 1e-4}
+DEFAULTS = {"newton_max_iter": 50, "newton_tol": 1e-8, "cg_max_iter": 1000, "cg_tol": 1e-2}
 
 
 def test_default_settings() -> None:

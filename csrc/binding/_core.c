@@ -372,8 +372,9 @@ static const option_spec options[] = {
      "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000."},
     {"cg_tol", OPTION_REAL, OFFSET(implicit.cg_tol), 0, RANGE_ABOVE_ZERO, 0,
      "implicit_euler: relative CG residual tolerance of each Newton iteration's linear solve (dimensionless, "
-     "> 0). Newton's own tolerance sets the final accuracy; with newton_max_iter = 1 this is the only one. "
-     "Default 1e-4."},
+     "> 0). Newton's own tolerance sets the final accuracy: each iteration need only cut the residual of its "
+     "linearisation 100-fold to keep the iteration count, so the default is 1e-2; with newton_max_iter = 1 "
+     "this is the only tolerance (set it lower for an exact linearised step). Default 1e-2."},
     {"air_density", OPTION_REAL, OFFSET(air.density), 0, RANGE_AT_LEAST_ZERO, 0,
      "Air density rho (kg/m^3, >= 0), default 1.2."},
     {"drag_coefficient", OPTION_REAL, OFFSET(air.drag_coefficient), 0, RANGE_AT_LEAST_ZERO, 0,

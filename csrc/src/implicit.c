@@ -11,8 +11,18 @@
  * h (f_0 - h K_0 v): exactly Baraff & Witkin's (1998) linearised step.  Later iterations
  * linearise about the current iterate (x + h v'_k, v'_k), where the system reduces to the
  * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Each system is
- * solved by conjugate gradients with a Jacobi preconditioner, matrix-free over the springs'
- * 3x3 blocks, with pinned nodes filtered out so they keep their own velocity exactly.
+ * solved by conjugate gradients, matrix-free over the springs' 3x3 blocks, with pinned nodes
+ * filtered out so they keep their own velocity exactly.
+ *
+ * Where the network's matrix factors with little fill-in (chains, trees, strands: a sparse
+ * Cholesky factor, fill-reducing ordering, with at most FILL_LIMIT times the entries of A's
+ * lower triangle), A itself is factored at every Newton iteration (the pattern analysed
+ * once per set of pins) and CG, preconditioned by that factor, converges in one iteration:
+ * a direct solve that keeps CG's residual check.  Elsewhere (cloth, solids) the factor
+ * fills in so much that its factorisation and solves cost more than the CG iterations
+ * they save, and the preconditioner is the inverse of each node's 3 x 3 diagonal block of A
+ * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
+ * it sees each node's springs' directions).
  *
  * The transverse stiffness k (1 - L/l) is clamped at zero for compressed springs so A stays
  * symmetric positive definite.  The dampers' dependence on position is left out of K (it is
@@ -20,9 +30,224 @@
  * strong, but to the same solution.
  */
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "cholesky.h"
 #include "internal.h"
+
+/* The solver's storage: what it keeps for the factorisation, then the per-node and
+   per-spring arrays that the state knows as s->implicit_work (the flexible member). */
+typedef struct implicit_solver {
+    uint8_t* pinned; /* the pins the pattern was made for (nnode), NULL until it is made */
+    int direct;      /* the pattern fills in little: each Newton iteration's A is factored */
+    /* the free nodes and the pairs of them joined by springs: a lower triangle by columns,
+       each column's diagonal first */
+    int64_t nfree;
+    int32_t* free_index;   /* per node: its row among the free nodes, or -1 if pinned (nnode) */
+    int64_t* column_start; /* (nfree + 1) */
+    int32_t* rows;
+    int64_t* spring_entry; /* per spring with two free ends: its entry, else -1 (nspring) */
+    /* A over the free nodes' 3 nfree unknowns (3 per node, interleaved): its lower triangle
+       by columns, each node pair a 3 x 3 block */
+    int64_t* start3; /* (3 nfree + 1) */
+    int32_t* rows3;
+    double* values3;
+    double* gathered; /* a vector on the free nodes (nfree x 3) */
+    ms_cholesky* factor;
+    double work[];
+} implicit_solver;
+
+static implicit_solver* solver_of(double* work) {
+    return (implicit_solver*)(void*)((char*)work - offsetof(implicit_solver, work));
+}
+
+double* ms_implicit_work_create(const ms_model* m) {
+    const size_t doubles =
+        MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)m->nspring;
+    implicit_solver* p = calloc(1, sizeof *p + sizeof(double) * doubles);
+    return p != NULL ? p->work : NULL;
+}
+
+static void release_pattern(implicit_solver* p) {
+    ms_cholesky_destroy(p->factor);
+    free(p->pinned);
+    free(p->free_index);
+    free(p->column_start);
+    free(p->rows);
+    free(p->spring_entry);
+    free(p->start3);
+    free(p->rows3);
+    free(p->values3);
+    free(p->gathered);
+    memset(p, 0, offsetof(implicit_solver, work));
+}
+
+void ms_implicit_work_free(double* work) {
+    if (work == NULL) return;
+    implicit_solver* p = solver_of(work);
+    release_pattern(p);
+    free(p);
+}
+
+/* The node pattern: a diagonal entry per free node and one per pair of free nodes joined
+   by springs (several springs between two nodes share theirs).  Returns 0, or -1 if out of
+   memory. */
+static int build_node_pattern(const ms_model* m, implicit_solver* p) {
+    const int64_t n = m->nnode, ns = m->nspring;
+    const size_t n1 = (size_t)(n > 0 ? n : 1), ns1 = (size_t)(ns > 0 ? ns : 1);
+    p->free_index = malloc(sizeof(int32_t) * n1);
+    p->column_start = calloc(n1 + 1, sizeof(int64_t));
+    p->rows = malloc(sizeof(int32_t) * (n1 + ns1));
+    p->spring_entry = malloc(sizeof(int64_t) * ns1);
+    int64_t* slot = malloc(sizeof(int64_t) * (n1 + ns1)); /* per candidate entry: where it is kept */
+    int64_t* last = malloc(sizeof(int64_t) * n1);
+    int status = -1;
+    if (p->free_index == NULL || p->column_start == NULL || p->rows == NULL || p->spring_entry == NULL ||
+        slot == NULL || last == NULL)
+        goto done;
+    p->nfree = 0;
+    for (int64_t i = 0; i < n; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
+    /* candidates: each column's diagonal, then one per spring in its lower node's column */
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
+        if (a >= 0 && b >= 0 && a != b) p->column_start[(a < b ? a : b) + 1] += 1;
+    }
+    for (int64_t j = 0; j < p->nfree; ++j) {
+        p->column_start[j + 1] += p->column_start[j] + 1;
+        p->rows[p->column_start[j]] = (int32_t)j;
+        last[j] = p->column_start[j] + 1; /* the column's next free candidate */
+    }
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
+        p->spring_entry[s] = -1;
+        if (a >= 0 && b >= 0 && a != b) {
+            p->spring_entry[s] = last[a < b ? a : b];
+            p->rows[last[a < b ? a : b]++] = a < b ? b : a;
+        }
+    }
+    /* merge the rows repeated within a column; last[row] becomes the entry that row last
+       got, which is in the current column if it is at or after the column's start */
+    for (int64_t j = 0; j < p->nfree; ++j) last[j] = -1;
+    int64_t kept = 0;
+    for (int64_t j = 0; j < p->nfree; ++j) {
+        const int64_t begin = p->column_start[j], end = p->column_start[j + 1];
+        p->column_start[j] = kept;
+        for (int64_t q = begin; q < end; ++q) {
+            const int32_t row = p->rows[q];
+            if (last[row] < p->column_start[j]) {
+                last[row] = kept;
+                p->rows[kept++] = row;
+            }
+            slot[q] = last[row];
+        }
+    }
+    p->column_start[p->nfree] = kept;
+    for (int64_t s = 0; s < ns; ++s)
+        if (p->spring_entry[s] >= 0) p->spring_entry[s] = slot[p->spring_entry[s]];
+    status = 0;
+done:
+    free(slot);
+    free(last);
+    return status;
+}
+
+/* The 3 x 3 blocks' pattern: scalar column 3 j + a of node column j holds the rows
+   3 j + a .. 3 j + 2 of the diagonal block, then 3 r .. 3 r + 2 for each node row r below. */
+static int build_system_pattern(implicit_solver* p) {
+    const int64_t nf = p->nfree;
+    p->start3 = malloc(sizeof(int64_t) * (size_t)(3 * nf + 1));
+    if (p->start3 == NULL) return -1;
+    p->start3[0] = 0;
+    for (int64_t j = 0; j < nf; ++j) {
+        const int64_t below = p->column_start[j + 1] - p->column_start[j] - 1;
+        for (int a = 0; a < 3; ++a) p->start3[3 * j + a + 1] = p->start3[3 * j + a] + (3 - a) + 3 * below;
+    }
+    const size_t total = (size_t)p->start3[3 * nf];
+    p->rows3 = malloc(sizeof(int32_t) * (total > 0 ? total : 1));
+    p->values3 = malloc(sizeof(double) * (total > 0 ? total : 1));
+    p->gathered = malloc(sizeof(double) * (size_t)(3 * nf > 0 ? 3 * nf : 1));
+    if (p->rows3 == NULL || p->values3 == NULL || p->gathered == NULL) return -1;
+    for (int64_t j = 0; j < nf; ++j)
+        for (int a = 0; a < 3; ++a) {
+            int64_t q = p->start3[3 * j + a];
+            for (int b = a; b < 3; ++b) p->rows3[q++] = (int32_t)(3 * j + b);
+            for (int64_t e = p->column_start[j] + 1; e < p->column_start[j + 1]; ++e)
+                for (int b = 0; b < 3; ++b) p->rows3[q++] = 3 * p->rows[e] + b;
+        }
+    return 0;
+}
+
+/* Where A's entry (3 r + b, 3 j + a) is kept, for the node entry e = (r, j) of column j
+   (b >= a on the diagonal block). */
+static int64_t system_entry(const implicit_solver* p, int64_t e, int64_t j, int a, int b) {
+    const int64_t below = e - p->column_start[j];
+    return p->start3[3 * j + a] + (below == 0 ? b - a : (3 - a) + 3 * (below - 1) + b);
+}
+
+/* Makes the patterns for the model's pins unless they are held, analyses A's and decides
+   whether to factor it: only where the factor has at most FILL_LIMIT times A's entries
+   (chains, trees, strands), since where it fills in (cloth, solids) a factorisation and
+   its solves cost more than the CG iterations they save.  Returns p->direct; 0 also if
+   out of memory, so that the diagonal preconditioner is used. */
+#define FILL_LIMIT 2.0
+static int ensure_pattern(const ms_model* m, implicit_solver* p) {
+    if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return p->direct;
+    release_pattern(p);
+    p->pinned = malloc((size_t)(m->nnode > 0 ? m->nnode : 1));
+    if (p->pinned == NULL) return 0;
+    memcpy(p->pinned, m->pinned, (size_t)m->nnode);
+    if (build_node_pattern(m, p) == 0 && build_system_pattern(p) == 0)
+        p->factor = ms_cholesky_analyse(3 * p->nfree, p->start3, p->rows3, NULL);
+    p->direct = p->factor != NULL &&
+                (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->nfree];
+    return p->direct;
+}
+
+/* Factors A = M + h C + h^2 K over the free nodes (spring blocks at hand); returns whether
+   it could. */
+static int factor_system(const ms_model* m, implicit_solver* p, const double* blocks, double h) {
+    memset(p->values3, 0, sizeof(double) * (size_t)p->start3[3 * p->nfree]);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t j = p->free_index[i];
+        if (j >= 0)
+            for (int a = 0; a < 3; ++a) p->values3[p->start3[3 * j + a]] = m->mass[i] + h * m->opt.drag;
+    }
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
+        const double beta = h * h * b[3], alpha = h * h * b[4] + h * m->c[s];
+        const int64_t ends[2] = {p->free_index[m->springs[2 * s]], p->free_index[m->springs[2 * s + 1]]};
+        const int64_t e = p->spring_entry[s], j = ends[0] < ends[1] ? ends[0] : ends[1];
+        if (ends[0] == ends[1]) continue; /* between two pinned nodes, or a node and itself */
+        for (int a = 0; a < 3; ++a)
+            for (int c = a; c < 3; ++c) {
+                const double value = (a == c ? beta : 0.0) + alpha * b[a] * b[c];
+                for (int end = 0; end < 2; ++end) {
+                    const int64_t i = ends[end];
+                    if (i >= 0) p->values3[system_entry(p, p->column_start[i], i, a, c)] += value;
+                }
+                if (e < 0) continue;
+                p->values3[system_entry(p, e, j, a, c)] -= value;
+                if (c != a) p->values3[system_entry(p, e, j, c, a)] -= value;
+            }
+    }
+    return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
+}
+
+/* z = A^-1 r by the factor on the free nodes, 0 on the pinned ones. */
+static void solve_system(const ms_model* m, implicit_solver* p, const double* restrict r, double* restrict z) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t row = p->free_index[i];
+        if (row >= 0)
+            for (int a = 0; a < 3; ++a) p->gathered[3 * row + a] = r[3 * i + a];
+    }
+    ms_cholesky_solve(p->factor, p->gathered, 1);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t row = p->free_index[i];
+        for (int a = 0; a < 3; ++a) z[3 * i + a] = row >= 0 ? p->gathered[3 * row + a] : 0.0;
+    }
+}
 
 void ms_spring_blocks(const ms_model* m, const double* restrict x, double* restrict blocks) {
     for (int64_t s = 0; s < m->nspring; ++s) {
@@ -78,25 +303,44 @@ static double dot(const double* restrict a, const double* restrict b, int64_t co
     return sum;
 }
 
-/* Jacobi preconditioner: the diagonal of A (1 on pinned rows, which are filtered out). */
+/* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
+   6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
 static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
                               double* restrict diagonal) {
     const double node = h * m->opt.drag;
-    for (int64_t i = 0; i < m->nnode; ++i)
-        for (int a = 0; a < 3; ++a) diagonal[3 * i + a] = m->mass[i] + node;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        d[0] = d[3] = d[5] = m->mass[i] + node;
+        d[1] = d[2] = d[4] = 0.0;
+    }
     for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t ends[2] = {m->springs[2 * s], m->springs[2 * s + 1]};
         const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
         const double beta = h * h * b[3];
         const double alpha = h * h * b[4] + h * m->c[s];
-        for (int a = 0; a < 3; ++a) {
-            const double value = beta + alpha * b[a] * b[a];
-            diagonal[3 * i + a] += value;
-            diagonal[3 * j + a] += value;
-        }
+        const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
+                               beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
+        for (int end = 0; end < 2; ++end)
+            for (int e = 0; e < 6; ++e) diagonal[6 * ends[end] + e] += add[e];
     }
-    for (int64_t i = 0; i < m->nnode; ++i)
-        if (inv_mass[i] == 0.0) diagonal[3 * i] = diagonal[3 * i + 1] = diagonal[3 * i + 2] = 1.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        if (inv_mass[i] == 0.0) {
+            d[0] = d[3] = d[5] = 1.0;
+            d[1] = d[2] = d[4] = 0.0;
+            continue;
+        }
+        /* the inverse of the symmetric block by its cofactors */
+        const double c00 = d[3] * d[5] - d[4] * d[4], c01 = d[2] * d[4] - d[1] * d[5], c02 = d[1] * d[4] - d[2] * d[3];
+        const double c11 = d[0] * d[5] - d[2] * d[2], c12 = d[1] * d[2] - d[0] * d[4], c22 = d[0] * d[3] - d[1] * d[1];
+        const double inverse_determinant = 1.0 / (d[0] * c00 + d[1] * c01 + d[2] * c02);
+        d[0] = c00 * inverse_determinant;
+        d[1] = c01 * inverse_determinant;
+        d[2] = c02 * inverse_determinant;
+        d[3] = c11 * inverse_determinant;
+        d[4] = c12 * inverse_determinant;
+        d[5] = c22 * inverse_determinant;
+    }
 }
 
 typedef struct cg_vectors {
@@ -107,13 +351,32 @@ typedef struct cg_vectors {
     double* diagonal;
 } cg_vectors;
 
-/* Solves A delta = rhs (pinned rows of rhs already zero) from delta = 0 by Jacobi-
-   preconditioned CG.  Returns the iterations used; *relative_residual is |r| / |rhs|
-   of the returned iterate, which is the last one (CG's error decreases monotonically in
-   the A-norm, so it is the best one when the cap is hit). */
+/* z = the preconditioner applied to r: A^-1 r if A's factor is given, else each node's
+   inverse diagonal block (6 entries per node in diagonal) times its part of r. */
+static void precondition(const ms_model* m, implicit_solver* factored, const double* diagonal, const double* r,
+                         double* z) {
+    if (factored != NULL) {
+        solve_system(m, factored, r, z);
+        return;
+    }
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* d = diagonal + 6 * i;
+        const double* ri = r + 3 * i;
+        z[3 * i] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
+        z[3 * i + 1] = d[1] * ri[0] + d[3] * ri[1] + d[4] * ri[2];
+        z[3 * i + 2] = d[2] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
+    }
+}
+
+/* Solves A delta = rhs (pinned rows of rhs already zero) from delta = 0 by CG
+   preconditioned with A's factor if one is given (which then converges in one iteration
+   up to rounding), else with the inverses of A's diagonal blocks in w->diagonal.  Returns
+   the iterations used; *relative_residual is |r| / |rhs| of the returned iterate, which is
+   the last one (CG's error decreases monotonically in the A-norm, so it is the best one
+   when the cap is hit). */
 static int conjugate_gradient(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              const double* rhs, double* restrict delta, const cg_vectors* w, double* relative_residual,
-                              int* converged) {
+                              implicit_solver* factored, const double* rhs, double* restrict delta, const cg_vectors* w,
+                              double* relative_residual, int* converged) {
     const int64_t n3 = 3 * m->nnode;
     const ms_implicit_options* opt = &m->opt.implicit;
     memset(delta, 0, sizeof(double) * (size_t)n3);
@@ -127,10 +390,8 @@ static int conjugate_gradient(const ms_model* m, const double* inv_mass, const d
         return 0;
     }
     memcpy(w->r, rhs, sizeof(double) * (size_t)n3);
-    for (int64_t q = 0; q < n3; ++q) {
-        w->z[q] = w->r[q] / w->diagonal[q];
-        w->p[q] = w->z[q];
-    }
+    precondition(m, factored, w->diagonal, w->r, w->z);
+    memcpy(w->p, w->z, sizeof(double) * (size_t)n3);
     double rz = dot(w->r, w->z, n3);
     const double target = opt->cg_tol * rhs_norm;
     int iteration = 0;
@@ -147,7 +408,7 @@ static int conjugate_gradient(const ms_model* m, const double* inv_mass, const d
         }
         residual_norm = sqrt(dot(w->r, w->r, n3));
         if (residual_norm <= target) break;
-        for (int64_t q = 0; q < n3; ++q) w->z[q] = w->r[q] / w->diagonal[q];
+        precondition(m, factored, w->diagonal, w->r, w->z);
         const double rz_next = dot(w->r, w->z, n3);
         const double beta = rz_next / rz;
         rz = rz_next;
@@ -166,11 +427,13 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
     double* dv = work;
     double* rhs = work + n3;
     cg_vectors w = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
-    double* force = work + 7 * n3;
-    double* delta = work + 8 * n3;
-    double* blocks = work + 9 * n3;
+    double* force = work + 8 * n3;
+    double* delta = work + 9 * n3;
+    double* blocks = work + 10 * n3;
     ms_solver_stats* stats = &s->solver;
     const ms_implicit_options* opt = &m->opt.implicit;
+    implicit_solver* solver = solver_of(work);
+    const int direct = ensure_pattern(m, solver);
 
     stats->newton_iterations = 0;
     stats->cg_iterations = 0;
@@ -189,9 +452,11 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
         }
     memset(dv, 0, sizeof(double) * (size_t)n3);
     for (;;) {
-        assemble_diagonal(m, inv_mass, blocks, h, w.diagonal);
+        implicit_solver* factored = direct && factor_system(m, solver, blocks, h) ? solver : NULL;
+        if (factored == NULL) assemble_diagonal(m, inv_mass, blocks, h, w.diagonal);
         int converged;
-        stats->cg_iterations += conjugate_gradient(m, inv_mass, blocks, h, rhs, delta, &w, &stats->cg_residual, &converged);
+        stats->cg_iterations +=
+            conjugate_gradient(m, inv_mass, blocks, h, factored, rhs, delta, &w, &stats->cg_residual, &converged);
         stats->newton_iterations += 1;
         if (!converged) stats->cg_converged = 0;
         for (int64_t q = 0; q < n3; ++q) {

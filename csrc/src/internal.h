@@ -92,11 +92,18 @@ int ms_state_reserve_colliders(ms_state* s, int64_t count, ms_error* err);
 /* Moves every collider of the state by its velocity times h. */
 void ms_state_move_colliders(const ms_model* m, ms_state* s, double h);
 
-/* Implicit solver storage: per node dv, rhs, r, z, p, Ap, diagonal, forces, delta
-   (3 each); per spring the unit vector and the two tangent stiffness coefficients. */
-#define MS_IMPLICIT_NODE_DOUBLES 27
+/* Implicit solver storage: per node dv, rhs, r, z, p, Ap (3 each), the inverse of its
+   diagonal block (6), forces, delta (3 each); per spring the unit vector and the two
+   tangent stiffness coefficients. */
+#define MS_IMPLICIT_NODE_DOUBLES 30
 #define MS_IMPLICIT_SPRING_DOUBLES 5
 int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err);
+
+/* The implicit solver's storage (zeroed): the arrays above, with the sparsity pattern and
+   factor of the solver's matrix (made by its first step) kept before them, hence the
+   allocation and release through these two.  NULL if out of memory. */
+double* ms_implicit_work_create(const ms_model* m);
+void ms_implicit_work_free(double* work);
 
 /* Tangent stiffness of every spring at positions x, as blocks[5 s ..]: the unit vector
    n (3), the transverse stiffness k_t = k max(0, 1 - L/l) and the axial excess k - k_t,

@@ -19,7 +19,7 @@ ms_options ms_default_options(void) {
     opt.implicit.newton_max_iter = 50;
     opt.implicit.newton_tol = 1e-8;
     opt.implicit.cg_max_iter = 1000;
-    opt.implicit.cg_tol = 1e-4;
+    opt.implicit.cg_tol = 1e-2;
     opt.air.density = 1.2;
     opt.air.drag_coefficient = 0.0;
     opt.air.lift_coefficient = 0.0;

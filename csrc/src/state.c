@@ -14,10 +14,6 @@ static size_t state_bytes(int64_t nnode) { return sizeof(double) * 13 * (size_t)
 
 static size_t work_bytes(int64_t nnode) { return sizeof(double) * 9 * (size_t)nnode; }
 
-static size_t implicit_work_bytes(int64_t nnode, int64_t nspring) {
-    return sizeof(double) * (MS_IMPLICIT_NODE_DOUBLES * (size_t)nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)nspring);
-}
-
 ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     ms_state* s = calloc(1, sizeof *s);
     double* buffer = calloc(1, state_bytes(m->nnode));
@@ -95,7 +91,7 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
 void ms_state_destroy(ms_state* s) {
     if (s == NULL) return;
     free(s->work);
-    free(s->implicit_work);
+    ms_implicit_work_free(s->implicit_work);
     free(s->external);
     free(s->x_next); /* v_next shares its allocation */
     ms_self_work_free(s->self_work);
@@ -230,7 +226,7 @@ int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {
 
 int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err) {
     if (s->implicit_work != NULL) return MS_OK;
-    s->implicit_work = calloc(1, implicit_work_bytes(m->nnode, m->nspring));
+    s->implicit_work = ms_implicit_work_create(m);
     if (s->implicit_work == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating implicit solver storage for %lld nodes",
                             (long long)m->nnode);

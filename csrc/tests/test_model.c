@@ -23,7 +23,7 @@ static int test_default_options(void) {
     ENSURE(opt.implicit.newton_max_iter == 50);
     ENSURE(opt.implicit.newton_tol == 1e-8);
     ENSURE(opt.implicit.cg_max_iter == 1000);
-    ENSURE(opt.implicit.cg_tol == 1e-4);
+    ENSURE(opt.implicit.cg_tol == 1e-2);
     ms_error err = fresh_error();
     ENSURE(ms_options_check(&opt, &err) == MS_OK);
     ENSURE(err.status == MS_OK);
