@@ -4,7 +4,8 @@ the stiff chain (100 nodes, k = 1e5 N/m, 0.001 kg, h = 1/60 s: about 167 times i
 Rows, each run for 300 steps (60 with --quick) from rest:
 
 * msprings, converged: ``integrator="implicit_euler"`` with default settings (Newton to ``newton_tol``,
-  each Newton system by Jacobi-preconditioned conjugate gradients, matrix-free);
+  each Newton system by conjugate gradients, preconditioned by a sparse Cholesky factor where it stays
+  sparse and by 3x3 block Jacobi elsewhere);
 * msprings, linearised: ``newton_max_iter = 1`` (Baraff and Witkin's one linear solve per step);
 * SciPy, converged: Newton's method on g(dv) = M dv - h f(x + h (v + dv), v + dv) = 0 over the free nodes,
   the Jacobian M - h df/dv - h^2 df/dx assembled as a sparse matrix each iteration and solved with

@@ -36,19 +36,14 @@
 
 #include "cholesky.h"
 #include "internal.h"
+#include "pattern.h"
 
 /* The solver's storage: what it keeps for the factorisation, then the per-node and
    per-spring arrays that the state knows as s->implicit_work (the flexible member). */
 typedef struct implicit_solver {
     uint8_t* pinned; /* the pins the pattern was made for (nnode), NULL until it is made */
     int direct;      /* the pattern fills in little: each Newton iteration's A is factored */
-    /* the free nodes and the pairs of them joined by springs: a lower triangle by columns,
-       each column's diagonal first */
-    int64_t nfree;
-    int32_t* free_index;   /* per node: its row among the free nodes, or -1 if pinned (nnode) */
-    int64_t* column_start; /* (nfree + 1) */
-    int32_t* rows;
-    int64_t* spring_entry; /* per spring with two free ends: its entry, else -1 (nspring) */
+    ms_node_pattern node; /* the free nodes and the pairs of them joined by springs */
     /* A over the free nodes' 3 nfree unknowns (3 per node, interleaved): its lower triangle
        by columns, each node pair a 3 x 3 block */
     int64_t* start3; /* (3 nfree + 1) */
@@ -73,10 +68,7 @@ double* ms_implicit_work_create(const ms_model* m) {
 static void release_pattern(implicit_solver* p) {
     ms_cholesky_destroy(p->factor);
     free(p->pinned);
-    free(p->free_index);
-    free(p->column_start);
-    free(p->rows);
-    free(p->spring_entry);
+    ms_node_pattern_release(&p->node);
     free(p->start3);
     free(p->rows3);
     free(p->values3);
@@ -91,77 +83,15 @@ void ms_implicit_work_free(double* work) {
     free(p);
 }
 
-/* The node pattern: a diagonal entry per free node and one per pair of free nodes joined
-   by springs (several springs between two nodes share theirs).  Returns 0, or -1 if out of
-   memory. */
-static int build_node_pattern(const ms_model* m, implicit_solver* p) {
-    const int64_t n = m->nnode, ns = m->nspring;
-    const size_t n1 = (size_t)(n > 0 ? n : 1), ns1 = (size_t)(ns > 0 ? ns : 1);
-    p->free_index = malloc(sizeof(int32_t) * n1);
-    p->column_start = calloc(n1 + 1, sizeof(int64_t));
-    p->rows = malloc(sizeof(int32_t) * (n1 + ns1));
-    p->spring_entry = malloc(sizeof(int64_t) * ns1);
-    int64_t* slot = malloc(sizeof(int64_t) * (n1 + ns1)); /* per candidate entry: where it is kept */
-    int64_t* last = malloc(sizeof(int64_t) * n1);
-    int status = -1;
-    if (p->free_index == NULL || p->column_start == NULL || p->rows == NULL || p->spring_entry == NULL ||
-        slot == NULL || last == NULL)
-        goto done;
-    p->nfree = 0;
-    for (int64_t i = 0; i < n; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
-    /* candidates: each column's diagonal, then one per spring in its lower node's column */
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
-        if (a >= 0 && b >= 0 && a != b) p->column_start[(a < b ? a : b) + 1] += 1;
-    }
-    for (int64_t j = 0; j < p->nfree; ++j) {
-        p->column_start[j + 1] += p->column_start[j] + 1;
-        p->rows[p->column_start[j]] = (int32_t)j;
-        last[j] = p->column_start[j] + 1; /* the column's next free candidate */
-    }
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
-        p->spring_entry[s] = -1;
-        if (a >= 0 && b >= 0 && a != b) {
-            p->spring_entry[s] = last[a < b ? a : b];
-            p->rows[last[a < b ? a : b]++] = a < b ? b : a;
-        }
-    }
-    /* merge the rows repeated within a column; last[row] becomes the entry that row last
-       got, which is in the current column if it is at or after the column's start */
-    for (int64_t j = 0; j < p->nfree; ++j) last[j] = -1;
-    int64_t kept = 0;
-    for (int64_t j = 0; j < p->nfree; ++j) {
-        const int64_t begin = p->column_start[j], end = p->column_start[j + 1];
-        p->column_start[j] = kept;
-        for (int64_t q = begin; q < end; ++q) {
-            const int32_t row = p->rows[q];
-            if (last[row] < p->column_start[j]) {
-                last[row] = kept;
-                p->rows[kept++] = row;
-            }
-            slot[q] = last[row];
-        }
-    }
-    p->column_start[p->nfree] = kept;
-    for (int64_t s = 0; s < ns; ++s)
-        if (p->spring_entry[s] >= 0) p->spring_entry[s] = slot[p->spring_entry[s]];
-    status = 0;
-done:
-    free(slot);
-    free(last);
-    return status;
-}
-
 /* The 3 x 3 blocks' pattern: scalar column 3 j + a of node column j holds the rows
    3 j + a .. 3 j + 2 of the diagonal block, then 3 r .. 3 r + 2 for each node row r below. */
 static int build_system_pattern(implicit_solver* p) {
-    const int64_t nf = p->nfree;
+    const int64_t nf = p->node.nfree;
     p->start3 = malloc(sizeof(int64_t) * (size_t)(3 * nf + 1));
     if (p->start3 == NULL) return -1;
     p->start3[0] = 0;
     for (int64_t j = 0; j < nf; ++j) {
-        const int64_t below = p->column_start[j + 1] - p->column_start[j] - 1;
+        const int64_t below = p->node.column_start[j + 1] - p->node.column_start[j] - 1;
         for (int a = 0; a < 3; ++a) p->start3[3 * j + a + 1] = p->start3[3 * j + a] + (3 - a) + 3 * below;
     }
     const size_t total = (size_t)p->start3[3 * nf];
@@ -173,8 +103,8 @@ static int build_system_pattern(implicit_solver* p) {
         for (int a = 0; a < 3; ++a) {
             int64_t q = p->start3[3 * j + a];
             for (int b = a; b < 3; ++b) p->rows3[q++] = (int32_t)(3 * j + b);
-            for (int64_t e = p->column_start[j] + 1; e < p->column_start[j + 1]; ++e)
-                for (int b = 0; b < 3; ++b) p->rows3[q++] = 3 * p->rows[e] + b;
+            for (int64_t e = p->node.column_start[j] + 1; e < p->node.column_start[j + 1]; ++e)
+                for (int b = 0; b < 3; ++b) p->rows3[q++] = 3 * p->node.rows[e] + b;
         }
     return 0;
 }
@@ -182,7 +112,7 @@ static int build_system_pattern(implicit_solver* p) {
 /* Where A's entry (3 r + b, 3 j + a) is kept, for the node entry e = (r, j) of column j
    (b >= a on the diagonal block). */
 static int64_t system_entry(const implicit_solver* p, int64_t e, int64_t j, int a, int b) {
-    const int64_t below = e - p->column_start[j];
+    const int64_t below = e - p->node.column_start[j];
     return p->start3[3 * j + a] + (below == 0 ? b - a : (3 - a) + 3 * (below - 1) + b);
 }
 
@@ -198,34 +128,34 @@ static int ensure_pattern(const ms_model* m, implicit_solver* p) {
     p->pinned = malloc((size_t)(m->nnode > 0 ? m->nnode : 1));
     if (p->pinned == NULL) return 0;
     memcpy(p->pinned, m->pinned, (size_t)m->nnode);
-    if (build_node_pattern(m, p) == 0 && build_system_pattern(p) == 0)
-        p->factor = ms_cholesky_analyse(3 * p->nfree, p->start3, p->rows3, NULL);
+    if (ms_node_pattern_build(m, &p->node) == 0 && build_system_pattern(p) == 0)
+        p->factor = ms_cholesky_analyse(3 * p->node.nfree, p->start3, p->rows3, NULL);
     p->direct = p->factor != NULL &&
-                (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->nfree];
+                (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->node.nfree];
     return p->direct;
 }
 
 /* Factors A = M + h C + h^2 K over the free nodes (spring blocks at hand); returns whether
    it could. */
 static int factor_system(const ms_model* m, implicit_solver* p, const double* blocks, double h) {
-    memset(p->values3, 0, sizeof(double) * (size_t)p->start3[3 * p->nfree]);
+    memset(p->values3, 0, sizeof(double) * (size_t)p->start3[3 * p->node.nfree]);
     for (int64_t i = 0; i < m->nnode; ++i) {
-        const int64_t j = p->free_index[i];
+        const int64_t j = p->node.free_index[i];
         if (j >= 0)
             for (int a = 0; a < 3; ++a) p->values3[p->start3[3 * j + a]] = m->mass[i] + h * m->opt.drag;
     }
     for (int64_t s = 0; s < m->nspring; ++s) {
         const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
         const double beta = h * h * b[3], alpha = h * h * b[4] + h * m->c[s];
-        const int64_t ends[2] = {p->free_index[m->springs[2 * s]], p->free_index[m->springs[2 * s + 1]]};
-        const int64_t e = p->spring_entry[s], j = ends[0] < ends[1] ? ends[0] : ends[1];
+        const int64_t ends[2] = {p->node.free_index[m->springs[2 * s]], p->node.free_index[m->springs[2 * s + 1]]};
+        const int64_t e = p->node.spring_entry[s], j = ends[0] < ends[1] ? ends[0] : ends[1];
         if (ends[0] == ends[1]) continue; /* between two pinned nodes, or a node and itself */
         for (int a = 0; a < 3; ++a)
             for (int c = a; c < 3; ++c) {
                 const double value = (a == c ? beta : 0.0) + alpha * b[a] * b[c];
                 for (int end = 0; end < 2; ++end) {
                     const int64_t i = ends[end];
-                    if (i >= 0) p->values3[system_entry(p, p->column_start[i], i, a, c)] += value;
+                    if (i >= 0) p->values3[system_entry(p, p->node.column_start[i], i, a, c)] += value;
                 }
                 if (e < 0) continue;
                 p->values3[system_entry(p, e, j, a, c)] -= value;
@@ -238,13 +168,13 @@ static int factor_system(const ms_model* m, implicit_solver* p, const double* bl
 /* z = A^-1 r by the factor on the free nodes, 0 on the pinned ones. */
 static void solve_system(const ms_model* m, implicit_solver* p, const double* restrict r, double* restrict z) {
     for (int64_t i = 0; i < m->nnode; ++i) {
-        const int64_t row = p->free_index[i];
+        const int64_t row = p->node.free_index[i];
         if (row >= 0)
             for (int a = 0; a < 3; ++a) p->gathered[3 * row + a] = r[3 * i + a];
     }
     ms_cholesky_solve(p->factor, p->gathered, 1);
     for (int64_t i = 0; i < m->nnode; ++i) {
-        const int64_t row = p->free_index[i];
+        const int64_t row = p->node.free_index[i];
         for (int a = 0; a < 3; ++a) z[3 * i + a] = row >= 0 ? p->gathered[3 * row + a] : 0.0;
     }
 }

@@ -29,15 +29,12 @@
 #include "cholesky.h"
 #include "internal.h"
 #include "layout.h"
+#include "pattern.h"
 #include "projective.h"
 
 struct ms_projective {
-    int64_t nfree;
-    int32_t* free_index;   /* per node: its row among the free nodes, or -1 if pinned (nnode) */
-    int64_t* column_start; /* the lower triangle of the matrix by columns (nfree + 1) */
-    int32_t* rows;         /* (entries) */
-    double* values;        /* (entries) */
-    int64_t* spring_entry; /* per spring with two free ends: its off-diagonal entry, else -1 */
+    ms_node_pattern node;  /* the matrix's pattern over the free nodes */
+    double* values;        /* its entries (node.column_start[nfree]) */
     int64_t* node_spring_start; /* the springs of each node (nnode + 1) */
     int32_t* node_springs;      /* (2 nspring) */
     ms_cholesky* factor;
@@ -60,11 +57,8 @@ void ms_projective_free(void* solver) {
     ms_projective* p = solver;
     if (p == NULL) return;
     ms_cholesky_destroy(p->factor);
-    free(p->free_index);
-    free(p->column_start);
-    free(p->rows);
+    ms_node_pattern_release(&p->node);
     free(p->values);
-    free(p->spring_entry);
     free(p->node_spring_start);
     free(p->node_springs);
     free(p->mass);
@@ -78,87 +72,22 @@ void ms_projective_free(void* solver) {
     free(p);
 }
 
-/* The pattern of the free nodes' matrix: a diagonal entry per free node and one entry per
-   pair of free nodes joined by springs; spring_entry maps each spring to its entry. */
-static int build_pattern(const ms_model* m, ms_projective* p) {
-    const int64_t n = m->nnode, ns = m->nspring;
-    p->nfree = 0;
-    for (int64_t i = 0; i < n; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
-    /* count each column's candidates: the diagonal and one per spring (duplicates merged below) */
-    int64_t* count = calloc((size_t)p->nfree + 1, sizeof(int64_t));
-    if (count == NULL) return -1;
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
-        if (a >= 0 && b >= 0) count[a < b ? a : b] += 1;
-    }
-    int64_t total = 0;
-    for (int64_t j = 0; j < p->nfree; ++j) {
-        const int64_t column = count[j] + 1;
-        count[j] = total;
-        total += column;
-    }
-    count[p->nfree] = total;
-    int32_t* rows = malloc(sizeof(int32_t) * (size_t)(total > 0 ? total : 1));
-    int64_t* fill = malloc(sizeof(int64_t) * (size_t)(p->nfree > 0 ? p->nfree : 1));
-    if (rows == NULL || fill == NULL) {
-        free(count);
-        free(rows);
-        free(fill);
-        return -1;
-    }
-    for (int64_t j = 0; j < p->nfree; ++j) {
-        rows[count[j]] = (int32_t)j; /* the diagonal first */
-        fill[j] = count[j] + 1;
-    }
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
-        if (a >= 0 && b >= 0) rows[fill[a < b ? a : b]++] = a < b ? b : a;
-    }
-    /* merge repeated rows within each column (two springs between the same nodes) */
-    int64_t kept = 0;
-    p->column_start[0] = 0;
-    for (int64_t j = 0; j < p->nfree; ++j) {
-        const int64_t begin = count[j], end = count[j + 1];
-        const int64_t first = kept;
-        for (int64_t q = begin; q < end; ++q) {
-            int duplicate = 0;
-            for (int64_t e = first; e < kept && !duplicate; ++e) duplicate = rows[e] == rows[q];
-            if (!duplicate) rows[kept++] = rows[q];
-        }
-        p->column_start[j + 1] = kept;
-    }
-    free(count);
-    free(fill);
-    p->rows = rows;
-    p->values = malloc(sizeof(double) * (size_t)(kept > 0 ? kept : 1));
-    if (p->values == NULL) return -1;
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
-        p->spring_entry[s] = -1;
-        if (a < 0 || b < 0) continue;
-        const int32_t column = a < b ? a : b, row = a < b ? b : a;
-        for (int64_t e = p->column_start[column]; e < p->column_start[column + 1]; ++e)
-            if (p->rows[e] == row) p->spring_entry[s] = e;
-    }
-    return 0;
-}
-
 /* The matrix M / h^2 + sum_s k_s A_s^T A_s over the free nodes, and its factor. */
 static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, ms_error* err) {
     const double inv_h2 = 1.0 / (h * h);
-    memset(p->values, 0, sizeof(double) * (size_t)p->column_start[p->nfree]);
+    memset(p->values, 0, sizeof(double) * (size_t)p->node.column_start[p->node.nfree]);
     for (int64_t i = 0; i < m->nnode; ++i)
-        if (p->free_index[i] >= 0) p->values[p->column_start[p->free_index[i]]] = m->mass[i] * inv_h2;
+        if (p->node.free_index[i] >= 0) p->values[p->node.column_start[p->node.free_index[i]]] = m->mass[i] * inv_h2;
     for (int64_t s = 0; s < m->nspring; ++s) {
         const double k = m->k[s];
         for (int end = 0; end < 2; ++end) {
-            const int32_t a = p->free_index[m->springs[2 * s + end]];
-            if (a >= 0) p->values[p->column_start[a]] += k;
+            const int32_t a = p->node.free_index[m->springs[2 * s + end]];
+            if (a >= 0) p->values[p->node.column_start[a]] += k;
         }
-        if (p->spring_entry[s] >= 0) p->values[p->spring_entry[s]] -= k;
+        if (p->node.spring_entry[s] >= 0) p->values[p->node.spring_entry[s]] -= k;
     }
     if (p->factor == NULL) {
-        p->factor = ms_cholesky_analyse(p->nfree, p->column_start, p->rows, err);
+        p->factor = ms_cholesky_analyse(p->node.nfree, p->node.column_start, p->node.rows, err);
         if (p->factor == NULL) return err != NULL ? err->status : MS_ERR_MEMORY;
     }
     const int status = ms_cholesky_factor(p->factor, p->values, err);
@@ -184,9 +113,6 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
     if (p == NULL) {
         p = calloc(1, sizeof *p);
         if (p != NULL) {
-            p->free_index = malloc(sizeof(int32_t) * n);
-            p->column_start = malloc(sizeof(int64_t) * (n + 1));
-            p->spring_entry = malloc(sizeof(int64_t) * ns);
             p->node_spring_start = malloc(sizeof(int64_t) * (n + 1));
             p->node_springs = malloc(sizeof(int32_t) * 2 * ns);
             p->mass = malloc(sizeof(double) * n);
@@ -198,10 +124,12 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
             p->older = malloc(sizeof(double) * 3 * n);
             p->current = malloc(sizeof(double) * 3 * n);
         }
-        if (p == NULL || !p->free_index || !p->column_start || !p->spring_entry || !p->node_spring_start ||
+        if (p == NULL || !p->node_spring_start ||
             !p->node_springs || !p->mass || !p->k || !p->pinned || !p->y || !p->d || !p->rhs || !p->older ||
             !p->current ||
-            build_pattern(m, p) != 0 || ms_node_springs(m, p->node_spring_start, p->node_springs) != 0) {
+            ms_node_pattern_build(m, &p->node) != 0 ||
+            (p->values = malloc(sizeof(double) * (size_t)(p->node.column_start[p->node.nfree] + 1))) == NULL ||
+            ms_node_springs(m, p->node_spring_start, p->node_springs) != 0) {
             ms_projective_free(p);
             return ms_error_set(err, MS_ERR_MEMORY, "out of memory preparing projective dynamics for %lld nodes",
                                 (long long)m->nnode);
@@ -249,7 +177,7 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_
         /* global step for the correction from y: the right-hand side node by node, in
            spring order (pinned neighbours sit at their y, which is where they go) */
         for (int64_t i = 0; i < n; ++i) {
-            const int32_t row = p->free_index[i];
+            const int32_t row = p->node.free_index[i];
             if (row < 0) continue;
             double* b = p->rhs + 3 * row;
             b[0] = b[1] = b[2] = 0.0;
@@ -261,7 +189,7 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_
         }
         ms_cholesky_solve(p->factor, p->rhs, 3);
         for (int64_t i = 0; i < n; ++i) {
-            const int32_t row = p->free_index[i];
+            const int32_t row = p->node.free_index[i];
             if (row >= 0)
                 for (int a = 0; a < 3; ++a) x_out[3 * i + a] = p->y[3 * i + a] + p->rhs[3 * (int64_t)row + a];
         }

@@ -60,7 +60,7 @@ typedef struct ms_implicit_options {
     double cg_tol;        /* > 0; CG stops when |residual| <= cg_tol * |right-hand side|.  Each
                              Newton iteration's right-hand side is its current residual, so a
                              loose value only costs Newton iterations, not accuracy (inexact
-                             Newton); newton_tol sets the final accuracy.  Default 1e-4 */
+                             Newton); newton_tol sets the final accuracy.  Default 1e-2 */
 } ms_implicit_options;
 
 /* Air: linear drag of the nodes is taken relative to the wind, and triangles feel pressure
