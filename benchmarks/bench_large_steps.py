@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
-import time
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -347,7 +346,8 @@ def thread_lines(msprings: Any, net: harness.Network, args: Any) -> list[str]:
 
 def newton_example(frames: int) -> tuple[Any, harness.Network, float] | str:
     """Newton's hanging-cloth example with its XPBD solver on device "cpu": the example, its particles,
-    springs, masses and fixed particles as a network, and its substeps per frame; or why it cannot run."""
+    springs, masses and fixed particles as a network, and its particles' contact radius (m); or why it
+    cannot run."""
     try:
         import warp as wp
 
@@ -369,7 +369,7 @@ def newton_example(frames: int) -> tuple[Any, harness.Network, float] | str:
                           model.spring_rest_length.numpy().astype(float), model.spring_stiffness.numpy().astype(float),
                           model.spring_damping.numpy().astype(float), np.where(pinned, mass.max(), mass), pinned,
                           model.particle_count - 1, gravity)
-    return example, net, example.sim_substeps
+    return example, net, float(model.particle_radius.numpy().max())
 
 
 def newton_lines(msprings: Any, args: Any) -> list[str]:
@@ -382,8 +382,8 @@ def newton_lines(msprings: Any, args: Any) -> list[str]:
         return title + [f"Not run: {made}."]
     import warp as wp
 
-    example, net, substeps = made
-    iterations = example.iterations
+    example, net, radius = made
+    iterations, substeps = example.iterations, example.sim_substeps
 
     def run_newton(state: Any, n: int) -> None:
         for _ in range(n):
@@ -394,9 +394,9 @@ def newton_lines(msprings: Any, args: Any) -> list[str]:
     solver = Solver(f"xpbd, {iterations} iterations x {substeps} substeps", "xpbd", (("iterations", iterations),),
                     substeps)
     ours = msprings_row(msprings, net, solver, 0, ", all cores")
-    ground = (0.0, 0.0, 0.0), tuple(-g / np.linalg.norm(net.gravity) for g in net.gravity)
+    up = tuple(-g / np.linalg.norm(net.gravity) for g in net.gravity)
     fresh = ours.contender.fresh
-    ours.contender.fresh = lambda: _with_ground(fresh(), ground)
+    ours.contender.fresh = lambda: _with_ground(fresh(), up, radius)
     ours.contender.steps = frames
     rows = [newton_row] + ([ours.contender] if ours.built else [])
     harness.time_interleaved(rows, 0.0, args.repeats)  # Newton's state carries on from frame to frame
@@ -413,9 +413,10 @@ def newton_lines(msprings: Any, args: Any) -> list[str]:
     return title + lines + harness.table(["row", ">ms per frame", ">x Newton (target >= 20)"], table)
 
 
-def _with_ground(system: Any, plane: tuple[tuple[float, ...], tuple[float, ...]]) -> Any:
-    """The system with a ground plane (friction 1, as Newton's example) added; returns it."""
-    system.add_plane(plane[0], plane[1], friction=1.0)
+def _with_ground(system: Any, up: tuple[float, ...], thickness: float) -> Any:
+    """The system with a ground plane through the origin facing ``up`` (friction 1 as Newton's example,
+    ``thickness`` (m) its particle radius) added; returns the system."""
+    system.add_plane((0.0, 0.0, 0.0), up, friction=1.0, thickness=thickness)
     return system
 
 
