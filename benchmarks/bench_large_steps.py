@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import sys
+import time
 import warnings
 from typing import Any, Callable, Sequence
 
@@ -257,7 +258,10 @@ def run_scene(msprings: Any, net: harness.Network, args: Any, frames: int,
     with warnings.catch_warnings():  # a CG solve at its cap shows in the iteration counts
         warnings.simplefilter("ignore", getattr(msprings, "SolverWarning", RuntimeWarning))
         for row in built:
+            start = time.perf_counter()
             record(row, net, frames, energy_frames)
+            print(f"{net.name}: {row.name}: {energy_frames} frames in {time.perf_counter() - start:.1f} s",
+                  file=sys.stderr, flush=True)  # progress: the SciPy rows of stiff-cloth-64 take minutes
         harness.time_interleaved([row.contender for row in built if row.sound],
                                  QUICK_SECONDS if args.quick else SECONDS, args.repeats)
     passed = all(row.sound for row in built)
