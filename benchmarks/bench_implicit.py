@@ -39,66 +39,6 @@ BOUND = 1.05  # chain lengths
 TOLERANCE = 1e-6  # m, converged rows
 
 
-class ScipyNewton:
-    """Backward Euler by Newton's method with sparse direct solves (``spsolve``)."""
-
-    def __init__(self, net: harness.Network, iterations: int) -> None:
-        import scipy.sparse
-        import scipy.sparse.linalg
-
-        self.sparse, self.spsolve = scipy.sparse, scipy.sparse.linalg.spsolve
-        self.net, self.iterations, self.forces = net, iterations, harness.NumpyStep(net, H).forces
-        self.free = np.repeat(~net.pinned, 3)  # free degrees of freedom
-        self.mass = np.repeat(net.mass, 3)
-        self.weight = H * np.linalg.norm(net.mass[~net.pinned, None] * np.asarray(net.gravity))
-        # matrix indices of each spring's four 3x3 blocks (i, i), (j, j), (i, j), (j, i), in the order
-        # of the values jacobian() lists: entry (r, s) of block (a, b) is at (3 a + r, 3 b + s)
-        i, j = net.springs[:, 0], net.springs[:, 1]
-        shape = (net.n_springs, 3, 3)
-        axes = np.arange(3)
-        self.rows = np.concatenate([np.broadcast_to(3 * a[:, None, None] + axes[:, None], shape) for a in (i, j, i, j)],
-                                   axis=None)
-        self.cols = np.concatenate([np.broadcast_to(3 * b[:, None, None] + axes, shape) for b in (i, j, j, i)],
-                                   axis=None)
-        self.solves: list[int] = []  # Newton iterations of each step
-
-    def jacobian(self, x: np.ndarray) -> Any:
-        """M + h C + h^2 K at positions x (nnode, 3), restricted to the free degrees of freedom, with
-        K = -df/dx (per spring k [(1 - L/l) (I - n n^T) + n n^T]) and C = -df/dv (per spring c n n^T, and
-        drag on the diagonal; the dampers' dependence on position is left out, as msprings does)."""
-        net = self.net
-        d = x[net.springs[:, 1]] - x[net.springs[:, 0]]
-        length = np.linalg.norm(d, axis=1)
-        n = d / length[:, None]
-        transverse = net.k * (1.0 - net.rest / length)
-        along = H * net.c + H * H * (net.k - transverse)
-        block = (H * H * transverse)[:, None, None] * np.eye(3) + along[:, None, None] * n[:, :, None] * n[:, None, :]
-        values = np.concatenate([block, block, -block, -block]).ravel()
-        size = 3 * net.n_nodes
-        matrix = self.sparse.csr_matrix((values, (self.rows, self.cols)), shape=(size, size))
-        matrix = matrix + self.sparse.diags(self.mass + H * net.drag)
-        return matrix[self.free][:, self.free].tocsc()
-
-    def __call__(self, state: harness.State, steps: int) -> None:
-        free, h = self.free, H
-        for _ in range(steps):
-            x, v = state.x.ravel(), state.v.ravel()
-            dv = np.zeros_like(v)
-            for iteration in range(1, self.iterations + 1):
-                v_end = v + dv
-                x_end = x + h * v_end
-                force = self.forces(x_end.reshape(-1, 3), v_end.reshape(-1, 3)).ravel()
-                residual = (self.mass * dv - h * force)[free]
-                scale = max(np.linalg.norm((self.mass * dv)[free]), np.linalg.norm(h * force[free]), self.weight)
-                if iteration > 1 and np.linalg.norm(residual) <= NEWTON_TOL * scale:
-                    iteration -= 1
-                    break
-                dv[free] -= self.spsolve(self.jacobian(x_end.reshape(-1, 3)), residual)
-            self.solves.append(iteration)
-            state.v = (v + dv).reshape(-1, 3)
-            state.x = (x + h * (v + dv)).reshape(-1, 3)
-
-
 def msprings_run(msprings: Any, net: harness.Network, newton_max_iter: int | None) -> harness.Contender:
     """A msprings row: implicit Euler, converged or with ``newton_max_iter`` iterations."""
     def fresh() -> Any:
@@ -126,7 +66,7 @@ def record(row: harness.Contender, steps: int, bound: float) -> tuple[np.ndarray
             row.run(state, 1)
         except FloatingPointError:  # msprings.DivergenceError: the state stays at the last finite step
             return np.array(state.x), "diverged", False
-        if isinstance(row.run, ScipyNewton):
+        if isinstance(row.run, harness.ScipyNewton):
             newton.append(row.run.solves[-1])
         else:
             newton.append(state.solver_stats["newton_iterations"])
@@ -147,9 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     bound = BOUND * float(np.linalg.norm(net.positions[-1] - net.positions[0]))
     critical = harness.build_system(msprings, net).critical_dt("symplectic_euler")
     rows = [msprings_run(msprings, net, None), msprings_run(msprings, net, 1),
-            harness.Contender("SciPy, converged", lambda: harness.State.of(net), ScipyNewton(net, MAX_NEWTON)),
+            harness.Contender("SciPy, converged", lambda: harness.State.of(net), harness.ScipyNewton(net, H, NEWTON_TOL, MAX_NEWTON)),
             harness.Contender("SciPy, linearised (one Newton iteration)", lambda: harness.State.of(net),
-                              ScipyNewton(net, 1))]
+                              harness.ScipyNewton(net, H, NEWTON_TOL, 1))]
     with warnings.catch_warnings():  # a CG solve at its cap shows in the iteration counts
         warnings.simplefilter("ignore", getattr(msprings, "SolverWarning", RuntimeWarning))
         records = [record(row, steps, bound) for row in rows]

@@ -89,9 +89,10 @@ def _network(name: str, positions: np.ndarray, springs: np.ndarray, k: float, c:
                    np.full(nspring, c), np.full(nnode, mass), is_pinned, watched)
 
 
-def cloth(n: int) -> Network:
+def cloth(n: int, k: float = 2500.0, c: float = 1.0, name: str = "cloth") -> Network:
     """cloth-N: N x N nodes of 1 kg, node (i, j) = index i N + j at (0.625 j, 0, 0.625 i) m; structural,
-    shear and bend springs (in that order) with k = 2500 N/m, c = 1 N s/m; nodes (0, 0), (0, N-1) pinned."""
+    shear and bend springs (in that order) with k = 2500 N/m, c = 1 N s/m (or as given); nodes (0, 0),
+    (0, N-1) pinned."""
     if n < 3:
         raise ValueError(f"cloth size n must be >= 3, got {n}")
     rows, cols = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -104,7 +105,12 @@ def cloth(n: int) -> Network:
              (node[:, :-2], node[:, 2:]), (node[:-2, :], node[2:, :]))  # bend
     springs = np.concatenate([np.stack((a.ravel(), b.ravel()), axis=1) for a, b in pairs])
     assert springs.shape[0] == 2 * n * (n - 1) + 2 * (n - 1) ** 2 + 2 * n * (n - 2)
-    return _network(f"cloth-{n}", positions, springs, 2500.0, 1.0, 1.0, (0, n - 1), n * n - 1)
+    return _network(f"{name}-{n}", positions, springs, k, c, 1.0, (0, n - 1), n * n - 1)
+
+
+def stiff_cloth(n: int) -> Network:
+    """stiff-cloth-N: the cloth-N layout and springs with k = 1e5 N/m and c = 0."""
+    return cloth(n, 1e5, 0.0, "stiff-cloth")
 
 
 def _line(name: str, n: int, spacing: float, k: float, c: float, mass: float) -> Network:
@@ -306,6 +312,72 @@ class NumpyStep:
             x_new = state.x + self.h * state.v
             self.moved = [contact.apply(state.x, x_new, state.v, self.free) for contact in self.contacts]
             state.x = x_new
+
+
+class ScipyNewton:
+    """Backward Euler by Newton's method with sparse direct solves (``spsolve``), step h (s), pins
+    eliminated, at most ``iterations`` solves per step.  It stops as msprings' implicit solver does:
+    after a solve, when |M dv - h f(x', v')| <= tol * max(|M dv|, |h f|, |h M g|) over the free
+    degrees of freedom.  Called as ``step(state, n)``: n steps in place; ``solves`` lists each step's
+    Newton iterations."""
+
+    def __init__(self, net: Network, h: float, tol: float, iterations: int) -> None:
+        import scipy.sparse
+        import scipy.sparse.linalg
+
+        self.sparse, self.spsolve = scipy.sparse, scipy.sparse.linalg.spsolve
+        self.net, self.h, self.tol, self.iterations = net, h, tol, iterations
+        self.forces = NumpyStep(net, h).forces
+        self.free = np.repeat(~net.pinned, 3)  # free degrees of freedom
+        self.mass = np.repeat(net.mass, 3)
+        self.weight = h * np.linalg.norm(net.mass[~net.pinned, None] * np.asarray(net.gravity))
+        # matrix indices of each spring's four 3x3 blocks (i, i), (j, j), (i, j), (j, i), in the order
+        # of the values jacobian() lists: entry (r, s) of block (a, b) is at (3 a + r, 3 b + s)
+        i, j = net.springs[:, 0], net.springs[:, 1]
+        shape = (net.n_springs, 3, 3)
+        axes = np.arange(3)
+        self.rows = np.concatenate([np.broadcast_to(3 * a[:, None, None] + axes[:, None], shape) for a in (i, j, i, j)],
+                                   axis=None)
+        self.cols = np.concatenate([np.broadcast_to(3 * b[:, None, None] + axes, shape) for b in (i, j, j, i)],
+                                   axis=None)
+        self.solves: list[int] = []  # Newton iterations of each step
+
+    def jacobian(self, x: np.ndarray) -> Any:
+        """M + h C + h^2 K at positions x (nnode, 3), restricted to the free degrees of freedom, with
+        K = -df/dx (per spring k_t I + (k - k_t) n n^T with k_t = k max(0, 1 - L/l), as msprings) and C = -df/dv (per spring c n n^T, and
+        drag on the diagonal; the dampers' dependence on position is left out, as msprings does)."""
+        net = self.net
+        d = x[net.springs[:, 1]] - x[net.springs[:, 0]]
+        length = np.linalg.norm(d, axis=1)
+        n = d / length[:, None]
+        h = self.h
+        transverse = net.k * np.maximum(0.0, 1.0 - net.rest / length)
+        along = h * net.c + h * h * (net.k - transverse)
+        block = (h * h * transverse)[:, None, None] * np.eye(3) + along[:, None, None] * n[:, :, None] * n[:, None, :]
+        values = np.concatenate([block, block, -block, -block]).ravel()
+        size = 3 * net.n_nodes
+        matrix = self.sparse.csr_matrix((values, (self.rows, self.cols)), shape=(size, size))
+        matrix = matrix + self.sparse.diags(self.mass + h * net.drag)
+        return matrix[self.free][:, self.free].tocsc()
+
+    def __call__(self, state: State, steps: int) -> None:
+        free, h = self.free, self.h
+        for _ in range(steps):
+            x, v = state.x.ravel(), state.v.ravel()
+            dv = np.zeros_like(v)
+            for iteration in range(1, self.iterations + 1):
+                v_end = v + dv
+                x_end = x + h * v_end
+                force = self.forces(x_end.reshape(-1, 3), v_end.reshape(-1, 3)).ravel()
+                residual = (self.mass * dv - h * force)[free]
+                scale = max(np.linalg.norm((self.mass * dv)[free]), np.linalg.norm(h * force[free]), self.weight)
+                if iteration > 1 and np.linalg.norm(residual) <= self.tol * scale:
+                    iteration -= 1
+                    break
+                dv[free] -= self.spsolve(self.jacobian(x_end.reshape(-1, 3)), residual)
+            self.solves.append(iteration)
+            state.v = (v + dv).reshape(-1, 3)
+            state.x = (x + h * (v + dv)).reshape(-1, 3)
 
 
 # ---------------------------------------------------------------------------------------------
