@@ -110,9 +110,8 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
     return MS_OK;
 }
 
-void ms_xpbd_project(const ms_model* m, const double* restrict inv_mass, const ms_colouring* c, int64_t begin,
+void ms_xpbd_project(const double* restrict inv_mass, const ms_colouring* c, int64_t begin,
                      int64_t end, const double* restrict x_prev, double* restrict x, double h, int first) {
-    (void)m;
     for (int64_t r = begin; r < end; ++r) {
         const double* p = c->params + 3 * r;
         const double k = p[1];

@@ -23,7 +23,7 @@ void ms_colouring_free(void* colouring);
 /* One projection of the springs at positions [begin, end) of the colouring (within one
    colour) on x, which was x_prev at the start of the step of size h; first: the first
    iteration of the step (multipliers start at 0). */
-void ms_xpbd_project(const ms_model* m, const double* inv_mass, const ms_colouring* c, int64_t begin, int64_t end,
+void ms_xpbd_project(const double* inv_mass, const ms_colouring* c, int64_t begin, int64_t end,
                      const double* x_prev, double* x, double h, int first);
 
 #endif
