@@ -232,7 +232,7 @@ def info() -> int:
     print(f"integrators: {', '.join(INTEGRATORS)}")
     print(f"threads: {os.cpu_count()} cores; systems whose threads is 0 use {get_num_threads()} "
           f"(msprings.set_num_threads) for networks of >= 10,000 springs (every integrator but implicit "
-          f"Euler); any thread count gives the same result, bit for bit")
+          f"Euler and projective dynamics); any thread count gives the same result, bit for bit")
     print(f"vector path: {_core.vector_path()} (springs four nodes at a time in lane groups; "
           f"every path gives the same result, bit for bit)")
     print(f"example: cloth(40) has {cloth(40).n_springs} springs")
