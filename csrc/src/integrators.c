@@ -182,9 +182,7 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
     const double h = tm->h;
     const double* restrict inv_mass = s->inv_mass;
     const ms_colouring* colours = s->constraints;
-    const int ticket = ms_stage_forces(w, x, v, t, s->f);
-    ms_stage_own_forces(w, x, v, t, s->work); /* its barrier completes s->f and its flows */
-    const ms_flow rate = ms_forces_flow(tm, ticket);
+    const int ticket = ms_stage_forces_and_own(w, x, v, t, s->f, s->work);
     const double* restrict f = s->work;
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
@@ -196,6 +194,7 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
         }
     }
     ms_sync(w);
+    const ms_flow rate = ms_forces_flow(tm, ticket);
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
     for (int iteration = 0; iteration < iterations; ++iteration)
         for (int64_t q = 0; q < colours->ncolour; ++q) {
@@ -231,8 +230,8 @@ static int projective(ms_worker* w, const double* x, const double* v, double* x_
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     ms_state* s = tm->s;
-    const int ticket = ms_stage_forces(w, x, v, t, s->f);
-    ms_stage_own_forces(w, x, v, t, s->work);
+    const int ticket = ms_stage_forces_and_own(w, x, v, t, s->f, s->work);
+    ms_sync(w); /* s->f and the flows complete */
     const ms_flow rate = ms_forces_flow(tm, ticket);
     double* f_ext = s->work;
     for (int64_t sp = 0; sp < m->nspring; ++sp) {

@@ -40,7 +40,9 @@ int ms_any_bad(const ms_team* tm) {
 
 static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};
 
-static int stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f, int springs) {
+/* The forces into f; own (or NULL) receives those other than the springs', copied from f
+   before the springs add to it (the air on the triangles is added to both). */
+static int stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f, double* own) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_state* s = tm->s;
@@ -52,17 +54,20 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
        sums, then the springs add to them and to the block's halo */
     for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
         flows[b] = no_flow;
-        ms_node_forces(m, x, v, external, t, layout->node_start[b], layout->node_start[b + 1], f, &flows[b]);
-        if (springs) flows[b].dampers = tm->springs(layout, b, x, v, f);
+        const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
+        ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
+        if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
+        flows[b].dampers = tm->springs(layout, b, x, v, f);
     }
     ms_sync(w);
-    if (springs) MS_FOR_MY_NODES(w, b, begin, end)
-        ms_layout_gather(layout, begin, end, f);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_layout_gather(layout, begin, end, f);
     if (tm->face_forces) {
         ms_sync(w);
         if (w->id == 0) {
             tm->face_flow[ticket] = no_flow;
             ms_face_forces(m, x, v, t, f, &tm->face_flow[ticket]);
+            if (own != NULL) ms_face_forces(m, x, v, t, own, NULL);
         }
         ms_sync(w);
     }
@@ -72,11 +77,11 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
 }
 
 int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
-    return stage_forces(w, x, v, t, f, 1);
+    return stage_forces(w, x, v, t, f, NULL);
 }
 
-int ms_stage_own_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
-    return stage_forces(w, x, v, t, f, 0);
+int ms_stage_forces_and_own(ms_worker* w, const double* x, const double* v, double t, double* f, double* own) {
+    return stage_forces(w, x, v, t, f, own);
 }
 
 ms_flow ms_forces_flow(const ms_team* tm, int ticket) {

@@ -76,9 +76,9 @@ int ms_any_bad(const ms_team* tm);
    the value returned; each worker must read them before its next evaluation. */
 int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
 
-/* ms_stage_forces without the springs (and their dampers): gravity, drag, the external
-   force, the air on the triangles. */
-int ms_stage_own_forces(ms_worker* w, const double* x, const double* v, double t, double* f);
+/* ms_stage_forces, with own receiving the forces other than the springs' (gravity, drag,
+   the external force, the air on the triangles), complete for every node on return. */
+int ms_stage_forces_and_own(ms_worker* w, const double* x, const double* v, double t, double* f, double* own);
 ms_flow ms_forces_flow(const ms_team* tm, int ticket);
 
 /* The end of a step for node block b, called by the integrators on each of the worker's
