@@ -38,8 +38,8 @@
 #include "internal.h"
 #include "pattern.h"
 
-/* The solver's storage: what it keeps for the factorisation, then the per-node and
-   per-spring arrays that the state knows as s->implicit_work (the flexible member). */
+/* The solver's storage (s->implicit): what it keeps for the factorisation, then its
+   per-node and per-spring arrays. */
 typedef struct implicit_solver {
     uint8_t* pinned; /* the pins the pattern was made for (nnode), NULL until it is made */
     int direct;      /* the pattern fills in little: each Newton iteration's A is factored */
@@ -54,15 +54,10 @@ typedef struct implicit_solver {
     double work[];
 } implicit_solver;
 
-static implicit_solver* solver_of(double* work) {
-    return (implicit_solver*)(void*)((char*)work - offsetof(implicit_solver, work));
-}
-
-double* ms_implicit_work_create(const ms_model* m) {
+void* ms_implicit_create(const ms_model* m) {
     const size_t doubles =
         MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_IMPLICIT_SPRING_DOUBLES * (size_t)m->nspring;
-    implicit_solver* p = calloc(1, sizeof *p + sizeof(double) * doubles);
-    return p != NULL ? p->work : NULL;
+    return calloc(1, sizeof(implicit_solver) + sizeof(double) * doubles);
 }
 
 static void release_pattern(implicit_solver* p) {
@@ -76,11 +71,10 @@ static void release_pattern(implicit_solver* p) {
     memset(p, 0, offsetof(implicit_solver, work));
 }
 
-void ms_implicit_work_free(double* work) {
-    if (work == NULL) return;
-    implicit_solver* p = solver_of(work);
-    release_pattern(p);
-    free(p);
+void ms_implicit_free(void* solver) {
+    if (solver == NULL) return;
+    release_pattern(solver);
+    free(solver);
 }
 
 /* The 3 x 3 blocks' pattern: scalar column 3 j + a of node column j holds the rows
@@ -353,7 +347,8 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
                            double* restrict x_out, double* restrict v_out, double h, ms_flow* flow) {
     const int64_t nnode = m->nnode, n3 = 3 * nnode;
     const double* inv_mass = s->inv_mass;
-    double* work = s->implicit_work;
+    implicit_solver* solver = s->implicit;
+    double* work = solver->work;
     double* dv = work;
     double* rhs = work + n3;
     cg_vectors w = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
@@ -362,7 +357,6 @@ int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restric
     double* blocks = work + 10 * n3;
     ms_solver_stats* stats = &s->solver;
     const ms_implicit_options* opt = &m->opt.implicit;
-    implicit_solver* solver = solver_of(work);
     const int direct = ensure_pattern(m, solver);
 
     stats->newton_iterations = 0;

@@ -99,11 +99,11 @@ void ms_state_move_colliders(const ms_model* m, ms_state* s, double h);
 #define MS_IMPLICIT_SPRING_DOUBLES 5
 int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err);
 
-/* The implicit solver's storage (zeroed): the arrays above, with the sparsity pattern and
-   factor of the solver's matrix (made by its first step) kept before them, hence the
-   allocation and release through these two.  NULL if out of memory. */
-double* ms_implicit_work_create(const ms_model* m);
-void ms_implicit_work_free(double* work);
+/* The implicit solver's storage (s->implicit, zeroed): the arrays above and the sparsity
+   pattern and factor of the solver's matrix (made by its first step).  NULL if out of
+   memory. */
+void* ms_implicit_create(const ms_model* m);
+void ms_implicit_free(void* solver);
 
 /* Tangent stiffness of every spring at positions x, as blocks[5 s ..]: the unit vector
    n (3), the transverse stiffness k_t = k max(0, 1 - L/l) and the axial excess k - k_t,

@@ -35,7 +35,7 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->x_next = NULL;
     s->v_next = NULL;
     s->work = NULL;
-    s->implicit_work = NULL;
+    s->implicit = NULL;
     s->self_work = NULL;
     s->clearance = NULL;
     s->clearance_count = 0;
@@ -91,7 +91,7 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
 void ms_state_destroy(ms_state* s) {
     if (s == NULL) return;
     free(s->work);
-    ms_implicit_work_free(s->implicit_work);
+    ms_implicit_free(s->implicit);
     free(s->external);
     free(s->x_next); /* v_next shares its allocation */
     ms_self_work_free(s->self_work);
@@ -225,9 +225,9 @@ int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err) {
 }
 
 int ms_state_ensure_implicit_work(const ms_model* m, ms_state* s, ms_error* err) {
-    if (s->implicit_work != NULL) return MS_OK;
-    s->implicit_work = ms_implicit_work_create(m);
-    if (s->implicit_work == NULL)
+    if (s->implicit != NULL) return MS_OK;
+    s->implicit = ms_implicit_create(m);
+    if (s->implicit == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating implicit solver storage for %lld nodes",
                             (long long)m->nnode);
     return MS_OK;

@@ -215,8 +215,8 @@ typedef struct ms_state {
                             both allocated on first use by a step that needs them:
                             Verlet, RK4, implicit Euler, or a step with constraints */
     double* work;        /* Verlet/RK4 stage storage, allocated on first use (nnode x 9) */
-    double* implicit_work; /* implicit solver storage, allocated on first use
-                              (nnode x 27 + nspring x 5) */
+    void* implicit;      /* implicit solver storage: its matrix pattern and factor and its
+                            work arrays (nnode x 30 + nspring x 5), made on first use */
     void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
     /* where the colliders are: they move with their velocity during a run and go back to
        the model's collider positions (where they start) on reset */
