@@ -200,8 +200,8 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
         for (int64_t q = 0; q < colours->ncolour; ++q) {
             /* the springs of one colour share no node: any split gives the same bits */
             const int64_t first = colours->start[q], count = colours->start[q + 1] - first;
-            ms_xpbd_project(inv_mass, colours, first + count * w->id / tm->count,
-                            first + count * (w->id + 1) / tm->count, x, x_out, h, iteration == 0);
+            colours->project(colours, first + count * w->id / tm->count, first + count * (w->id + 1) / tm->count, x,
+                             x_out, iteration == 0);
             ms_sync(w);
         }
     MS_FOR_MY_NODES(w, b, begin, end) {

@@ -10,6 +10,7 @@
 #define MS_PATH_AVX2 1
 #define MS_KERNEL(name) name##_avx2
 #include "spring_kernel.h"
+#include "xpbd_kernel.h"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

@@ -1,6 +1,7 @@
 /* The spring kernel and the Euler update on plain doubles (any processor). */
 #define MS_KERNEL(name) name##_plain
 #include "spring_kernel.h"
+#include "xpbd_kernel.h"
 
 double ms_spring_force(const double xa[3], const double xb[3], const double va[3], const double vb[3], double rest,
                        double stiffness, double damping, double force[3]) {

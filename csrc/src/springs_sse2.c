@@ -4,6 +4,7 @@
 #define MS_PATH_SSE2 1
 #define MS_KERNEL(name) name##_sse2
 #include "spring_kernel.h"
+#include "xpbd_kernel.h"
 #else
 typedef int ms_springs_sse2_unused; /* not an x86-64 build */
 #endif

@@ -400,6 +400,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     ms_layout_refresh(m, s->layout);
     if (m->ncollider > 0) ms_state_clear_contact(m, s);
     ms_state_prepare(m, s);
+    if (integrator == MS_XPBD) ms_xpbd_prepare(m, s, h);
     /* What the caller changed since the state was watched (not before the first step,
        which is the set-up of the initial state). */
     if (s->watched) {

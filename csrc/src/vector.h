@@ -29,6 +29,7 @@ static inline v1 v1_abs(v1 a) { return fabs(a); }
 #include <immintrin.h>
 typedef __m256d v4;
 static inline v4 v4_set(double a) { return _mm256_set1_pd(a); }
+static inline v4 v4_set4(double a, double b, double c, double d) { return _mm256_set_pd(d, c, b, a); }
 static inline v4 v4_load(const double* p) { return _mm256_loadu_pd(p); }
 static inline void v4_store(double* p, v4 a) { _mm256_storeu_pd(p, a); }
 static inline v4 v4_add(v4 a, v4 b) { return _mm256_add_pd(a, b); }
@@ -87,6 +88,7 @@ static inline v4 v4_make(__m128d lo, __m128d hi) {
     return r;
 }
 static inline v4 v4_set(double a) { return v4_make(_mm_set1_pd(a), _mm_set1_pd(a)); }
+static inline v4 v4_set4(double a, double b, double c, double d) { return v4_make(_mm_set_pd(b, a), _mm_set_pd(d, c)); }
 static inline v4 v4_load(const double* p) { return v4_make(_mm_loadu_pd(p), _mm_loadu_pd(p + 2)); }
 static inline void v4_store(double* p, v4 a) {
     _mm_storeu_pd(p, a.lo);
@@ -140,6 +142,10 @@ typedef struct v4 {
     for (int q = 0; q < 4; ++q) r.q[q] = (expression); \
     return r
 static inline v4 v4_set(double a) { V4_LANEWISE(a); }
+static inline v4 v4_set4(double a, double b, double c, double d) {
+    const v4 r = {{a, b, c, d}};
+    return r;
+}
 static inline v4 v4_load(const double* p) { V4_LANEWISE(p[q]); }
 static inline void v4_store(double* p, v4 a) { memcpy(p, a.q, sizeof a.q); }
 static inline v4 v4_add(v4 a, v4 b) { V4_LANEWISE(a.q[q] + b.q[q]); }

@@ -6,6 +6,8 @@
  * step of size h, with alpha~ = alpha / h^2 and gamma = alpha~ beta h = c / (k h), each
  * projection adds to the spring's multiplier lambda
  *   d lambda = (-C - alpha~ lambda - gamma grad C.(x - x_prev)) / ((1 + gamma)(w_i + w_j) + alpha~)
+ * (alpha~, gamma and the inverse of the denominator are taken once per step call, in
+ * colour order, beside the rest length)
  * and moves x_i by w_i d lambda n and x_j by -w_j d lambda n (w = 1/m, 0 for pinned
  * nodes, n the unit vector from j to i).  The springs are coloured so that no two of one
  * colour share a node: Gauss-Seidel over colours, and any split of a colour among
@@ -16,6 +18,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "layout.h"
 #include "xpbd.h"
 
 void ms_colouring_free(void* colouring) {
@@ -79,65 +82,65 @@ static int colour_springs(const ms_model* m, ms_colouring* c) {
     return ok ? 0 : -1;
 }
 
+/* The projection this processor runs (the fastest path it has). */
+static ms_xpbd_kernel xpbd_kernel_path(void) {
+#if defined(MS_AVX2_PATH)
+    if (ms_avx2_supported()) return ms_xpbd_project_avx2;
+#endif
+#if defined(MS_SSE2_PATH)
+    return ms_xpbd_project_sse2;
+#else
+    return ms_xpbd_project_plain;
+#endif
+}
+
 int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
-    ms_colouring* c = s->constraints;
-    if (c == NULL) {
-        c = calloc(1, sizeof *c);
-        const size_t count = (size_t)(m->nspring > 0 ? m->nspring : 1);
-        if (c != NULL) {
-            c->springs = malloc(sizeof(int32_t) * count);
-            c->pairs = malloc(sizeof(int32_t) * 2 * count);
-            c->params = malloc(sizeof(double) * 3 * count);
-            c->lambda = calloc(count, sizeof(double));
-        }
-        if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
-            colour_springs(m, c) != 0) {
-            ms_colouring_free(c);
-            return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
-        }
-        for (int64_t r = 0; r < m->nspring; ++r) {
-            c->pairs[2 * r] = m->springs[2 * (int64_t)c->springs[r]];
-            c->pairs[2 * r + 1] = m->springs[2 * (int64_t)c->springs[r] + 1];
-        }
-        s->constraints = c;
+    if (s->constraints != NULL) return MS_OK;
+    ms_colouring* c = calloc(1, sizeof *c);
+    const size_t count = (size_t)(m->nspring > 0 ? m->nspring : 1);
+    if (c != NULL) {
+        c->springs = malloc(sizeof(int32_t) * count);
+        c->pairs = malloc(sizeof(int32_t) * 2 * count);
+        c->params = malloc(sizeof(double) * MS_XPBD_PARAMS * count);
+        c->lambda = calloc(count, sizeof(double));
+    }
+    if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
+        colour_springs(m, c) != 0) {
+        ms_colouring_free(c);
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
     }
     for (int64_t r = 0; r < m->nspring; ++r) {
-        const int64_t sp = c->springs[r];
-        c->params[3 * r] = m->rest[sp];
-        c->params[3 * r + 1] = m->k[sp];
-        c->params[3 * r + 2] = m->c[sp];
+        c->pairs[2 * r] = m->springs[2 * (int64_t)c->springs[r]];
+        c->pairs[2 * r + 1] = m->springs[2 * (int64_t)c->springs[r] + 1];
     }
+    c->nspring = m->nspring;
+    c->project = xpbd_kernel_path();
+    s->constraints = c;
     return MS_OK;
 }
 
-void ms_xpbd_project(const double* restrict inv_mass, const ms_colouring* c, int64_t begin,
-                     int64_t end, const double* restrict x_prev, double* restrict x, double h, int first) {
-    for (int64_t r = begin; r < end; ++r) {
-        const double* p = c->params + 3 * r;
-        const double k = p[1];
-        if (!(k > 0.0)) continue;
-        const int64_t i = c->pairs[2 * r], j = c->pairs[2 * r + 1];
-        const double wi = inv_mass[i], wj = inv_mass[j];
-        if (wi + wj == 0.0) continue;
-        double* xi = x + 3 * i;
-        double* xj = x + 3 * j;
-        const double d[3] = {xi[0] - xj[0], xi[1] - xj[1], xi[2] - xj[2]};
-        const double length = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
-        if (!(length > 1e-12)) continue; /* no direction to push along */
-        const double n[3] = {d[0] / length, d[1] / length, d[2] / length};
-        const double alpha = 1.0 / (k * h * h);
-        const double gamma = p[2] / (k * h);
-        const double* pi = x_prev + 3 * i;
-        const double* pj = x_prev + 3 * j;
-        double rate = 0.0; /* grad C.(x - x_prev) */
-        for (int a = 0; a < 3; ++a) rate += n[a] * ((xi[a] - pi[a]) - (xj[a] - pj[a]));
-        const double lambda = first ? 0.0 : c->lambda[r];
-        const double change =
-            (-(length - p[0]) - alpha * lambda - gamma * rate) / ((1.0 + gamma) * (wi + wj) + alpha);
-        c->lambda[r] = lambda + change;
-        for (int a = 0; a < 3; ++a) {
-            xi[a] += wi * change * n[a];
-            xj[a] -= wj * change * n[a];
+void ms_xpbd_prepare(const ms_model* m, ms_state* s, double h) {
+    ms_colouring* c = s->constraints;
+    const double* inv_mass = s->inv_mass;
+    const int64_t ns = m->nspring;
+    double* rest = c->params;
+    double* alpha = rest + ns;
+    double* gamma = alpha + ns;
+    double* scale = gamma + ns;
+    double* w_i = scale + ns;
+    double* w_j = w_i + ns;
+    for (int64_t r = 0; r < ns; ++r) {
+        const int64_t sp = c->springs[r];
+        const double k = m->k[sp];
+        rest[r] = m->rest[sp];
+        w_i[r] = inv_mass[c->pairs[2 * r]];
+        w_j[r] = inv_mass[c->pairs[2 * r + 1]];
+        if (k > 0.0 && w_i[r] + w_j[r] > 0.0) {
+            alpha[r] = 1.0 / (k * h * h);
+            gamma[r] = m->c[sp] / (k * h);
+            scale[r] = 1.0 / ((1.0 + gamma[r]) * (w_i[r] + w_j[r]) + alpha[r]);
+        } else {
+            alpha[r] = gamma[r] = scale[r] = 0.0; /* constrains nothing: every change is 0 */
         }
     }
 }

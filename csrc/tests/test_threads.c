@@ -10,8 +10,9 @@
 #include "helpers.h"
 #include "msprings/msprings.h"
 
-/* recorded from a run of test_golden_hash */
+/* recorded from a run of test_golden_hash: symplectic Euler and xpbd */
 #define GOLDEN_HASH 0x1aeaa7b245af55b8ULL
+#define GOLDEN_HASH_XPBD 0x7a2bed4fdc7eae0dULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {
@@ -147,8 +148,11 @@ static int test_same_result_on_any_number_of_threads(void) {
    the blocks are written so that they do): a hash recorded once. */
 static int test_golden_hash(void) {
     const uint64_t hash = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2);
-    printf("    golden run hash: 0x%016llx (vector path %s)\n", (unsigned long long)hash, ms_vector_path());
+    const uint64_t xpbd = run_hash(MS_XPBD, WITH_COLLIDERS, 2); /* its projections run on the vector path too */
+    printf("    golden run hashes: 0x%016llx, xpbd 0x%016llx (vector path %s)\n", (unsigned long long)hash,
+           (unsigned long long)xpbd, ms_vector_path());
     ENSURE(hash == GOLDEN_HASH);
+    ENSURE(xpbd == GOLDEN_HASH_XPBD);
     return 0;
 }
 
