@@ -196,14 +196,30 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
     ms_sync(w);
     const ms_flow rate = ms_forces_flow(tm, ticket);
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
-    for (int iteration = 0; iteration < iterations; ++iteration)
-        for (int64_t q = 0; q < colours->ncolour; ++q) {
+    const int64_t ncolour = colours->ncolour, nregion = colours->nregion;
+    const int64_t* boundary = colours->start + nregion * ncolour; /* the boundary's colour segments */
+    /* a small boundary is one worker's: two barriers per sweep, not one per colour */
+    const int split_boundary = tm->count > 1 && 8 * (boundary[ncolour] - boundary[0]) > colours->nspring;
+    for (int iteration = 0; iteration < iterations; ++iteration) {
+        const int first_sweep = iteration == 0;
+        for (int64_t g = nregion * w->id / tm->count; g < nregion * (w->id + 1) / tm->count; ++g)
+            for (int64_t q = 0; q < ncolour; ++q)
+                colours->project(colours, colours->start[g * ncolour + q], colours->start[g * ncolour + q + 1], x,
+                                 x_out, first_sweep);
+        ms_sync(w);
+        for (int64_t q = 0; q < ncolour; ++q) {
             /* the springs of one colour share no node: any split gives the same bits */
-            const int64_t first = colours->start[q], count = colours->start[q + 1] - first;
-            colours->project(colours, first + count * w->id / tm->count, first + count * (w->id + 1) / tm->count, x,
-                             x_out, iteration == 0);
-            ms_sync(w);
+            const int64_t first = boundary[q], count = boundary[q + 1] - first;
+            if (split_boundary) {
+                colours->project(colours, first + count * w->id / tm->count,
+                                 first + count * (w->id + 1) / tm->count, x, x_out, first_sweep);
+                ms_sync(w);
+            } else if (w->id == 0) {
+                colours->project(colours, first, first + count, x, x_out, first_sweep);
+            }
         }
+        if (!split_boundary) ms_sync(w);
+    }
     MS_FOR_MY_NODES(w, b, begin, end) {
         double probe = 0.0;
         for (int64_t i = begin; i < end; ++i)

@@ -94,6 +94,50 @@ static ms_xpbd_kernel xpbd_kernel_path(void) {
 #endif
 }
 
+/* Groups the coloured springs by region: the nodes are cut into c->nregion ranges of
+   consecutive indices, a spring whose ends share a region belongs to it, the others to the
+   boundary group (number nregion); within a group the springs keep their colour order.
+   c->start turns from colour starts into segment starts. */
+static int group_by_region(const ms_model* m, ms_colouring* c) {
+    const int64_t ns = m->nspring, ncolour = c->ncolour, nregion = c->nregion;
+    const int64_t nsegment = (nregion + 1) * ncolour;
+    const size_t count = (size_t)(ns > 0 ? ns : 1);
+    int64_t* start = calloc((size_t)nsegment + 1, sizeof(int64_t));
+    int64_t* next = malloc(sizeof(int64_t) * (size_t)(nsegment + 1));
+    int64_t* segment = malloc(sizeof(int64_t) * count);
+    int32_t* order = malloc(sizeof(int32_t) * count);
+    const int ok = start != NULL && next != NULL && segment != NULL && order != NULL;
+    if (ok) {
+        for (int64_t q = 0; q < ncolour; ++q)
+            for (int64_t r = c->start[q]; r < c->start[q + 1]; ++r) {
+                const int64_t sp = c->springs[r];
+                const int64_t gi = (int64_t)m->springs[2 * sp] * nregion / m->nnode;
+                const int64_t gj = (int64_t)m->springs[2 * sp + 1] * nregion / m->nnode;
+                segment[r] = (gi == gj ? gi : nregion) * ncolour + q;
+                ++start[segment[r] + 1];
+            }
+        for (int64_t g = 0; g < nsegment; ++g) start[g + 1] += start[g];
+        memcpy(next, start, sizeof(int64_t) * (size_t)(nsegment + 1));
+        for (int64_t r = 0; r < ns; ++r) order[next[segment[r]]++] = c->springs[r];
+        memcpy(c->springs, order, sizeof(int32_t) * (size_t)ns);
+        free(c->start);
+        c->start = start;
+    } else {
+        free(start);
+    }
+    free(next);
+    free(segment);
+    free(order);
+    return ok ? 0 : -1;
+}
+
+/* Regions: a power of two, at most 64, of at least MS_XPBD_REGION_SPRINGS springs each. */
+static int64_t region_count(int64_t nspring) {
+    int64_t regions = 1;
+    while (regions < 64 && nspring / (2 * regions) >= MS_XPBD_REGION_SPRINGS) regions *= 2;
+    return regions;
+}
+
 int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
     if (s->constraints != NULL) return MS_OK;
     ms_colouring* c = calloc(1, sizeof *c);
@@ -104,8 +148,9 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
         c->params = malloc(sizeof(double) * MS_XPBD_PARAMS * count);
         c->lambda = calloc(count, sizeof(double));
     }
+    if (c != NULL) c->nregion = region_count(m->nspring);
     if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
-        colour_springs(m, c) != 0) {
+        colour_springs(m, c) != 0 || group_by_region(m, c) != 0) {
         ms_colouring_free(c);
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
     }

@@ -4,8 +4,6 @@
 
 #include "msprings/msprings.h"
 
-/* The springs in colours: those of colour q are springs[start[q] .. start[q + 1]), no two
-   of them sharing a node; lambda holds each one's multiplier (by position in springs). */
 typedef struct ms_colouring ms_colouring;
 /* One projection of the springs at positions [begin, end) of the colouring (within one
    colour) on x, which was x_prev at the start of the step; first: the first iteration of
@@ -13,16 +11,26 @@ typedef struct ms_colouring ms_colouring;
 typedef void (*ms_xpbd_kernel)(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, double* x,
                                int first);
 
+/* Springs per region at least (xpbd.c): a region's springs are projected by one worker
+   with no barrier between their colours. */
+#define MS_XPBD_REGION_SPRINGS 4096
+
+/* The springs in colours, grouped by region: segment (g, q) = g ncolour + q holds the
+   springs of colour q whose both ends lie in region g (the nodes cut into nregion ranges of
+   consecutive indices), or for g = nregion the boundary springs of colour q, whose ends lie
+   in two regions.  Regions share no node, so each is projected on its own, colour after
+   colour; the boundary follows. */
 struct ms_colouring {
     int64_t nspring;
     int64_t ncolour;
-    int64_t* start;   /* (ncolour + 1) */
+    int64_t nregion;
+    int64_t* start;   /* segment starts in springs ((nregion + 1) ncolour + 1) */
     int32_t* springs; /* (nspring) */
     int32_t* pairs;   /* the nodes of springs[r] (nspring x 2), for locality */
     double* params;   /* rows of springs[r]'s rest length, alpha~, gamma, 1 / denominator,
                          w_i and w_j for the step size of the call, refreshed at every step
                          call (MS_XPBD_PARAMS x nspring) */
-    double* lambda;   /* (nspring) */
+    double* lambda;   /* the multipliers, by position in springs (nspring) */
     ms_xpbd_kernel project; /* the projection on this processor's vector path */
 };
 

@@ -11,9 +11,11 @@
 #include "msprings/msprings.h"
 #include "../src/xpbd.h"
 
-/* Every spring has exactly one colour, and no two springs of a colour share a node. */
+/* Every spring has exactly one segment; no two springs of a segment (one colour of one
+   region, or of the boundary) share a node; a region's springs have both ends in it, the
+   boundary's in two regions. */
 static int test_xpbd_colours(void) {
-    ms_model* m = make_cloth(9, 1, 11u);
+    ms_model* m = make_cloth(64, 1, 11u);
     ENSURE(m != NULL);
     m->opt.integrator = MS_XPBD;
     ms_error err = fresh_error();
@@ -21,26 +23,34 @@ static int test_xpbd_colours(void) {
     ENSURE(s != NULL);
     ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
     const ms_colouring* c = s->constraints;
-    ENSURE(c != NULL && c->ncolour >= 2 && c->start[c->ncolour] == m->nspring);
+    const int64_t nsegment = (c->nregion + 1) * c->ncolour;
+    ENSURE(c != NULL && c->ncolour >= 2 && c->nregion == 4 && c->start[nsegment] == m->nspring);
     uint8_t* seen = calloc((size_t)m->nspring, 1);
     int64_t* mark = malloc(sizeof(int64_t) * (size_t)m->nnode);
     ENSURE(seen != NULL && mark != NULL);
     for (int64_t i = 0; i < m->nnode; ++i) mark[i] = -1;
     int ok = 1;
-    for (int64_t q = 0; q < c->ncolour; ++q)
-        for (int64_t r = c->start[q]; r < c->start[q + 1]; ++r) {
+    int64_t boundary = 0;
+    for (int64_t g = 0; g < nsegment; ++g)
+        for (int64_t r = c->start[g]; r < c->start[g + 1]; ++r) {
             const int32_t sp = c->springs[r];
             const int32_t i = m->springs[2 * (int64_t)sp], j = m->springs[2 * (int64_t)sp + 1];
-            ok &= !seen[sp] && mark[i] != q && mark[j] != q;
+            ok &= !seen[sp] && mark[i] != g && mark[j] != g;
+            ok &= c->pairs[2 * r] == i && c->pairs[2 * r + 1] == j;
             seen[sp] = 1;
-            mark[i] = mark[j] = q;
+            mark[i] = mark[j] = g;
+            const int64_t region = g / c->ncolour, ri = i * c->nregion / m->nnode, rj = j * c->nregion / m->nnode;
+            ok &= region == c->nregion ? ri != rj : ri == region && rj == region;
+            boundary += region == c->nregion;
         }
     for (int64_t sp = 0; sp < m->nspring; ++sp) ok &= seen[sp];
     free(seen);
     free(mark);
-    ENSURE(ok);
     ms_state_destroy(s);
     ms_model_destroy(m);
+    ENSURE(ok);
+    /* three cuts across the cloth's rows: a small boundary */
+    ENSURE(boundary > 0 && 8 * boundary < m->nspring);
     return 0;
 }
 
