@@ -184,13 +184,16 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
     const ms_colouring* colours = s->constraints;
     const int ticket = ms_stage_forces_and_own(w, x, v, t, s->f, s->work);
     const double* restrict f = s->work;
+    double* rows = colours->rows; /* the projected positions as rows (x, y, z, 0) */
+    double* start_rows = rows + 4 * m->nnode;
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
         const double wi = h * inv_mass[i];
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             v_out[q] = v[q] + wi * f[q];
-            x_out[q] = x[q] + h * v_out[q];
+            rows[4 * i + a] = x[q] + h * v_out[q];
+            start_rows[4 * i + a] = x[q];
         }
     }
     ms_sync(w);
@@ -204,18 +207,18 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
         const int first_sweep = iteration == 0;
         for (int64_t g = nregion * w->id / tm->count; g < nregion * (w->id + 1) / tm->count; ++g)
             for (int64_t q = 0; q < ncolour; ++q)
-                colours->project(colours, colours->start[g * ncolour + q], colours->start[g * ncolour + q + 1], x,
-                                 x_out, first_sweep);
+                colours->project(colours, colours->start[g * ncolour + q], colours->start[g * ncolour + q + 1],
+                                 start_rows, rows, first_sweep);
         ms_sync(w);
         for (int64_t q = 0; q < ncolour; ++q) {
             /* the springs of one colour share no node: any split gives the same bits */
             const int64_t first = boundary[q], count = boundary[q + 1] - first;
             if (split_boundary) {
                 colours->project(colours, first + count * w->id / tm->count,
-                                 first + count * (w->id + 1) / tm->count, x, x_out, first_sweep);
+                                 first + count * (w->id + 1) / tm->count, start_rows, rows, first_sweep);
                 ms_sync(w);
             } else if (w->id == 0) {
-                colours->project(colours, first, first + count, x, x_out, first_sweep);
+                colours->project(colours, first, first + count, start_rows, rows, first_sweep);
             }
         }
         if (!split_boundary) ms_sync(w);
@@ -225,6 +228,7 @@ static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v
         for (int64_t i = begin; i < end; ++i)
             for (int a = 0; a < 3; ++a) {
                 const int64_t q = 3 * i + a;
+                x_out[q] = rows[4 * i + a];
                 /* v' = (x' - x) / h, as the kick's velocity plus what the projections moved
                    beyond the prediction x + h v^: exactly v^ where nothing moved (pins too) */
                 v_out[q] += (x_out[q] - (x[q] + h * v_out[q])) / h;

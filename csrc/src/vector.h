@@ -76,6 +76,15 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
         _mm256_storeu_pd(p + 8, _mm256_add_pd(_mm256_loadu_pd(p + 8), part2));
     }
 }
+/* the columns of the 4 x 4 matrix whose rows are r[0..3]: out[c] = (r[0][c], .., r[3][c]) */
+static inline void v4_transpose(const v4 r[4], v4 out[4]) {
+    const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    out[0] = _mm256_permute2f128_pd(t0, t2, 0x20);
+    out[1] = _mm256_permute2f128_pd(t1, t3, 0x20);
+    out[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
+    out[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
+}
 #elif defined(MS_PATH_SSE2)
 #include <emmintrin.h>
 typedef struct v4 {
@@ -133,6 +142,12 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
     sse2_add_pair(p, x.lo, y.lo, z.lo, subtract);
     sse2_add_pair(p + 6, x.hi, y.hi, z.hi, subtract);
 }
+static inline void v4_transpose(const v4 r[4], v4 out[4]) {
+    out[0] = v4_make(_mm_unpacklo_pd(r[0].lo, r[1].lo), _mm_unpacklo_pd(r[2].lo, r[3].lo));
+    out[1] = v4_make(_mm_unpackhi_pd(r[0].lo, r[1].lo), _mm_unpackhi_pd(r[2].lo, r[3].lo));
+    out[2] = v4_make(_mm_unpacklo_pd(r[0].hi, r[1].hi), _mm_unpacklo_pd(r[2].hi, r[3].hi));
+    out[3] = v4_make(_mm_unpackhi_pd(r[0].hi, r[1].hi), _mm_unpackhi_pd(r[2].hi, r[3].hi));
+}
 #else
 typedef struct v4 {
     double q[4];
@@ -180,6 +195,9 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
     }
 }
 #undef V4_LANEWISE
+static inline void v4_transpose(const v4 r[4], v4 out[4]) {
+    for (int q = 0; q < 16; ++q) out[q / 4].q[q % 4] = r[q % 4].q[q / 4];
+}
 #endif
 
 #endif

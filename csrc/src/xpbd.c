@@ -29,6 +29,7 @@ void ms_colouring_free(void* colouring) {
     free(c->pairs);
     free(c->params);
     free(c->lambda);
+    free(c->rows);
     free(c);
 }
 
@@ -147,10 +148,11 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
         c->pairs = malloc(sizeof(int32_t) * 2 * count);
         c->params = malloc(sizeof(double) * MS_XPBD_PARAMS * count);
         c->lambda = calloc(count, sizeof(double));
+        c->rows = calloc(8 * (size_t)(m->nnode > 0 ? m->nnode : 1), sizeof(double));
     }
     if (c != NULL) c->nregion = region_count(m->nspring);
     if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
-        colour_springs(m, c) != 0 || group_by_region(m, c) != 0) {
+        c->rows == NULL || colour_springs(m, c) != 0 || group_by_region(m, c) != 0) {
         ms_colouring_free(c);
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
     }

@@ -6,8 +6,9 @@
 
 typedef struct ms_colouring ms_colouring;
 /* One projection of the springs at positions [begin, end) of the colouring (within one
-   colour) on x, which was x_prev at the start of the step; first: the first iteration of
-   the step (multipliers start at 0); the parameters from ms_xpbd_prepare. */
+   colour) on x, which was x_prev at the start of the step, both as rows (x, y, z, 0) of
+   four doubles per node (nnode x 4); first: the first iteration of the step (multipliers
+   start at 0); the parameters from ms_xpbd_prepare. */
 typedef void (*ms_xpbd_kernel)(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, double* x,
                                int first);
 
@@ -31,6 +32,8 @@ struct ms_colouring {
                          w_i and w_j for the step size of the call, refreshed at every step
                          call (MS_XPBD_PARAMS x nspring) */
     double* lambda;   /* the multipliers, by position in springs (nspring) */
+    double* rows;     /* the positions being projected and those at the start of the step,
+                         as rows (x, y, z, 0) (2 x nnode x 4) */
     ms_xpbd_kernel project; /* the projection on this processor's vector path */
 };
 

@@ -2,7 +2,9 @@
  * once per vector path beside the spring kernel (springs_avx2.c, springs_sse2.c,
  * springs_plain.c include this file after spring_kernel.h).  Springs of one colour share
  * no node, so four of them are projected at once in the lanes of a v4, the rest one at a
- * time with the same operations: every path gives the same bits.
+ * time with the same operations: every path gives the same bits.  Positions are rows of
+ * four doubles per node (x, y, z, 0), so that a node is one vector load and four nodes
+ * one transpose away from the lanes.
  */
 #include "vector.h"
 #include "xpbd.h"
@@ -43,46 +45,44 @@ void MS_KERNEL(ms_xpbd_project)(const ms_colouring* c, int64_t begin, int64_t en
     double* restrict multipliers = c->lambda;
     int64_t r = begin;
     for (; r + 4 <= end; r += 4) {
+        /* each node's (x, y, z, 0) row, four nodes to a matrix whose columns are the lanes */
         const int32_t* pr = pairs + 2 * r;
-        double* xi[4];
-        double* xj[4];
-        const double* pi[4];
-        const double* pj[4];
-        for (int q = 0; q < 4; ++q) {
-            xi[q] = x + 3 * (int64_t)pr[2 * q];
-            xj[q] = x + 3 * (int64_t)pr[2 * q + 1];
-            pi[q] = x_prev + 3 * (int64_t)pr[2 * q];
-            pj[q] = x_prev + 3 * (int64_t)pr[2 * q + 1];
-        }
-#define XPBD_LANES(p, a) v4_set4(p[0][a], p[1][a], p[2][a], p[3][a])
+        v4 rows[4], xi[4], xj[4], pi[4], pj[4];
+        for (int q = 0; q < 4; ++q) rows[q] = v4_load(x + 4 * (int64_t)pr[2 * q]);
+        v4_transpose(rows, xi);
+        for (int q = 0; q < 4; ++q) rows[q] = v4_load(x + 4 * (int64_t)pr[2 * q + 1]);
+        v4_transpose(rows, xj);
+        for (int q = 0; q < 4; ++q) rows[q] = v4_load(x_prev + 4 * (int64_t)pr[2 * q]);
+        v4_transpose(rows, pi);
+        for (int q = 0; q < 4; ++q) rows[q] = v4_load(x_prev + 4 * (int64_t)pr[2 * q + 1]);
+        v4_transpose(rows, pj);
         const v4 lambda = first ? v4_set(0.0) : v4_load(multipliers + r);
         v4 nx, ny, nz, change;
-        XPBD_CHANGE(v4, XPBD_LANES(xi, 0), XPBD_LANES(xi, 1), XPBD_LANES(xi, 2), XPBD_LANES(xj, 0), XPBD_LANES(xj, 1),
-                    XPBD_LANES(xj, 2), XPBD_LANES(pi, 0), XPBD_LANES(pi, 1), XPBD_LANES(pi, 2), XPBD_LANES(pj, 0),
-                    XPBD_LANES(pj, 1), XPBD_LANES(pj, 2), v4_load(rest + r), v4_load(alpha + r), v4_load(gamma + r),
-                    v4_load(scale + r), lambda, nx, ny, nz, change);
-#undef XPBD_LANES
+        XPBD_CHANGE(v4, xi[0], xi[1], xi[2], xj[0], xj[1], xj[2], pi[0], pi[1], pi[2], pj[0], pj[1], pj[2],
+                    v4_load(rest + r), v4_load(alpha + r), v4_load(gamma + r), v4_load(scale + r), lambda, nx, ny,
+                    nz, change);
         v4_store(multipliers + r, v4_add(lambda, change));
         const v4 ci = v4_mul(v4_load(w_i + r), change), cj = v4_mul(v4_load(w_j + r), change);
-        double move_i[3][4], move_j[3][4];
-        v4_store(move_i[0], v4_mul(ci, nx));
-        v4_store(move_i[1], v4_mul(ci, ny));
-        v4_store(move_i[2], v4_mul(ci, nz));
-        v4_store(move_j[0], v4_mul(cj, nx));
-        v4_store(move_j[1], v4_mul(cj, ny));
-        v4_store(move_j[2], v4_mul(cj, nz));
-        for (int q = 0; q < 4; ++q)
-            for (int a = 0; a < 3; ++a) {
-                xi[q][a] += move_i[a][q];
-                xj[q][a] -= move_j[a][q];
-            }
+        const v4 zero = v4_set(0.0);
+        const v4 move_i[4] = {v4_mul(ci, nx), v4_mul(ci, ny), v4_mul(ci, nz), zero};
+        const v4 move_j[4] = {v4_mul(cj, nx), v4_mul(cj, ny), v4_mul(cj, nz), zero};
+        v4_transpose(move_i, rows);
+        for (int q = 0; q < 4; ++q) {
+            double* node = x + 4 * (int64_t)pr[2 * q];
+            v4_store(node, v4_add(v4_load(node), rows[q]));
+        }
+        v4_transpose(move_j, rows);
+        for (int q = 0; q < 4; ++q) {
+            double* node = x + 4 * (int64_t)pr[2 * q + 1];
+            v4_store(node, v4_sub(v4_load(node), rows[q]));
+        }
     }
     for (; r < end; ++r) {
         const int64_t i = pairs[2 * r], j = pairs[2 * r + 1];
-        double* xi = x + 3 * i;
-        double* xj = x + 3 * j;
-        const double* pi = x_prev + 3 * i;
-        const double* pj = x_prev + 3 * j;
+        double* xi = x + 4 * i;
+        double* xj = x + 4 * j;
+        const double* pi = x_prev + 4 * i;
+        const double* pj = x_prev + 4 * j;
         const v1 lambda = first ? 0.0 : multipliers[r];
         v1 nx, ny, nz, change;
         XPBD_CHANGE(v1, xi[0], xi[1], xi[2], xj[0], xj[1], xj[2], pi[0], pi[1], pi[2], pj[0], pj[1], pj[2], rest[r],
