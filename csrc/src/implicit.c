@@ -37,6 +37,7 @@
 #include "cholesky.h"
 #include "internal.h"
 #include "pattern.h"
+#include "step.h"
 
 /* The solver's storage (s->implicit): what it keeps for the factorisation, then its
    per-node and per-spring arrays. */
@@ -173,8 +174,10 @@ static void solve_system(const ms_model* m, implicit_solver* p, const double* re
     }
 }
 
-void ms_spring_blocks(const ms_model* m, const double* restrict x, double* restrict blocks) {
-    for (int64_t s = 0; s < m->nspring; ++s) {
+/* ms_spring_blocks for the springs [begin, end). */
+static void spring_blocks(const ms_model* m, const double* restrict x, double* restrict blocks, int64_t begin,
+                          int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
         const double* xi = x + 3 * (int64_t)m->springs[2 * s];
         const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
         const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
@@ -193,6 +196,10 @@ void ms_spring_blocks(const ms_model* m, const double* restrict x, double* restr
         b[3] = k_transverse;
         b[4] = m->k[s] - k_transverse;
     }
+}
+
+void ms_spring_blocks(const ms_model* m, const double* x, double* blocks) {
+    spring_blocks(m, x, blocks, 0, m->nspring);
 }
 
 void ms_system_product(const ms_model* m, const double* restrict inv_mass, const double* restrict blocks,
@@ -275,15 +282,69 @@ typedef struct cg_vectors {
     double* diagonal;
 } cg_vectors;
 
-/* z = the preconditioner applied to r: A^-1 r if A's factor is given, else each node's
-   inverse diagonal block (6 entries per node in diagonal) times its part of r. */
-static void precondition(const ms_model* m, implicit_solver* factored, const double* diagonal, const double* r,
-                         double* z) {
-    if (factored != NULL) {
-        solve_system(m, factored, r, z);
-        return;
+/* The step on the team's workers (step.h).  Every worker runs the same Newton and CG
+   iterations: vectors are updated node block by node block, the matrix product spring
+   block by spring block (each block starts its own nodes and writes past them into its
+   halo, as the forces do), and every dot product is summed per node block, then over the
+   blocks in block order by every worker, so all take the same decisions and any number
+   of workers gives the same bits.  What factors or assembles over all springs (the direct
+   factor, the diagonal blocks) is done by worker 0 between barriers. */
+
+/* Slots of ms_node_sums.reduce: the CG's dot products, then the Newton residual's parts. */
+enum { CG_PAP, CG_RR, CG_RZ, NEWTON_RESIDUAL, NEWTON_MOMENTUM, NEWTON_IMPULSE, NEWTON_WEIGHT };
+
+static double block_sum(const ms_team* tm, int slot) {
+    double sum = 0.0;
+    for (int64_t b = 0; b < tm->nnode_block; ++b) sum += tm->nodes[b].reduce[slot];
+    return sum;
+}
+
+/* y = (a M + b C + c K) p as ms_system_product, on the team: p must be complete (after a
+   barrier); y is complete for the worker's node blocks on return (after a barrier of its
+   own), for all after the next. */
+static void team_product(ms_worker* w, const double* restrict blocks, double mass_scale, double damping_scale,
+                         double stiffness_scale, const double* restrict p, double* restrict y) {
+    const ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    const ms_layout* layout = tm->layout;
+    const double node_scale = damping_scale * m->opt.drag;
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+        const int64_t own_end = layout->node_start[b + 1];
+        for (int64_t i = layout->node_start[b]; i < own_end; ++i) {
+            const double diagonal = mass_scale * m->mass[i] + node_scale;
+            for (int a = 0; a < 3; ++a) y[3 * i + a] = diagonal * p[3 * i + a];
+        }
+        double* halo = layout->halo + 3 * layout->halo_start[b];
+        memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
+        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+            /* the block is the same for either orientation of the spring */
+            const int64_t s = layout->order[r], i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
+            const double* k = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
+            const double beta = stiffness_scale * k[3];
+            const double alpha = stiffness_scale * k[4] + damping_scale * m->c[s];
+            const double u[3] = {p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]};
+            const double along = alpha * (k[0] * u[0] + k[1] * u[1] + k[2] * u[2]);
+            double* yj = j < own_end ? y + 3 * j : halo + 3 * (j - own_end);
+            for (int a = 0; a < 3; ++a) {
+                const double value = beta * u[a] + along * k[a];
+                y[3 * i + a] += value;
+                yj[a] -= value;
+            }
+        }
     }
-    for (int64_t i = 0; i < m->nnode; ++i) {
+    ms_sync(w);
+    const double* inv_mass = tm->s->inv_mass;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        ms_layout_gather(layout, begin, end, y);
+        for (int64_t i = begin; i < end; ++i)
+            if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
+    }
+}
+
+/* z = the preconditioner applied to r on node block [begin, end): each node's inverse
+   diagonal block (6 entries per node in diagonal) times its part of r. */
+static void block_jacobi(const double* diagonal, const double* r, double* z, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
         const double* d = diagonal + 6 * i;
         const double* ri = r + 3 * i;
         z[3 * i] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
@@ -292,19 +353,41 @@ static void precondition(const ms_model* m, implicit_solver* factored, const dou
     }
 }
 
-/* Solves A delta = rhs (pinned rows of rhs already zero) from delta = 0 by CG
-   preconditioned with A's factor if one is given (which then converges in one iteration
-   up to rounding), else with the inverses of A's diagonal blocks in w->diagonal.  Returns
-   the iterations used; *relative_residual is |r| / |rhs| of the returned iterate, which is
-   the last one (CG's error decreases monotonically in the A-norm, so it is the best one
-   when the cap is hit). */
-static int conjugate_gradient(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              implicit_solver* factored, const double* rhs, double* restrict delta, const cg_vectors* w,
-                              double* relative_residual, int* converged) {
-    const int64_t n3 = 3 * m->nnode;
-    const ms_implicit_options* opt = &m->opt.implicit;
-    memset(delta, 0, sizeof(double) * (size_t)n3);
-    const double rhs_norm = sqrt(dot(rhs, rhs, n3));
+/* z = A^-1 r by the factor (worker 0; r complete), then every worker's r.z on its blocks. */
+static void factor_precondition(ms_worker* w, implicit_solver* factored, const double* r, double* z) {
+    ms_sync(w);
+    if (w->id == 0) solve_system(w->team->m, factored, r, z);
+    ms_sync(w);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    w->team->nodes[b].reduce[CG_RZ] = dot(r + 3 * begin, z + 3 * begin, 3 * (end - begin));
+}
+
+/* Solves A delta = rhs (rhs complete, pinned rows zero) from delta = 0 by CG preconditioned
+   with A's factor if one is given (which then converges in one iteration up to rounding),
+   else with the inverses of A's diagonal blocks in v->diagonal.  Returns the iterations
+   used (the same on every worker); *relative_residual is |r| / |rhs| of the returned
+   iterate, which is the last one (CG's error decreases monotonically in the A-norm, so it
+   is the best one when the cap is hit).  delta is complete after the next barrier. */
+static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solver* factored, const double* rhs,
+                              double* restrict delta, const cg_vectors* v, double* relative_residual, int* converged) {
+    ms_team* tm = w->team;
+    const double h = tm->h;
+    const ms_implicit_options* opt = &tm->m->opt.implicit;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        const size_t bytes = sizeof(double) * 3 * (size_t)(end - begin);
+        memset(delta + 3 * begin, 0, bytes);
+        memcpy(v->r + 3 * begin, rhs + 3 * begin, bytes);
+        tm->nodes[b].reduce[CG_RR] = dot(rhs + 3 * begin, rhs + 3 * begin, 3 * (end - begin));
+        if (factored == NULL) {
+            block_jacobi(v->diagonal, v->r, v->z, begin, end);
+            tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+        }
+    }
+    if (factored != NULL) factor_precondition(w, factored, v->r, v->z);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    memcpy(v->p + 3 * begin, v->z + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
+    ms_sync(w);
+    const double rhs_norm = sqrt(block_sum(tm, CG_RR));
     *relative_residual = 0.0;
     *converged = 1;
     if (rhs_norm == 0.0) return 0;
@@ -313,121 +396,170 @@ static int conjugate_gradient(const ms_model* m, const double* inv_mass, const d
         *converged = 0;
         return 0;
     }
-    memcpy(w->r, rhs, sizeof(double) * (size_t)n3);
-    precondition(m, factored, w->diagonal, w->r, w->z);
-    memcpy(w->p, w->z, sizeof(double) * (size_t)n3);
-    double rz = dot(w->r, w->z, n3);
+    double rz = block_sum(tm, CG_RZ);
     const double target = opt->cg_tol * rhs_norm;
     int iteration = 0;
     double residual_norm = rhs_norm;
     while (iteration < opt->cg_max_iter) {
-        ms_system_product(m, inv_mass, blocks, 1.0, h, h * h, w->p, w->ap);
-        const double curvature = dot(w->p, w->ap, n3);
+        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap);
+        MS_FOR_MY_NODES(w, b, begin, end)
+        tm->nodes[b].reduce[CG_PAP] = dot(v->p + 3 * begin, v->ap + 3 * begin, 3 * (end - begin));
+        ms_sync(w);
+        const double curvature = block_sum(tm, CG_PAP);
         ++iteration;
         if (!(curvature > 0.0)) break; /* exhausted (or not positive definite): keep the iterate */
         const double step = rz / curvature;
-        for (int64_t q = 0; q < n3; ++q) {
-            delta[q] += step * w->p[q];
-            w->r[q] -= step * w->ap[q];
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+                delta[q] += step * v->p[q];
+                v->r[q] -= step * v->ap[q];
+            }
+            tm->nodes[b].reduce[CG_RR] = dot(v->r + 3 * begin, v->r + 3 * begin, 3 * (end - begin));
+            if (factored == NULL) {
+                block_jacobi(v->diagonal, v->r, v->z, begin, end);
+                tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+            }
         }
-        residual_norm = sqrt(dot(w->r, w->r, n3));
+        if (factored != NULL) factor_precondition(w, factored, v->r, v->z);
+        ms_sync(w);
+        residual_norm = sqrt(block_sum(tm, CG_RR));
         if (residual_norm <= target) break;
-        precondition(m, factored, w->diagonal, w->r, w->z);
-        const double rz_next = dot(w->r, w->z, n3);
+        const double rz_next = block_sum(tm, CG_RZ);
         const double beta = rz_next / rz;
         rz = rz_next;
-        for (int64_t q = 0; q < n3; ++q) w->p[q] = w->z[q] + beta * w->p[q];
+        MS_FOR_MY_NODES(w, b, begin, end)
+        for (int64_t q = 3 * begin; q < 3 * end; ++q) v->p[q] = v->z[q] + beta * v->p[q];
+        ms_sync(w);
     }
     *relative_residual = residual_norm / rhs_norm;
     *converged = residual_norm <= target;
     return iteration;
 }
 
-int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restrict x, const double* restrict v,
-                           double* restrict x_out, double* restrict v_out, double h, ms_flow* flow) {
-    const int64_t nnode = m->nnode, n3 = 3 * nnode;
+/* The tangent blocks of the worker's share of the springs at x, then a barrier. */
+static void team_spring_blocks(ms_worker* w, const double* x, double* blocks) {
+    const ms_team* tm = w->team;
+    const int64_t ns = tm->m->nspring;
+    spring_blocks(tm->m, x, blocks, ns * w->id / tm->count, ns * (w->id + 1) / tm->count);
+    ms_sync(w);
+}
+
+int ms_implicit_stages(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
+                       double* restrict v_out, double t, ms_flow* flow) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    const double h = tm->h;
+    const int64_t n3 = 3 * m->nnode;
     const double* inv_mass = s->inv_mass;
     implicit_solver* solver = s->implicit;
     double* work = solver->work;
     double* dv = work;
     double* rhs = work + n3;
-    cg_vectors w = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
+    const cg_vectors vectors = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
     double* force = work + 8 * n3;
     double* delta = work + 9 * n3;
     double* blocks = work + 10 * n3;
     ms_solver_stats* stats = &s->solver;
     const ms_implicit_options* opt = &m->opt.implicit;
-    const int direct = ensure_pattern(m, solver);
-
-    stats->newton_iterations = 0;
-    stats->cg_iterations = 0;
-    stats->cg_converged = 1;
-    stats->newton_converged = 0;
+    if (w->id == 0) {
+        tm->serial_ok = ensure_pattern(m, solver);
+        stats->newton_iterations = 0;
+        stats->cg_iterations = 0;
+        stats->cg_converged = 1;
+        stats->newton_converged = 0;
+    }
 
     /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v. */
-    ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
-    ms_step_forces(m, s, x, v, s->t, s->f, &rate);
-    ms_spring_blocks(m, x, blocks);
-    ms_system_product(m, inv_mass, blocks, 0.0, 0.0, 1.0, v, rhs);
-    for (int64_t i = 0; i < nnode; ++i)
+    ms_stage_forces(w, x, v, t, s->f);
+    team_spring_blocks(w, x, blocks); /* its barrier also completes s->f */
+    const int direct = tm->serial_ok;
+    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    for (int64_t i = begin; i < end; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             rhs[q] = inv_mass[i] == 0.0 ? 0.0 : h * s->f[q] - h * h * rhs[q];
+            dv[q] = 0.0;
         }
-    memset(dv, 0, sizeof(double) * (size_t)n3);
+    ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
+    int newton_iterations = 0, cg_converged = 1;
+    double newton_residual = 0.0, cg_residual = 0.0;
     for (;;) {
-        implicit_solver* factored = direct && factor_system(m, solver, blocks, h) ? solver : NULL;
-        if (factored == NULL) assemble_diagonal(m, inv_mass, blocks, h, w.diagonal);
+        ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
+        if (w->id == 0) {
+            tm->serial_ok = direct && factor_system(m, solver, blocks, h);
+            if (!tm->serial_ok) assemble_diagonal(m, inv_mass, blocks, h, vectors.diagonal);
+        }
+        ms_sync(w);
+        implicit_solver* factored = tm->serial_ok ? solver : NULL;
         int converged;
-        stats->cg_iterations +=
-            conjugate_gradient(m, inv_mass, blocks, h, factored, rhs, delta, &w, &stats->cg_residual, &converged);
-        stats->newton_iterations += 1;
-        if (!converged) stats->cg_converged = 0;
-        for (int64_t q = 0; q < n3; ++q) {
+        const int iterations = conjugate_gradient(w, blocks, factored, rhs, delta, &vectors, &cg_residual, &converged);
+        newton_iterations += 1;
+        if (!converged) cg_converged = 0;
+        if (w->id == 0) {
+            stats->cg_iterations += iterations;
+            stats->cg_residual = cg_residual;
+        }
+        MS_FOR_MY_NODES(w, b, begin, end)
+        for (int64_t q = 3 * begin; q < 3 * end; ++q) {
             dv[q] += delta[q];
             v_out[q] = v[q] + dv[q];
             x_out[q] = x[q] + h * v_out[q];
         }
+        ms_sync(w);
         /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power,
            which backward Euler integrates its flows with). */
-        ms_step_forces(m, s, x_out, v_out, s->t + h, force, &rate);
-        double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
+        const int ticket = ms_stage_forces(w, x_out, v_out, t + h, force);
+        ms_sync(w);
+        rate = ms_forces_flow(tm, ticket);
         const double* g = m->opt.gravity;
         const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
-        for (int64_t i = 0; i < nnode; ++i) {
-            if (inv_mass[i] == 0.0) {
-                rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
-                continue;
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
+            for (int64_t i = begin; i < end; ++i) {
+                if (inv_mass[i] == 0.0) {
+                    rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
+                    continue;
+                }
+                weight2 += h * h * m->mass[i] * m->mass[i] * g2;
+                for (int a = 0; a < 3; ++a) {
+                    const int64_t q = 3 * i + a;
+                    const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
+                    rhs[q] = impulse - momentum; /* -g */
+                    residual2 += rhs[q] * rhs[q];
+                    momentum2 += momentum * momentum;
+                    impulse2 += impulse * impulse;
+                }
             }
-            weight2 += h * h * m->mass[i] * m->mass[i] * g2;
-            for (int a = 0; a < 3; ++a) {
-                const int64_t q = 3 * i + a;
-                const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
-                rhs[q] = impulse - momentum; /* -g */
-                residual2 += rhs[q] * rhs[q];
-                momentum2 += momentum * momentum;
-                impulse2 += impulse * impulse;
-            }
+            double* reduce = tm->nodes[b].reduce;
+            reduce[NEWTON_RESIDUAL] = residual2;
+            reduce[NEWTON_MOMENTUM] = momentum2;
+            reduce[NEWTON_IMPULSE] = impulse2;
+            reduce[NEWTON_WEIGHT] = weight2;
         }
+        ms_sync(w);
+        const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
+        const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
         /* At rest under gravity the net force is a cancellation of weights and tensions, so
            the weight impulse sets the scale of its round-off too. */
         double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
         if (weight2 > scale2) scale2 = weight2;
         const double scale = sqrt(scale2);
-        stats->newton_residual = scale > 0.0 ? sqrt(residual2) / scale : 0.0;
-        if (!isfinite(stats->newton_residual)) break;
-        if (sqrt(residual2) <= opt->newton_tol * scale) {
-            stats->newton_converged = 1;
-            break;
+        newton_residual = scale > 0.0 ? sqrt(residual2) / scale : 0.0;
+        const int newton_converged = sqrt(residual2) <= opt->newton_tol * scale;
+        if (w->id == 0) {
+            stats->newton_iterations = newton_iterations;
+            stats->newton_residual = newton_residual;
+            stats->newton_converged = newton_converged;
+            stats->cg_converged = cg_converged;
         }
-        if (stats->newton_iterations >= opt->newton_max_iter) break;
-        ms_spring_blocks(m, x_out, blocks);
+        if (!isfinite(newton_residual) || newton_converged || newton_iterations >= opt->newton_max_iter) break;
+        team_spring_blocks(w, x_out, blocks);
     }
-    if (!stats->cg_converged) stats->cg_failures += 1;
+    if (w->id == 0 && !cg_converged) stats->cg_failures += 1;
     ms_flow_add(flow, &rate, h);
-    double probe = 0.0;
-    for (int64_t q = 0; q < n3; ++q) probe += (x_out[q] - x_out[q]) + (v_out[q] - v_out[q]);
     /* A non-finite residual means the linear algebra broke down (e.g. h^2 overflowed):
        the step is not trusted even if the iterate happens to be finite. */
-    return probe == 0.0 && isfinite(stats->newton_residual) && isfinite(stats->cg_residual) && ms_flow_finite(flow);
+    return isfinite(newton_residual) && isfinite(cg_residual) && ms_flow_finite(flow);
 }

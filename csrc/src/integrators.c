@@ -272,12 +272,11 @@ static int projective(ms_worker* w, const double* x, const double* v, double* x_
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
 
-/* Backward Euler (implicit.c) runs on one worker: the driver gives it no others. */
+/* Backward Euler (implicit.c). */
 static int implicit_euler(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                           ms_flow* flow) {
-    (void)t;
     ms_team* tm = w->team;
-    const int finite = ms_step_implicit_euler(tm->m, tm->s, x, v, x_out, v_out, tm->h, flow);
+    const int finite = ms_implicit_stages(w, x, v, x_out, v_out, t, flow);
     MS_FOR_MY_NODES(w, b, begin, end)
     ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
     ms_sync(w);

@@ -163,11 +163,4 @@ void ms_self_work_free(void* work);
 /* The number of workers a step of this model and state may use. */
 int ms_thread_count(const ms_model* m, const ms_state* s);
 
-/* Backward Euler (implicit.c): reads (x, v) and writes (x_out, v_out); s->f receives the
-   force at the start of the step and s->inv_mass must hold 1/m for free nodes and 0 for
-   pinned ones; *flow receives (added) the flows of the forces over the step (J).  Returns
-   1 if x_out, v_out and the flows are finite. */
-int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* x, const double* v,
-                           double* x_out, double* v_out, double h, ms_flow* flow);
-
 #endif

@@ -316,8 +316,8 @@ void ms_state_prepare(const ms_model* m, ms_state* s) {
         s->moving_pins = m->pinned[i] && (s->v[3 * i] != 0.0 || s->v[3 * i + 1] != 0.0 || s->v[3 * i + 2] != 0.0);
 }
 
-/* A team of one worker for forces outside a step call's workers (the implicit solver,
-   ms_state_forces): the same blocks, so the same sums. */
+/* A team of one worker for forces outside a step call (ms_state_forces): the same
+   blocks, so the same sums. */
 static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     memset(tm, 0, sizeof *tm);
     tm->m = m;
@@ -416,9 +416,9 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     c.in_place = in_place;
     c.explicit_euler = integrator == MS_EXPLICIT_EULER;
     c.stages = ms_integrator_table[integrator];
-    /* Large networks step on several workers; the implicit and projective solvers on one. */
+    /* Large networks step on several workers; projective dynamics on one. */
     int count = ms_thread_count(m, s);
-    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_IMPLICIT_EULER || integrator == MS_PROJECTIVE)
+    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_PROJECTIVE)
         count = 1;
     if (count > 1) {
         c.team.barrier = ms_barrier_create(count);

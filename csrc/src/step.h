@@ -22,6 +22,7 @@ typedef struct ms_node_sums {
     double removed;     /* J: the kinetic energy the energy loss removed */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
+    double reduce[7];   /* the implicit solver's dot products and residual parts */
 } ms_node_sums;
 
 typedef struct ms_team {
@@ -96,5 +97,13 @@ void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int ba
 typedef int (*ms_integrator_stages)(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out,
                                     double t, ms_flow* flow);
 extern const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT];
+
+/* Backward Euler's Newton iterations (implicit.c) as stages: reads (x, v) at time t and
+   writes (x_out, v_out); s->f receives the force at the start and s->implicit is the
+   solver's storage; adds the flows of the forces at the end of the step times h to *flow.
+   Returns 1 if the solve and the flows are finite (the same answer on every worker); the
+   caller finishes the nodes. */
+int ms_implicit_stages(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
+                       ms_flow* flow);
 
 #endif

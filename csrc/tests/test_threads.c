@@ -134,7 +134,6 @@ static int test_same_result_on_any_number_of_threads(void) {
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
         const int variants[] = {0, WITH_COLLIDERS | WITH_STRAIN_LIMIT | WITH_ENERGY_LOSS};
         for (int k = 0; k < 2; ++k) {
-            if (integrator == MS_IMPLICIT_EULER && k == 1) continue; /* one worker: covered by k = 0 */
             const uint64_t one = run_hash((ms_integrator)integrator, variants[k], 1);
             ENSURE(one != 0);
             const int counts[] = {2, 3, 4};
