@@ -20,6 +20,7 @@ typedef struct ms_node_sums {
     double pins[2];     /* W: the pins' power, by forces ticket */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
+    double energy;      /* J: the kinetic and gravitational energy of these nodes */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
 } ms_node_sums;
@@ -36,6 +37,7 @@ typedef struct ms_team {
     int64_t nnode_block;
     ms_node_sums* nodes;    /* (nnode_block) */
     ms_flow* block_flow;    /* per spring block and ticket: its nodes' own forces and dampers (2 x nblock) */
+    double* block_energy;   /* per spring block: its springs' energy (nblock) */
     int face_forces;        /* the air acts on the triangles */
     ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
     /* what the finished nodes of a step go through (ms_finish_nodes) */
