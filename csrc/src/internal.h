@@ -53,10 +53,10 @@ void ms_state_prepare(const ms_model* m, ms_state* s);
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 
 /* The kinetic and gravitational energy (J) of the free nodes of [begin, end), and the
-   elastic energy (J) of one spring, as ms_mechanical_energy sums them. */
+   elastic energy (J) of the springs [begin, end), as ms_mechanical_energy sums them. */
 void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
                     double* gravity);
-double ms_spring_energy(const ms_model* m, const double* x, int64_t spring);
+double ms_spring_energy(const ms_model* m, const double* x, int64_t begin, int64_t end);
 
 /* ledger += what a step booked; ledger += the integrated flows of its forces. */
 void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked);
