@@ -760,7 +760,8 @@ def curve_of(ax, name: str):
 def test_compare_integrators_keeps_a_sane_shared_scale_when_one_method_blows_up():
     dt, steps = 0.15, 1500  # omega h = 1.5: explicit Euler's energy grows 3.25-fold a step
     names = ("explicit_euler", "symplectic_euler", "rk4", "implicit_euler")
-    figure = plot.compare_integrators(oscillator, dt, steps, names)
+    # the mechanical energy: implicit Euler books its loss as numerical, so its total is flat
+    figure = plot.compare_integrators(oscillator, dt, steps, names, quantity="mechanical")
     axes = [ax for ax in figure.axes if ax.get_visible()]
     assert len(axes) == 4
     panels = dict(zip(names, axes))
