@@ -20,23 +20,17 @@ void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t
     *gravity = height;
 }
 
-double ms_spring_energy(const ms_model* m, const double* x, int64_t begin, int64_t end) {
-    double energy = 0.0;
-    for (int64_t k = begin; k < end; ++k) {
-        const double* xi = x + 3 * m->springs[2 * k];
-        const double* xj = x + 3 * m->springs[2 * k + 1];
-        const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
-        const double stretch = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - m->rest[k];
-        energy += 0.5 * m->k[k] * stretch * stretch;
-    }
-    return energy;
-}
-
 /* The three mechanical energies of (x, v). */
 static ms_energy mechanical(const ms_model* m, const double* x, const double* v) {
     ms_energy e = {0.0, 0.0, 0.0, 0.0, 0.0};
     ms_node_energy(m, x, v, 0, m->nnode, &e.kinetic, &e.gravity);
-    e.spring = ms_spring_energy(m, x, 0, m->nspring);
+    for (int64_t k = 0; k < m->nspring; ++k) {
+        const double* xi = x + 3 * m->springs[2 * k];
+        const double* xj = x + 3 * m->springs[2 * k + 1];
+        const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
+        const double stretch = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]) - m->rest[k];
+        e.spring += 0.5 * m->k[k] * stretch * stretch;
+    }
     return e;
 }
 

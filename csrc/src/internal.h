@@ -52,11 +52,9 @@ void ms_state_prepare(const ms_model* m, ms_state* s);
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 
-/* The kinetic and gravitational energy (J) of the free nodes of [begin, end), and the
-   elastic energy (J) of the springs [begin, end), as ms_mechanical_energy sums them. */
+/* The kinetic and gravitational energy (J) of the free nodes of [begin, end). */
 void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
                     double* gravity);
-double ms_spring_energy(const ms_model* m, const double* x, int64_t begin, int64_t end);
 
 /* ledger += what a step booked; ledger += the integrated flows of its forces. */
 void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked);

@@ -221,11 +221,7 @@ static double stage_energy(ms_worker* w, const double* x, const double* v) {
         ms_node_energy(m, x, v, begin, end, &kinetic, &gravity);
         tm->nodes[b].energy = kinetic + gravity;
     }
-    /* the springs in the model's order (contiguous parameters), cut into as many runs as
-       the layout has blocks */
-    for (int64_t b = w->spring_first; b < w->spring_last; ++b)
-        tm->block_energy[b] = ms_spring_energy(m, x, m->nspring * b / layout->nblock,
-                                               m->nspring * (b + 1) / layout->nblock);
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) tm->block_energy[b] = tm->spring_energy(layout, b, x);
     ms_sync(w);
     double energy = 0.0;
     for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].energy;
@@ -363,6 +359,7 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->s = s;
     tm->layout = s->layout;
     tm->springs = ms_spring_kernel_path();
+    tm->spring_energy = ms_spring_energy_kernel_path();
     tm->euler = ms_euler_kernel_path();
     tm->count = 1;
     tm->nnode_block = s->layout->nnode_block;

@@ -30,6 +30,7 @@ typedef struct ms_team {
     ms_state* s;
     const ms_layout* layout;
     ms_spring_kernel springs;
+    ms_spring_energy_kernel spring_energy;
     ms_euler_kernel euler;
     double h;
     int count;              /* workers */

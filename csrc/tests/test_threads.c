@@ -10,8 +10,10 @@
 #include "helpers.h"
 #include "msprings/msprings.h"
 
-/* recorded from a run of test_golden_hash */
+/* recorded from a run of test_golden_hash: symplectic Euler, and xpbd (whose ledger holds
+   the numerical part, from the spring energy kernel of each vector path) */
 #define GOLDEN_HASH 0x4b3cd1abeca746d3ULL
+#define GOLDEN_HASH_XPBD 0x03d5118c41ef9e64ULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {
@@ -149,6 +151,9 @@ static int test_golden_hash(void) {
     const uint64_t hash = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2);
     printf("    golden run hash: 0x%016llx (vector path %s)\n", (unsigned long long)hash, ms_vector_path());
     ENSURE(hash == GOLDEN_HASH);
+    const uint64_t xpbd = run_hash(MS_XPBD, WITH_COLLIDERS, 2);
+    printf("    golden xpbd run hash: 0x%016llx\n", (unsigned long long)xpbd);
+    ENSURE(xpbd == GOLDEN_HASH_XPBD);
     return 0;
 }
 
