@@ -220,6 +220,27 @@ def test_an_unconverged_projective_step_may_book_negative_numerical_and_still_cl
     assert abs(system.energy().total - start) < 1e-10 * max(np.abs(booked).max(), 1.0)
 
 
+@pytest.mark.parametrize("integrator", LARGE_STEP)
+def test_a_change_between_steps_is_user_work_not_numerical(integrator: str) -> None:
+    """A kick between steps is booked as user work, before the step measures the energy it
+    starts from: numerical books only what the solver then removes from the kicked state
+    (its energy factor, three steps), and the total stays put across the kick."""
+    system = oscillator(integrator)
+    h = 1.0 / OMEGA
+    system.step(h, 3)
+    before = system.energy()
+    system.v[1, 0] += 2.0  # a kick: work done by the caller
+    kicked = system.energy()
+    system.step(h, 3)
+    ledger = system.ledger()
+    assert ledger.user == pytest.approx(kicked.mechanical - before.mechanical, rel=1e-13)
+    assert system.energy().total == pytest.approx(before.total, rel=1e-13)
+    # numerical booked the backward Euler loss of the kicked state: three more factors
+    factor = stability.energy_ratio_per_step(integrator, 1.0)
+    assert ledger.numerical - (oscillator_energy(0.2, 1.5) - before.mechanical) == pytest.approx(
+        kicked.mechanical * (1.0 - factor**3), rel=1e-10)
+
+
 def test_xpbd_books_the_same_bits_on_any_number_of_threads() -> None:
     def run(threads: int) -> msprings.Ledger:
         system = scenes.cloth(72, size=10.0, mass=0.05, k=500.0, c=0.5, integrator="xpbd")
