@@ -81,8 +81,9 @@ class Ledger(NamedTuple):
     - ``energy_loss``: the per-step velocity factor;
     - ``numerical``: what the large-step solvers (``implicit_euler``, ``projective``,
       ``xpbd``) removed by themselves: each step's mechanical energy before, less after, less
-      what every other part booked in the step.  Backward Euler multiplies an undamped
-      oscillator's energy by ``1 / (1 + (omega h)^2)`` per step, and books the rest here.
+      what every other part booked in the step (so also what the solver's quadrature of the
+      forces' power misses).  Backward Euler multiplies an undamped oscillator's energy by
+      ``1 / (1 + (omega h)^2)`` per step, and books the rest here.
       A projective or xpbd step short of convergence can hand energy back, so this part
       can decrease (and a single step can book a negative amount).  Always 0 for the
       explicit integrators, whose drift is their error and shows in ``total``.

@@ -154,9 +154,11 @@ typedef struct ms_ledger {
     double numerical;    /* implicit Euler, projective and xpbd only: what a step removed that
                             no other part accounts for (the step's residual of the ledger,
                             mechanical energy before - after - the other parts' increments):
-                            the solver's own damping.  A step that stops short of convergence
-                            (few projective or xpbd iterations) can hand energy back, so a
-                            step may book a negative amount; 0 for the other integrators */
+                            the solver's own damping (and what the quadrature of the other
+                            parts' power misses in the step).  A step that stops short of
+                            convergence (few projective or xpbd iterations) can hand energy
+                            back, so a step may book a negative amount; 0 for the other
+                            integrators */
     double wind;         /* the wind's part of the air forces: -b (v - w).w + F.w */
     double external;     /* the external force: f_ext.v over free nodes */
     double pins;         /* pinned nodes moving with their velocity: -(force of the springs
