@@ -58,12 +58,13 @@ _ENERGY_LABELS = {
     "total": "total (mechanical + dissipated - work)",
 }
 # The mechanisms of the ledger that remove energy (the rest are sources of work).
-_DISSIPATIVE = ("dampers", "drag", "contact", "energy_loss")
+_DISSIPATIVE = ("dampers", "drag", "contact", "energy_loss", "numerical")
 _LEDGER_COLORS = {
     "dampers": "tab:orange",
     "drag": "tab:olive",
     "contact": "tab:brown",
     "energy_loss": "tab:pink",
+    "numerical": "tab:green",
     "wind": "tab:cyan",
     "external": "tab:blue",
     "pins": "black",
@@ -76,19 +77,28 @@ _LEDGER_COLORS = {
 def _ledger_panel(trajectory: Trajectory, ax: Axes) -> None:
     """Where the energy went, mechanism by mechanism (J, cumulative): what each dissipative
     mechanism removed as stacked areas (each never negative), and the work each outside
-    source did as lines (either sign).  Mechanisms that stayed at zero are left out."""
+    source did as lines (either sign).  What a large-step solver removed by itself
+    (numerical) is stacked too, unless it went below zero somewhere (a solver short of
+    convergence handing energy back): then it is a dotted line.  Mechanisms that stayed at
+    zero are left out."""
     from .trajectory import LEDGER_FIELDS
 
     times = trajectory.times
     ledger = np.asarray(trajectory.ledger)
     columns = {name: ledger[:, index] for index, name in enumerate(LEDGER_FIELDS)}
     used = {name: values for name, values in columns.items() if np.any(values != 0.0)}
-    removed = [name for name in _DISSIPATIVE if name in used]
+    removed = [name for name in _DISSIPATIVE if name in used and np.all(used[name] >= 0.0)]
+    labels = {name: f"removed by {name}" for name in removed}
+    if "numerical" in labels:
+        labels["numerical"] = "removed by the solver (numerical)"
     if removed:
-        ax.stackplot(times, *[used[name] for name in removed], labels=[f"removed by {name}" for name in removed],
+        ax.stackplot(times, *[used[name] for name in removed], labels=list(labels.values()),
                      colors=[_LEDGER_COLORS[name] for name in removed], alpha=0.55)
     for name in used:
-        if name not in _DISSIPATIVE:
+        if name == "numerical" and name not in removed:
+            ax.plot(times, used[name], color=_LEDGER_COLORS[name], linewidth=1.6, linestyle=":", gid=name,
+                    label="removed by the solver (numerical)")
+        elif name not in _DISSIPATIVE:
             ax.plot(times, used[name], color=_LEDGER_COLORS[name], linewidth=1.6, label=f"work by {name}", gid=name)
     if not used:
         ax.text(0.5, 0.5, "nothing dissipated, no work done", transform=ax.transAxes, ha="center", va="center",
@@ -105,10 +115,11 @@ def _ledger_panel(trajectory: Trajectory, ax: Axes) -> None:
 def plot_energy(trajectory: Trajectory, ax: Axes | Sequence[Axes] | None = None, *,
                 breakdown: bool = False) -> Axes | tuple[Axes, Axes]:
     """The energy ledger of a run against time (s), in J: kinetic, spring, gravity,
-    dissipated (removed by dampers, drag, contact and energy loss), work (done on the
-    system from outside), mechanical (= kinetic + spring + gravity) and total
-    (= mechanical + dissipated - work, dashed).  The total is constant up to the
-    integrator's error.
+    dissipated (removed by dampers, drag, contact, energy loss and, for implicit_euler,
+    projective and xpbd, by the solver itself), work (done on the system from outside),
+    mechanical (= kinetic + spring + gravity) and total (= mechanical + dissipated - work,
+    dashed).  The total is constant up to an explicit integrator's error, and to rounding
+    for the large-step solvers, which book what they remove as numerical.
 
     With ``breakdown=True`` a second panel below shows the ledger mechanism by mechanism
     (:data:`msprings.trajectory.LEDGER_FIELDS`): what each dissipative mechanism removed,

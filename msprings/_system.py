@@ -49,11 +49,14 @@ class Energy(NamedTuple):
     """Energy ledger of a system (all in J).
 
     ``mechanical = kinetic + spring + gravity``; ``dissipated`` is what dampers, drag, contact
-    and ``energy_loss`` removed (never negative, never decreasing); ``work`` is what was done
-    on the system from outside (wind, external force, moving pins and colliders, position
-    corrections, your changes between steps); ``total = mechanical + dissipated - work``.
-    With an exact integrator ``total`` stays constant; what it drifts by is the integrator's
-    error.  :meth:`System.ledger` splits ``dissipated`` and ``work`` by mechanism.
+    and ``energy_loss`` removed, and for the large-step solvers (``implicit_euler``,
+    ``projective``, ``xpbd``) what the solver itself removed (``numerical``); ``work`` is what
+    was done on the system from outside (wind, external force, moving pins and colliders,
+    position corrections, your changes between steps); ``total = mechanical + dissipated -
+    work``.  With an exact integrator ``total`` stays constant, and with the large-step
+    solvers too (to rounding), since their own damping is booked; with the explicit
+    integrators what it drifts by is the integrator's error.  :meth:`System.ledger` splits
+    ``dissipated`` and ``work`` by mechanism.
     """
 
     kinetic: float
@@ -68,14 +71,22 @@ class Energy(NamedTuple):
 class Ledger(NamedTuple):
     """Where the energy went since construction or :meth:`System.reset`, by mechanism (J).
 
-    Dissipated (each never negative, never decreasing):
+    Dissipated (each but ``numerical`` never negative, never decreasing):
 
     - ``dampers``: the springs' dampers, ``c ((v_j - v_i).n)^2`` integrated over time;
     - ``drag``: the air in its own frame: node drag ``b |v - w|^2`` and the triangles'
       pressure drag ``F.(w - v_mean)`` (lift does no work in the air's frame);
     - ``contact``: restitution and friction at colliders, in the collider's frame, and the
       approach velocity that self-collision removes;
-    - ``energy_loss``: the per-step velocity factor.
+    - ``energy_loss``: the per-step velocity factor;
+    - ``numerical``: what the large-step solvers (``implicit_euler``, ``projective``,
+      ``xpbd``) removed by themselves: each step's mechanical energy before, less after, less
+      what every other part booked in the step (so also what the solver's quadrature of the
+      forces' power misses).  Backward Euler multiplies an undamped oscillator's energy by
+      ``1 / (1 + (omega h)^2)`` per step, and books the rest here.
+      A projective or xpbd step short of convergence can hand energy back, so this part
+      can decrease (and a single step can book a negative amount).  Always 0 for the
+      explicit integrators, whose drift is their error and shows in ``total``.
 
     Work done on the system (either sign):
 
@@ -95,6 +106,7 @@ class Ledger(NamedTuple):
     drag: float
     contact: float
     energy_loss: float
+    numerical: float
     wind: float
     external: float
     pins: float
@@ -105,7 +117,7 @@ class Ledger(NamedTuple):
     @property
     def dissipated(self) -> float:
         """Sum of the dissipated parts (J)."""
-        return self.dampers + self.drag + self.contact + self.energy_loss
+        return self.dampers + self.drag + self.contact + self.energy_loss + self.numerical
 
     @property
     def work(self) -> float:

@@ -31,12 +31,13 @@ __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
 FORMAT_NAME = "msprings.model"
 """The ``format`` entry of every model file."""
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The model file version this module writes; it reads every version up to this one.
-Version 2 stores the ledger by mechanism (``ledger``, in the order of
-:class:`msprings.Ledger`); version 1 stored one ``dissipated`` total, which is read as
-dissipated by dampers (or, when negative, as work done by the wind, the one mechanism that
-made it negative)."""
+Version 3 stores the ledger by mechanism (``ledger``, the eleven parts of
+:class:`msprings.Ledger` in its order).  Version 2 stored it without ``numerical``, which
+is read as 0 (those versions booked nothing there).  Version 1 stored one ``dissipated``
+total, which is read as dissipated by dampers (or, when negative, as work done by the wind,
+the one mechanism that made it negative)."""
 
 # How each kind of option (msprings._core.OPTIONS) is stored under "option_<name>": the
 # entry's dtype, the dtype kinds and shape a file may hold, and the conversion back to the
@@ -201,7 +202,10 @@ def _load_archive(archive: Archive) -> System:
         view[...] = finite(key, n, 3)
     system.f[...] = real("f", n, 3)
     if version >= 2:
-        values = tuple(float(value) for value in real("ledger", len(Ledger._fields)))
+        stored = [name for name in Ledger._fields if version >= 3 or name != "numerical"]
+        parts = dict.fromkeys(Ledger._fields, 0.0)
+        parts.update(zip(stored, (float(value) for value in real("ledger", len(stored)))))
+        values = tuple(parts.values())
         watched = float(real("watched_energy"))
     else:
         dissipated = float(real("dissipated"))

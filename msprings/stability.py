@@ -16,7 +16,10 @@ linear problem, so one step is a 2x2 *amplification matrix* G(a, zeta),
 
 and its eigenvalues say everything about long runs: the method is stable when the spectral
 radius max |lambda| is at most 1, the energy changes by |lambda|^2 per step, and the phase
-arg(lambda) per step gives the numerical frequency.
+arg(lambda) per step gives the numerical frequency.  What the energy loses per step under
+backward Euler, projective dynamics and xpbd is their own numerical damping, which the
+energy ledger books as ``numerical`` (:class:`msprings.Ledger`): on this model problem it is
+exactly the energy that G says a step removes, less what the damper's power books.
 
 The integrators are exactly those of the C core (see DESIGN.md), plus backward Euler:
 
@@ -311,7 +314,9 @@ def energy_ratio_per_step(integrator: str, omega_h: ArrayLike) -> np.ndarray | f
     ``|R(i omega h)|^2`` for RK4.  E itself oscillates within a step-to-step band around
     that trend.  Symplectic Euler and velocity Verlet conserve a modified energy exactly
     (det G = 1), so whenever their eigenvalues are a complex pair on the unit circle
-    (omega h < 2) this is exactly 1.0; beyond, it is the real eigenvalue's square.
+    (omega h < 2) this is exactly 1.0; beyond, it is the real eigenvalue's square.  For
+    ``implicit_euler``, ``projective`` and ``xpbd`` the fraction ``1 - ratio`` that a step
+    removes is what :meth:`msprings.System.ledger` books as ``numerical``.
     """
     _check_integrator(integrator)
     spectrum = _spectrum(amplification_matrix(integrator, omega_h))

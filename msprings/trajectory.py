@@ -28,6 +28,8 @@ LEDGER_FIELDS = Ledger._fields
 
 FORMAT_NAME = "msprings-trajectory"
 FORMAT_VERSION = 1
+# The ledger columns of files written before the ledger had numerical: read with it as 0.
+_LEDGER_FIELDS_BEFORE = tuple(name for name in LEDGER_FIELDS if name != "numerical")
 
 
 @dataclass(eq=False, repr=False)
@@ -38,9 +40,9 @@ class Trajectory:
     - ``positions`` (R, n, 3) in m; ``velocities`` (R, n, 3) in m/s or None;
     - ``energy`` (R, 7): kinetic, spring, gravity, dissipated, work, mechanical, total (J),
       the columns named in :data:`ENERGY_FIELDS`;
-    - ``ledger`` (R, 10): dissipated and work by mechanism (J), the columns named in
-      :data:`LEDGER_FIELDS` (dampers, drag, contact, energy_loss; wind, external, pins,
-      colliders, constraints, user);
+    - ``ledger`` (R, 11): dissipated and work by mechanism (J), the columns named in
+      :data:`LEDGER_FIELDS` (dampers, drag, contact, energy_loss, numerical; wind, external,
+      pins, colliders, constraints, user);
     - every column of both by name, ``trajectory.column("wind")``, and also as an attribute
       (``trajectory.kinetic``, ``trajectory.wind``, ...: views of the columns) -- except the
       ledger's ``colliders``, since ``trajectory.colliders`` describes the colliders;
@@ -187,9 +189,13 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
     records, nodes = len(times), positions.shape[1]
     energy, ledger = get("energy", "f", 2), get("ledger", "f", 2)
     energy_fields, ledger_fields = get("energy_fields", "U", 1), get("ledger_fields", "U", 1)
-    if tuple(energy_fields.tolist()) != ENERGY_FIELDS or tuple(ledger_fields.tolist()) != LEDGER_FIELDS:
+    if tuple(energy_fields.tolist()) != ENERGY_FIELDS or tuple(ledger_fields.tolist()) not in (LEDGER_FIELDS,
+                                                                                              _LEDGER_FIELDS_BEFORE):
         raise ValueError(f"{name}: its energy columns {energy_fields.tolist()} and ledger columns "
                          f"{ledger_fields.tolist()} are not the ones this msprings uses")
+    if tuple(ledger_fields.tolist()) == _LEDGER_FIELDS_BEFORE and ledger.shape[1] == len(_LEDGER_FIELDS_BEFORE):
+        # written before the ledger had numerical, which nothing booked then
+        ledger = np.insert(ledger, LEDGER_FIELDS.index("numerical"), 0.0, axis=1)
     springs, faces = get("springs", "iu", 2), get("faces", "iu", 2)
     pinned, rest = get("pinned", "b", 1), get("rest", "f", 1)
     velocities = get("velocities", "f", 3) if bool(get("has_velocities", "b", 0)) else None

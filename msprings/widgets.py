@@ -48,10 +48,10 @@ __all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "L
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
 
-DISSIPATION_PARTS = Ledger._fields[:4]
-"""The fields of :meth:`System.ledger` that make up ``dissipated``."""
+DISSIPATION_PARTS = Ledger._fields[:Ledger._fields.index("wind")]
+"""The fields of :meth:`System.ledger` that make up ``dissipated`` (they come first)."""
 
-WORK_PARTS = Ledger._fields[4:]
+WORK_PARTS = Ledger._fields[len(DISSIPATION_PARTS):]
 """The fields of :meth:`System.ledger` that make up ``work``."""
 
 HISTORY_LIMIT = 20_000

@@ -488,7 +488,8 @@ def test_implicit_with_dampers_and_drag_is_dissipative() -> None:
     mechanical_a, total_a, dissipated_a = np.array(mechanical), np.array(total), np.array(dissipated)
     assert np.diff(mechanical_a).max() <= tolerance
     assert np.all(np.diff(dissipated_a) > 0.0)
-    # The ledger counts only what dampers and drag removed; backward Euler's own numerical
-    # dissipation comes on top, so the total (mechanical + ledger) can only fall as well.
-    assert np.diff(total_a).max() <= tolerance
+    # Backward Euler's own damping comes on top of what dampers and drag removed: the ledger
+    # books it as numerical, so the total stays put.
+    assert np.abs(total_a - total_a[0]).max() <= tolerance
+    assert s.ledger().numerical > 0.0 and s.ledger().dampers > 0.0 and s.ledger().drag > 0.0
     assert dissipated_a[-1] > 0.05 * (mechanical_a[0] - mechanical_a[-1])

@@ -160,7 +160,7 @@ def test_newer_format_version_is_refused(tmp_path: Path) -> None:
         model_io.load(newer)
     with np.load(saved, allow_pickle=False) as archive:
         assert str(archive["format"]) == model_io.FORMAT_NAME == "msprings.model"
-        assert int(archive["format_version"]) == model_io.FORMAT_VERSION == 2
+        assert int(archive["format_version"]) == model_io.FORMAT_VERSION == 3
 
 
 def test_files_that_are_not_models_are_refused(tmp_path: Path) -> None:

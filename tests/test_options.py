@@ -27,7 +27,7 @@ from msprings import io as model_io
 OPTIONS = {option.name: option for option in _core.OPTIONS}
 KINDS = ("real", "real_or_none", "optional_real", "integer", "vector3", "integrator")
 
-# The option entries of every model file written so far (formats 1 and 2): files written
+# The option entries of every model file written so far (formats 1 to 3): files written
 # before must keep loading, so the table may grow but not rename these.
 SAVED_OPTIONS = {
     "integrator", "gravity", "drag", "energy_loss", "strain_limit", "self_collision", "threads",

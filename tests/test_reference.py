@@ -99,6 +99,13 @@ def build_system(net: reference.Network, x0: np.ndarray, v0: np.ndarray, integra
     return system
 
 
+def removed_by_forces(system: msprings.System) -> float:
+    """What the dampers, drag and energy loss removed (J), as the reference books it: the
+    dissipated parts but numerical, which the large-step solvers book for themselves."""
+    ledger = system.ledger()
+    return ledger.dampers + ledger.drag + ledger.contact + ledger.energy_loss
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 @pytest.mark.parametrize("integrator", reference.INTEGRATORS)
 def test_step_by_step_agrees_with_reference(integrator: str, seed: int) -> None:
@@ -126,7 +133,7 @@ def step_along_reference(
         dissipated += result.dissipated
         assert system.steps == done
         assert system.t == pytest.approx(done * dt, rel=1e-12)
-        assert system.dissipated == pytest.approx(dissipated, rel=RTOL)
+        assert removed_by_forces(system) == pytest.approx(dissipated, rel=RTOL)
         x, v = result.x, result.v
     return x, v
 
@@ -160,7 +167,7 @@ def test_one_call_of_many_steps_equals_single_steps(integrator: str) -> None:
     assert system.steps == n
     assert_close(system.x, x)
     assert_close(system.v, v)
-    assert system.dissipated == pytest.approx(dissipated, rel=RTOL)
+    assert removed_by_forces(system) == pytest.approx(dissipated, rel=RTOL)
 
 
 def test_switching_integrator_between_steps_agrees() -> None:
@@ -413,7 +420,7 @@ def test_linearised_implicit_step_agrees_with_reference(seed: int) -> None:
         assert_close(system.x, result.x, what=f"positions after step {count}")
         assert_close(system.v, result.v, what=f"velocities after step {count}")
         dissipated += result.dissipated
-        assert system.dissipated == pytest.approx(dissipated, rel=RTOL)
+        assert removed_by_forces(system) == pytest.approx(dissipated, rel=RTOL)
         x, v = result.x, result.v
     # The linearised step is not the converged one: the difference shows.
     converged = reference.step(net, x, v, dt, "implicit_euler")

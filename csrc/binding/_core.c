@@ -693,17 +693,17 @@ static PyObject* System_accounts(SystemObject* self, PyObject* Py_UNUSED(ignored
     ms_energy e;
     ms_ledger l;
     ms_state_accounts(self->model, self->state, &e, &l);
-    return Py_BuildValue("((ddddd)(dddddddddd))", e.kinetic, e.spring, e.gravity, e.dissipated, e.work, l.dampers,
-                         l.drag, l.contact, l.energy_loss, l.wind, l.external, l.pins, l.colliders, l.constraints,
-                         l.user);
+    return Py_BuildValue("((ddddd)(ddddddddddd))", e.kinetic, e.spring, e.gravity, e.dissipated, e.work, l.dampers,
+                         l.drag, l.contact, l.energy_loss, l.numerical, l.wind, l.external, l.pins, l.colliders,
+                         l.constraints, l.user);
 }
 
 /* The ledger's fields, in the order of the tuple that _ledger returns. */
 static const size_t ledger_offsets[] = {
-    offsetof(ms_ledger, dampers),  offsetof(ms_ledger, drag),      offsetof(ms_ledger, contact),
-    offsetof(ms_ledger, energy_loss), offsetof(ms_ledger, wind),   offsetof(ms_ledger, external),
-    offsetof(ms_ledger, pins),     offsetof(ms_ledger, colliders), offsetof(ms_ledger, constraints),
-    offsetof(ms_ledger, user)};
+    offsetof(ms_ledger, dampers),     offsetof(ms_ledger, drag),      offsetof(ms_ledger, contact),
+    offsetof(ms_ledger, energy_loss), offsetof(ms_ledger, numerical), offsetof(ms_ledger, wind),
+    offsetof(ms_ledger, external),    offsetof(ms_ledger, pins),      offsetof(ms_ledger, colliders),
+    offsetof(ms_ledger, constraints), offsetof(ms_ledger, user)};
 #define LEDGER_FIELDS (sizeof ledger_offsets / sizeof ledger_offsets[0])
 
 static PyObject* System_ledger(SystemObject* self, PyObject* args) {
@@ -962,17 +962,17 @@ static PyObject* System_restore_clock(SystemObject* self, PyObject* args) {
     if (require_idle(self) < 0) return NULL;
     double t, values[LEDGER_FIELDS], watched = NAN;
     long long steps;
-    if (!PyArg_ParseTuple(args, "dL(dddddddddd)|d:_restore_clock", &t, &steps, &values[0], &values[1], &values[2],
+    if (!PyArg_ParseTuple(args, "dL(ddddddddddd)|d:_restore_clock", &t, &steps, &values[0], &values[1], &values[2],
                           &values[3], &values[4], &values[5], &values[6], &values[7], &values[8], &values[9],
-                          &watched))
+                          &values[10], &watched))
         return NULL;
     int finite = isfinite(t) && !isinf(watched);
     for (size_t i = 0; i < LEDGER_FIELDS; ++i) finite = finite && isfinite(values[i]);
-    /* the dissipated parts come first and are never negative */
+    /* the dissipated parts come first; all but numerical are never negative */
     for (size_t i = 0; i < 4; ++i) finite = finite && values[i] >= 0.0;
     if (!finite || steps < 0) {
         PyErr_SetString(PyExc_ValueError,
-                        "t and the ledger must be finite, its dissipated parts >= 0, and steps >= 0");
+                        "t and the ledger must be finite, its dissipated parts but numerical >= 0, and steps >= 0");
         return NULL;
     }
     self->state->t = t;
@@ -1010,10 +1010,10 @@ static PyMethodDef System_methods[] = {
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
      "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
     {"_accounts", (PyCFunction)System_accounts, METH_NOARGS,
-     "((kinetic, spring, gravity, dissipated, work), (the ledger's ten parts)) in J, from one pass."},
+     "((kinetic, spring, gravity, dissipated, work), (the ledger's eleven parts)) in J, from one pass."},
     {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
-     "_ledger(pending=True): (dampers, drag, contact, energy_loss, wind, external, pins, colliders, constraints, "
-     "user) in J; user includes the caller's change that the next step books unless pending is false."},
+     "_ledger(pending=True): (dampers, drag, contact, energy_loss, numerical, wind, external, pins, colliders, "
+     "constraints, user) in J; user includes the caller's change that the next step books unless pending is false."},
     {"momentum", (PyCFunction)System_momentum, METH_NOARGS,
      "momentum()\n--\n\nTotal linear momentum sum(m v) of the free nodes (kg m/s), shape (3,)."},
     {"lengths", (PyCFunction)System_lengths, METH_NOARGS,
@@ -1035,7 +1035,7 @@ static PyMethodDef System_methods[] = {
     {"_initial_state", (PyCFunction)System_initial_state, METH_NOARGS,
      "(x0, v0): copies of the positions and velocities that reset() restores."},
     {"_restore_clock", (PyCFunction)System_restore_clock, METH_VARARGS,
-     "_restore_clock(t, steps, ledger, watched=nan): set the time, step count, the ledger's ten values and the "
+     "_restore_clock(t, steps, ledger, watched=nan): set the time, step count, the ledger's eleven values and the "
      "recorded energy that the next step books the caller's changes against (nan: none) (model files)."},
     {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
      "The mechanical energy (J) the next step books the caller's changes against, or nan."},
@@ -1185,7 +1185,9 @@ static const PyGetSetDef System_attributes[] = {
     {"steps", (getter)get_steps, NULL, "Steps taken since construction or reset().", NULL},
     {"dissipated", (getter)get_dissipated, NULL,
      "Energy removed since construction or reset() by dampers, drag in the air's frame, contact and friction, "
-     "and energy_loss (J); never negative, never decreasing.", NULL},
+     "energy_loss, and (implicit_euler, projective, xpbd) the solver's own numerical dissipation (J). Without "
+     "numerical it never decreases; a projective or xpbd step short of convergence can book numerical < 0.",
+     NULL},
     {"work", (getter)get_work, NULL,
      "Work done on the system from outside since construction or reset() (J): wind, external force, moving "
      "pins and colliders, position corrections, and the caller's changes between steps.", NULL},

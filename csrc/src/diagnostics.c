@@ -5,17 +5,25 @@
 #include "internal.h"
 #include "layout.h"
 
-/* The three mechanical energies of (x, v). */
-static ms_energy mechanical(const ms_model* m, const double* x, const double* v) {
-    ms_energy e = {0.0, 0.0, 0.0, 0.0, 0.0};
+void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
+                    double* gravity) {
     const double* g = m->opt.gravity;
-    for (int64_t i = 0; i < m->nnode; ++i) {
+    double moving = 0.0, height = 0.0;
+    for (int64_t i = begin; i < end; ++i) {
         if (m->pinned[i]) continue;
         const double* xi = x + 3 * i;
         const double* vi = v + 3 * i;
-        e.kinetic += 0.5 * m->mass[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
-        e.gravity -= m->mass[i] * (g[0] * xi[0] + g[1] * xi[1] + g[2] * xi[2]);
+        moving += 0.5 * m->mass[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        height -= m->mass[i] * (g[0] * xi[0] + g[1] * xi[1] + g[2] * xi[2]);
     }
+    *kinetic = moving;
+    *gravity = height;
+}
+
+/* The three mechanical energies of (x, v). */
+static ms_energy mechanical(const ms_model* m, const double* x, const double* v) {
+    ms_energy e = {0.0, 0.0, 0.0, 0.0, 0.0};
+    ms_node_energy(m, x, v, 0, m->nnode, &e.kinetic, &e.gravity);
     for (int64_t k = 0; k < m->nspring; ++k) {
         const double* xi = x + 3 * m->springs[2 * k];
         const double* xj = x + 3 * m->springs[2 * k + 1];
@@ -54,7 +62,9 @@ ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s) {
     return l;
 }
 
-double ms_ledger_dissipated(const ms_ledger* l) { return l->dampers + l->drag + l->contact + l->energy_loss; }
+double ms_ledger_dissipated(const ms_ledger* l) {
+    return l->dampers + l->drag + l->contact + l->energy_loss + l->numerical;
+}
 
 double ms_ledger_work(const ms_ledger* l) {
     return l->wind + l->external + l->pins + l->colliders + l->constraints + l->user;
@@ -65,6 +75,7 @@ void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked) {
     ledger->drag += booked->drag;
     ledger->contact += booked->contact;
     ledger->energy_loss += booked->energy_loss;
+    ledger->numerical += booked->numerical;
     ledger->wind += booked->wind;
     ledger->external += booked->external;
     ledger->pins += booked->pins;
@@ -96,8 +107,8 @@ int ms_flow_finite(const ms_flow* flow) {
 
 int ms_ledger_finite(const ms_ledger* l) {
     return isfinite(l->dampers) && isfinite(l->drag) && isfinite(l->contact) && isfinite(l->energy_loss) &&
-           isfinite(l->wind) && isfinite(l->external) && isfinite(l->pins) && isfinite(l->colliders) &&
-           isfinite(l->constraints) && isfinite(l->user);
+           isfinite(l->numerical) && isfinite(l->wind) && isfinite(l->external) && isfinite(l->pins) &&
+           isfinite(l->colliders) && isfinite(l->constraints) && isfinite(l->user);
 }
 
 void ms_state_momentum(const ms_model* m, const ms_state* s, double out[3]) {

@@ -52,6 +52,10 @@ void ms_state_prepare(const ms_model* m, ms_state* s);
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 
+/* The kinetic and gravitational energy (J) of the free nodes of [begin, end). */
+void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
+                    double* gravity);
+
 /* ledger += what a step booked; ledger += the integrated flows of its forces. */
 void ms_ledger_add(ms_ledger* ledger, const ms_ledger* booked);
 void ms_ledger_add_flow(ms_ledger* ledger, const ms_flow* flow);
@@ -73,7 +77,8 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
-/* The step's layout and block sums (s->layout, node_sums, block_flow), made on first use. */
+/* The step's layout and block sums (s->layout, node_sums, block_flow, block_energy), made on
+   first use. */
 int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Forgets what contact knew between steps: every gap bound in s->clearance (sized for the

@@ -250,24 +250,20 @@ const char* ms_vector_path(void) {
 #endif
 }
 
-ms_spring_kernel ms_spring_kernel_path(void) {
-#if defined(MS_AVX2_PATH)
-    if (ms_avx2_supported()) return ms_springs_avx2;
-#endif
+/* A kernel's version on the fastest path this processor has. */
 #if defined(MS_SSE2_PATH)
-    return ms_springs_sse2;
+#define MS_BASE_PATH(name) name##_sse2
 #else
-    return ms_springs_plain;
+#define MS_BASE_PATH(name) name##_plain
 #endif
-}
+#if defined(MS_AVX2_PATH)
+#define MS_FASTEST_PATH(name) (ms_avx2_supported() ? name##_avx2 : MS_BASE_PATH(name))
+#else
+#define MS_FASTEST_PATH(name) MS_BASE_PATH(name)
+#endif
 
-ms_euler_kernel ms_euler_kernel_path(void) {
-#if defined(MS_AVX2_PATH)
-    if (ms_avx2_supported()) return ms_euler_avx2;
-#endif
-#if defined(MS_SSE2_PATH)
-    return ms_euler_sse2;
-#else
-    return ms_euler_plain;
-#endif
-}
+ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_PATH(ms_springs); }
+
+ms_spring_energy_kernel ms_spring_energy_kernel_path(void) { return MS_FASTEST_PATH(ms_springs_energy); }
+
+ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_PATH(ms_euler); }

@@ -61,6 +61,10 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 /* Adds the halos of the blocks to the forces of the nodes [begin, end), in block order. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
+/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x; every
+   path gives the same value. */
+typedef double (*ms_spring_energy_kernel)(const ms_layout* layout, int64_t b, const double* x);
+
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
    from x, v and f with step h, written to x_out and v_out (which may be x and v) or, with
    x_out NULL, only checked: 1 if every new value is finite.  Every path gives the same
@@ -70,17 +74,20 @@ typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const do
 
 /* The kernels of each vector path (spring_kernel.h compiled once per path). */
 double ms_springs_plain(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+double ms_springs_energy_plain(const ms_layout* layout, int64_t b, const double* x);
 int ms_euler_plain(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                    int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
 #define MS_SSE2_PATH 1
 double ms_springs_sse2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+double ms_springs_energy_sse2(const ms_layout* layout, int64_t b, const double* x);
 int ms_euler_sse2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 #endif
 #if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
 #define MS_AVX2_PATH 1
 double ms_springs_avx2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+double ms_springs_energy_avx2(const ms_layout* layout, int64_t b, const double* x);
 int ms_euler_avx2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 #endif
@@ -92,6 +99,7 @@ double ms_spring_force(const double xa[3], const double xb[3], const double va[3
 
 /* The kernels this processor runs (the fastest path it has). */
 ms_spring_kernel ms_spring_kernel_path(void);
+ms_spring_energy_kernel ms_spring_energy_kernel_path(void);
 ms_euler_kernel ms_euler_kernel_path(void);
 
 /* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r

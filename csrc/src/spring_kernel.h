@@ -4,7 +4,7 @@
  *
  * Springs.  With d = x_b - x_a, l = |d|, n = d / l, the force on a is
  * [k (l - L) + c (v_b - v_a).n] n and the force on b is its opposite.  The damper removes
- * c ((v_b - v_a).n)^2 watts.
+ * c ((v_b - v_a).n)^2 watts, and the spring holds k (l - L)^2 / 2 joules.
  */
 #include "layout.h"
 #include "vector.h"
@@ -146,6 +146,52 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
     double power[MS_LANES];
     v4_store(power, lane_power);
     return single_power + ((power[0] + power[1]) + (power[2] + power[3]));
+}
+
+/* Twice the elastic energy k (l - L)^2 of the springs [s, s + 4 k) of a lane group, added
+   lane by lane to sum. */
+static inline v4 MS_KERNEL(group_energy)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
+                                         int64_t k, int64_t a, const double* restrict x, v4 sum) {
+    v4 xa, ya, za;
+    v4_load_nodes(x + 3 * a, &xa, &ya, &za);
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t r = s + MS_LANES * j;
+        v4 xb, yb, zb;
+        v4_load_nodes(x + 3 * (int64_t)pairs[2 * r + 1], &xb, &yb, &zb);
+        const v4 dx = v4_sub(xb, xa), dy = v4_sub(yb, ya), dz = v4_sub(zb, za);
+        const v4 length = v4_sqrt(v4_add(v4_add(v4_mul(dx, dx), v4_mul(dy, dy)), v4_mul(dz, dz)));
+        const double* p = params + 3 * r;
+        const v4 stretch = v4_sub(length, v4_load(p));
+        sum = v4_add(sum, v4_mul(v4_mul(v4_load(p + MS_LANES), stretch), stretch));
+    }
+    return sum;
+}
+
+double MS_KERNEL(ms_springs_energy)(const ms_layout* layout, int64_t block, const double* restrict x) {
+    const int32_t* restrict pairs = layout->pairs;
+    const double* restrict params = layout->params;
+    v4 lane_sum = v4_set(0.0);
+    v1 single_sum = 0.0;
+    const int64_t end = layout->spring_start[block + 1];
+    for (int64_t s = layout->spring_start[block]; s < end;) {
+        const int64_t a = pairs[2 * s];
+        const int64_t k = layout->lanes[a];
+        if (k > 0) {
+            lane_sum = MS_KERNEL(group_energy)(pairs, params, s, k, a, x, lane_sum);
+            s += MS_LANES * k;
+            continue;
+        }
+        const double* xa = x + 3 * a;
+        for (; s < end && pairs[2 * s] == a; ++s) {
+            const double* xb = x + 3 * (int64_t)pairs[2 * s + 1];
+            const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
+            const v1 stretch = v1_sqrt(dx * dx + dy * dy + dz * dz) - params[3 * s];
+            single_sum += params[3 * s + 1] * stretch * stretch;
+        }
+    }
+    double sums[MS_LANES];
+    v4_store(sums, lane_sum);
+    return 0.5 * (single_sum + ((sums[0] + sums[1]) + (sums[2] + sums[3])));
 }
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),

@@ -100,6 +100,7 @@ void ms_state_destroy(ms_state* s) {
     ms_layout_destroy(s->layout);
     free(s->node_sums);
     free(s->block_flow);
+    free(s->block_energy);
     ms_colouring_free(s->constraints);
     ms_projective_free(s->projective);
     free(s->collider_center);
@@ -209,7 +210,8 @@ int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
     }
     if (s->node_sums == NULL) s->node_sums = calloc((size_t)s->layout->nnode_block, sizeof(ms_node_sums));
     if (s->block_flow == NULL) s->block_flow = calloc(2 * (size_t)s->layout->nblock, sizeof(ms_flow));
-    if (s->node_sums == NULL || s->block_flow == NULL)
+    if (s->block_energy == NULL) s->block_energy = calloc((size_t)s->layout->nblock, sizeof(double));
+    if (s->node_sums == NULL || s->block_flow == NULL || s->block_energy == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the step storage of %lld nodes",
                             (long long)m->nnode);
     return MS_OK;

@@ -6,7 +6,10 @@
  * with nothing acting after the integrator step in place instead, checking each update
  * before writing it.  The stages of one step:
  *
- *   forces -> integrate -> energy loss -> constraints -> contact -> checks -> clock
+ *   forces -> integrate -> energy loss -> constraints -> contact -> checks -> ledger -> clock
+ *
+ * where the ledger stage books, for the large-step solvers, what the step removed beyond
+ * what its forces, contact and constraints booked (ledger.numerical).
  *
  * run on one worker, or on several for large networks (step.h): the thread layer only
  * starts workers and gives them a barrier.
@@ -205,12 +208,34 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
     return !ms_any_bad(tm) && ms_ledger_finite(booked);
 }
 
+/* The mechanical energy of (x, v) (J), run by every worker: each sums its node and spring
+   blocks, then every worker adds the blocks' sums in block order, so every worker gets the
+   same bits for any number of workers.  Reads every node, so it must follow a barrier
+   after they were written. */
+static double stage_energy(ms_worker* w, const double* x, const double* v) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    const ms_layout* layout = tm->layout;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        double kinetic, gravity;
+        ms_node_energy(m, x, v, begin, end, &kinetic, &gravity);
+        tm->nodes[b].energy = kinetic + gravity;
+    }
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) tm->block_energy[b] = tm->spring_energy(layout, b, x);
+    ms_sync(w);
+    double energy = 0.0;
+    for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].energy;
+    for (int64_t b = 0; b < layout->nblock; ++b) energy += tm->block_energy[b];
+    return energy;
+}
+
 /* What one step call needs beyond the state. */
 typedef struct call {
     ms_team team;
     int64_t n;
     int in_place;
     int explicit_euler;
+    int book_numerical; /* the step's residual of the ledger is booked as numerical */
     ms_integrator_stages stages;
     int64_t completed; /* steps taken (written by worker 0) */
     int out_of_memory;
@@ -253,12 +278,22 @@ static void run_buffered(call* c, ms_worker* w) {
     ms_state* s = tm->s;
     double t = s->t;
     double *x = s->x, *v = s->v, *x_next = s->x_next, *v_next = s->v_next;
+    /* the mechanical energy of (x, v), carried from step to step when numerical is booked */
+    double energy = c->book_numerical ? stage_energy(w, x, v) : 0.0;
     for (int64_t step = 0; step < c->n; ++step) {
         ms_flow flow = no_flow;
         ms_ledger booked = {0};
         int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
         ms_ledger_add_flow(&booked, &flow);
         if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
+        if (finite > 0 && c->book_numerical) {
+            /* What the mechanical energy lost that no other part booked:
+               E - E' = (dissipated' - dissipated) - (work' - work) + numerical. */
+            const double energy_next = stage_energy(w, x_next, v_next);
+            booked.numerical = energy - energy_next - ms_ledger_dissipated(&booked) + ms_ledger_work(&booked);
+            energy = energy_next;
+            finite = ms_ledger_finite(&booked);
+        }
         if (finite < 0 && w->id == 0) c->out_of_memory = 1;
         if (finite <= 0) break;
         double* swap = x;
@@ -324,11 +359,13 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->s = s;
     tm->layout = s->layout;
     tm->springs = ms_spring_kernel_path();
+    tm->spring_energy = ms_spring_energy_kernel_path();
     tm->euler = ms_euler_kernel_path();
     tm->count = 1;
     tm->nnode_block = s->layout->nnode_block;
     tm->nodes = s->node_sums;
     tm->block_flow = s->block_flow;
+    tm->block_energy = s->block_energy;
     const ms_air* air = &m->opt.air;
     tm->face_forces = m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0);
     tm->energy_loss = m->opt.energy_loss > 0.0;
@@ -415,6 +452,9 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     c.n = n;
     c.in_place = in_place;
     c.explicit_euler = integrator == MS_EXPLICIT_EULER;
+    /* The large-step solvers damp by themselves, and the ledger books it; the explicit
+       integrators' drift is their error, left in sight. */
+    c.book_numerical = integrator == MS_IMPLICIT_EULER || integrator == MS_PROJECTIVE || integrator == MS_XPBD;
     c.stages = ms_integrator_table[integrator];
     /* Large networks step on several workers; projective dynamics on one. */
     int count = ms_thread_count(m, s);

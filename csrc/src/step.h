@@ -20,6 +20,7 @@ typedef struct ms_node_sums {
     double pins[2];     /* W: the pins' power, by forces ticket */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
+    double energy;      /* J: the kinetic and gravitational energy of these nodes */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
     double reduce[7];   /* the implicit solver's dot products and residual parts */
@@ -30,6 +31,7 @@ typedef struct ms_team {
     ms_state* s;
     const ms_layout* layout;
     ms_spring_kernel springs;
+    ms_spring_energy_kernel spring_energy;
     ms_euler_kernel euler;
     double h;
     int count;              /* workers */
@@ -37,6 +39,7 @@ typedef struct ms_team {
     int64_t nnode_block;
     ms_node_sums* nodes;    /* (nnode_block) */
     ms_flow* block_flow;    /* per spring block and ticket: its nodes' own forces and dampers (2 x nblock) */
+    double* block_energy;   /* per spring block: its springs' energy (nblock) */
     int face_forces;        /* the air acts on the triangles */
     ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
     /* what the finished nodes of a step go through (ms_finish_nodes) */

@@ -291,7 +291,8 @@ static int test_steps_match_reference_formulas(void) {
             ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
             ENSURE_NEAR(s->x[3], x, 1e-14);
             ENSURE_NEAR(s->v[3], v, 1e-14);
-            ENSURE_NEAR(ms_ledger_dissipated(&s->ledger), dissipated, 1e-14);
+            /* the forces' and the energy loss's parts (numerical is the large-step solvers' own) */
+            ENSURE_NEAR(ms_ledger_dissipated(&s->ledger) - s->ledger.numerical, dissipated, 1e-14);
             ENSURE(s->x[4] == 0.0 && s->v[4] == 0.0);
         }
         ms_state_destroy(s);

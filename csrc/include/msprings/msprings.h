@@ -136,11 +136,14 @@ typedef struct ms_collider {
     double thickness;      /* extra distance kept from the surface (m), >= 0 */
 } ms_collider;
 
-/* Where the energy of a state went since creation or reset (J).  The first four are
-   dissipated: energy taken out of the system, each never negative and never decreasing.
-   The rest is work done on the system from outside, of either sign.  For an exact
-   integrator  kinetic + spring + gravity + dissipated - work  stays constant; what it
-   drifts by is the integrator's error. */
+/* Where the energy of a state went since creation or reset (J).  The first five are
+   dissipated: energy taken out of the system; the first four never negative and never
+   decreasing, numerical of either sign (see below).  The rest is work done on the system
+   from outside, of either sign.  For an exact integrator
+   kinetic + spring + gravity + dissipated - work  stays constant.  The large-step solvers
+   (implicit Euler, projective, xpbd) book what they remove themselves as numerical, so for
+   them it stays constant to rounding; for the explicit integrators what it drifts by is
+   the integrator's error. */
 typedef struct ms_ledger {
     double dampers;      /* spring dampers: c ((v_j - v_i).n)^2 */
     double drag;         /* the air in its own frame: node drag b |v - w|^2 and the triangles'
@@ -148,6 +151,14 @@ typedef struct ms_ledger {
     double contact;      /* colliders' restitution and friction in the collider's frame, and
                             the approach velocity that self-collision removes */
     double energy_loss;  /* the references' per-step velocity factor */
+    double numerical;    /* implicit Euler, projective and xpbd only: what a step removed that
+                            no other part accounts for (the step's residual of the ledger,
+                            mechanical energy before - after - the other parts' increments):
+                            the solver's own damping (and what the quadrature of the other
+                            parts' power misses in the step).  A step that stops short of
+                            convergence (few projective or xpbd iterations) can hand energy
+                            back, so a step may book a negative amount; 0 for the other
+                            integrators */
     double wind;         /* the wind's part of the air forces: -b (v - w).w + F.w */
     double external;     /* the external force: f_ext.v over free nodes */
     double pins;         /* pinned nodes moving with their velocity: -(force of the springs
@@ -241,6 +252,7 @@ typedef struct ms_state {
     struct ms_layout* layout; /* the springs as a step visits them, made by the first step */
     void* node_sums;     /* a step's sums per block of nodes, with layout */
     void* block_flow;    /* a step's power flows per block of springs, with layout */
+    double* block_energy; /* a step's spring energy per block of springs (J), with layout */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
@@ -250,7 +262,7 @@ typedef struct ms_energy {
     double spring;       /* 1/2 sum k (l - L)^2 over springs (J) */
     double gravity;      /* -sum m g.x over free nodes (J) */
     double dissipated;   /* the dissipative part of the ledger: dampers + drag + contact +
-                            energy_loss (J), never negative */
+                            energy_loss + numerical (J) */
     double work;         /* the work part of the ledger: wind + external + pins + colliders +
                             constraints + user (J), either sign */
 } ms_energy;
@@ -404,7 +416,7 @@ ms_ledger ms_state_ledger(const ms_model* m, const ms_state* s);
 
 /* Both of the above from one pass over the nodes and springs (either pointer may be NULL). */
 void ms_state_accounts(const ms_model* m, const ms_state* s, ms_energy* energy, ms_ledger* ledger);
-/* The ledger's dissipated part (dampers + drag + contact + energy_loss) and its work part
+/* The ledger's dissipated part (dampers + drag + contact + energy_loss + numerical) and its work part
    (wind + external + pins + colliders + constraints + user), in J. */
 double ms_ledger_dissipated(const ms_ledger* ledger);
 double ms_ledger_work(const ms_ledger* ledger);
