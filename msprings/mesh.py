@@ -24,13 +24,19 @@ from ._mesh_geometry import (
     unique_edges,
     vertex_normals,
 )
+from ._mesh_material import element_sizes, lumped_masses, spring_stiffness
 from ._mesh_obj import export_obj_frames, load_obj, save_obj
-from ._mesh_springs import MeshWarning, from_mesh
+from ._mesh_repair import RepairReport, boundary_edges, repair
+from ._mesh_springs import MeshWarning, OpenMeshWarning, from_mesh
 
 __all__ = [
     "InteriorEdges",
     "Mesh",
     "MeshWarning",
+    "OpenMeshWarning",
+    "RepairReport",
+    "boundary_edges",
+    "element_sizes",
     "enclosed_volume",
     "export_obj_frames",
     "face_normals",
@@ -38,7 +44,10 @@ __all__ = [
     "icosphere",
     "interior_edge_opposites",
     "load_obj",
+    "lumped_masses",
+    "repair",
     "save_obj",
+    "spring_stiffness",
     "unique_edges",
     "vertex_normals",
 ]
