@@ -354,18 +354,30 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
 
 
 def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLike = (0.0, 1.0, 0.0),
-                  mass: float = 0.05, k: float = 500.0, c: float | None = None, bend_k: float | None = None,
-                  stabilise: str | None = "center", **options: Any) -> System:
+                  mass: float | None = None, k: float | None = None, c: float | None = None,
+                  bend_k: float | None = None, stabilise: str | None = "center", **options: Any) -> System:
     """A closed sphere of springs that keeps its shape: an icosphere (``subdivisions`` times
     refined, 12, 42, 162, 642 ... vertices) converted to springs along its edges, with
     stabilising springs (``"center"``: every vertex tied to an extra centre node;
     ``"opposite"``: to its antipode; None: none, and it collapses) and optional bending
-    springs.  Default damping is 90 % of critical for one node on one spring."""
+    springs.  Defaults: 0.05 kg per node, k = 500 N/m and 90 % of critical damping for one
+    node on one spring.
+
+    Material values replace them: ``density`` (kg/m^3) or ``total_mass`` (kg),
+    ``youngs_modulus`` (Pa), ``damping_ratio`` and, for a hollow shell (``stabilise`` not
+    ``"center"``), ``thickness`` (m), as in :func:`msprings.mesh.from_mesh`; the ball then
+    behaves the same at every ``subdivisions``."""
     from . import mesh
 
     sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
-    damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
-    system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping, bend_k=bend_k,
+    material = {"density", "total_mass", "youngs_modulus", "damping_ratio"} & set(options)
+    if not {"density", "total_mass"} & material:
+        mass = 0.05 if mass is None else mass
+    if "youngs_modulus" not in material:
+        k = 500.0 if k is None else k
+    if "damping_ratio" not in material and c is None:
+        c = 0.9 * 2.0 * math.sqrt(float(np.mean(mass if mass is not None else 0.05)) * float(np.mean(k or 500.0)))
+    system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=c, bend_k=bend_k,
                                     stabilise=stabilise, uv=sphere.uv, return_counts=True, **options)
     start = 0
     for name in ("structural", "bend", "stabilise"):
