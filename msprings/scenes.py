@@ -361,22 +361,25 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
     stabilising springs (``"center"``: every vertex tied to an extra centre node;
     ``"opposite"``: to its antipode; None: none, and it collapses) and optional bending
     springs.  Defaults: 0.05 kg per node, k = 500 N/m and 90 % of critical damping for one
-    node on one spring.
+    node on one spring (with material values: ``damping_ratio=0.9`` on every spring).
 
     Material values replace them: ``density`` (kg/m^3) or ``total_mass`` (kg),
     ``youngs_modulus`` (Pa), ``damping_ratio`` and, for a hollow shell (``stabilise`` not
-    ``"center"``), ``thickness`` (m), as in :func:`msprings.mesh.from_mesh`; the ball then
-    behaves the same at every ``subdivisions``."""
+    ``"center"``), ``thickness`` (m), as in :func:`msprings.mesh.from_mesh`; with a density (or
+    total mass) and a Young's modulus the ball weighs and squashes the same at every
+    ``subdivisions``."""
     from . import mesh
 
     sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
-    material = {"density", "total_mass", "youngs_modulus", "damping_ratio"} & set(options)
-    if not {"density", "total_mass"} & material:
-        mass = 0.05 if mass is None else mass
-    if "youngs_modulus" not in material:
-        k = 500.0 if k is None else k
-    if "damping_ratio" not in material and c is None:
-        c = 0.9 * 2.0 * math.sqrt(float(np.mean(mass if mass is not None else 0.05)) * float(np.mean(k or 500.0)))
+    if "density" not in options and "total_mass" not in options and mass is None:
+        mass = 0.05
+    if "youngs_modulus" not in options and k is None:
+        k = 500.0
+    if "damping_ratio" not in options and c is None:
+        if mass is not None and k is not None:
+            c = 0.9 * 2.0 * math.sqrt(mass * k)
+        else:
+            options["damping_ratio"] = 0.9
     system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=c, bend_k=bend_k,
                                     stabilise=stabilise, uv=sphere.uv, return_counts=True, **options)
     start = 0

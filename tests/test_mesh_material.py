@@ -155,7 +155,7 @@ def test_a_stretched_strip_extends_by_f_l_over_e_a(kind: str) -> None:
     if kind == "grid":
         assert extension == pytest.approx(expected, rel=2e-3)
     else:
-        assert 0.96 * expected < extension < expected
+        assert 0.99 * expected < extension < expected
 
 
 def test_a_ball_under_pressure_dilates_by_p_over_2e_at_every_resolution() -> None:
@@ -273,6 +273,9 @@ def test_spring_sphere_takes_material_values() -> None:
         assert ball.mass.sum() == pytest.approx(1000.0 * mesh.enclosed_volume(sphere.vertices, sphere.faces), rel=1e-12)
         assert set(ball.families) == {"structural", "stabilise"}
         np.testing.assert_allclose(ball.damping_ratio(), 0.5, rtol=1e-12)
+    # Without a damping ratio, material values get 90 % of critical on every spring.
+    np.testing.assert_allclose(scenes.spring_sphere(2, density=1000.0, youngs_modulus=1e5).damping_ratio(), 0.9,
+                               rtol=1e-12)
     # The defaults are still the per-node ones.
     plain = scenes.spring_sphere(2)
     np.testing.assert_allclose(plain.mass, 0.05, rtol=1e-15)
