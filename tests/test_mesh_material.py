@@ -305,3 +305,79 @@ def test_conflicting_or_bad_material_values_are_refused(options: dict, message: 
         mesh.from_mesh(vertices, faces, **options)
     with pytest.raises(TypeError, match="density"):
         mesh.from_mesh(vertices, faces, density="heavy", thickness=1e-3)
+
+
+# ---- a cloth of material values ----------------------------------------------------------
+
+
+def test_a_material_cloth_is_an_isotropic_membrane() -> None:
+    # Stretched uniformly by a small strain e in any direction with no strain across it, an
+    # isotropic membrane stores (1/2) E t / (1 - nu^2) e^2 per unit area: 9/16 E t e^2 for
+    # nu = 1/3.  The grid's energy (every cell stretched alike) is exactly that, at any angle.
+    modulus, thickness, strain = 1e6, 1e-3, 1e-7
+    cloth = scenes.cloth(9, size=1.0, families=("structural", "shear"), density=1000.0, thickness=thickness,
+                         youngs_modulus=modulus, gravity=(0.0, 0.0, 0.0))
+    area = (1.0 * 8 / 9) ** 2
+    start = cloth.x.copy()
+    for angle in np.linspace(0.0, np.pi / 2, 7):
+        direction = np.array([math.cos(angle), 0.0, math.sin(angle)])
+        cloth.x[:] = start + strain * np.outer(start @ direction, direction)
+        energy = 0.5 * float(np.sum(cloth.k * (cloth.lengths() - cloth.rest) ** 2))
+        assert energy / area == pytest.approx(9.0 / 16.0 * modulus * thickness * strain**2, rel=1e-5)
+
+
+def test_a_material_cloth_strip_extends_by_f_l_over_e_a() -> None:
+    # A 1 m strip, 0.1 m wide, pulled along its length or across (the same strip turned 90
+    # degrees) extends by F L / (E w t), a little less since its clamped end cannot narrow.
+    modulus, thickness, force = 1e7, 1e-3, 1.0
+    expected = force * 1.0 / (modulus * 0.1 * thickness)
+    for rows, columns in ((5, 41), (41, 5)):
+        along_x = columns > rows
+        strip = scenes.cloth(rows, columns, size=0.025 * rows, families=("structural", "shear"), pin=None,
+                             density=1000.0, thickness=thickness, youngs_modulus=modulus, damping_ratio=1.0,
+                             gravity=(0.0, 0.0, 0.0))
+        index = np.arange(rows * columns).reshape(rows, columns)
+        clamped, pulled = (index[:, 0], index[:, -1]) if along_x else (index[0], index[-1])
+        strip.pinned[clamped] = True
+        share = np.full(len(pulled), 1.0)
+        share[[0, -1]] = 0.5
+        axis = 0 if along_x else 2
+        strip.external[pulled, axis] = force * share / share.sum()
+        start = strip.x[pulled, axis].copy()
+        settle(strip, 0.1, 100)
+        extension = float(np.mean(strip.x[pulled, axis] - start))
+        assert 0.97 * expected < extension < expected
+
+
+def test_a_material_cloth_sags_and_rings_alike_at_three_resolutions() -> None:
+    sags, periods = [], []
+    for n in (7, 13, 25):
+        sheet_ = scenes.cloth(n, size=1.0 * n / (n - 1), families=("structural", "shear"), pin=None,
+                              density=1000.0, thickness=1e-3, youngs_modulus=1e8, damping_ratio=1.0)
+        index = np.arange(n * n).reshape(n, n)
+        sheet_.pinned[np.concatenate([index[0], index[-1], index[:, 0], index[:, -1]])] = True
+        assert sheet_.mass.sum() == pytest.approx(1.0, rel=1e-12)
+        settle(sheet_, 0.01, 300)
+        centre = index[n // 2, n // 2]
+        sags.append(-float(sheet_.x[centre, 1]))
+        sheet_.integrator, sheet_.gravity = "symplectic_euler", (0.0, -9.81 * 1.1, 0.0)
+        sheet_.c[:] = 0.0
+        dt = 0.5 * sheet_.critical_dt()
+        every = max(1, int(2e-4 / dt))
+        run = sheet_.run(dt, every * int(0.35 / (every * dt)), record_every=every)
+        periods.append(period(run.times, run.positions[:, ~sheet_.pinned, 1].mean(axis=1)))
+    assert np.ptp(sags) / np.mean(sags) < 0.03
+    assert np.ptp(periods) / np.mean(periods) < 0.03
+
+
+def test_cloth_material_values_are_checked() -> None:
+    for options, message in (({"density": 10.0}, "thickness"), ({"density": 10.0, "thickness": 1e-3, "mass": 1.0},
+                                                                   "mass or density"),
+                             ({"damping_ratio": 0.1, "c": 1.0}, "c or damping_ratio"),
+                             ({"youngs_modulus": -1.0, "thickness": 1e-3}, "youngs_modulus"),
+                             ({"damping_ratio": math.nan}, "damping_ratio")):
+        with pytest.raises(ValueError, match=message):
+            scenes.cloth(4, **options)
+    # Without material values the references' cloth is unchanged.
+    plain = scenes.cloth(4)
+    assert np.all(plain.mass == 1.0) and np.all(plain.k == 2500.0) and np.all(plain.c == 1.0)
