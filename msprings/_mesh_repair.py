@@ -180,7 +180,9 @@ def repair(vertices: ArrayLike, faces: ArrayLike, *,
         0-based vertex indices.
     tolerance : float
         Merge distance relative to the bounding-box diagonal (dimensionless, >= 0; default
-        1e-6: a micrometre on a 1 m model).  0 merges only exactly equal positions.
+        1e-6: a micrometre on a 1 m model).  0 merges only exactly equal positions.  A large
+        tolerance puts many vertices into one cube of the search grid, and their comparisons
+        grow with the square of their number.
 
     Returns
     -------

@@ -348,7 +348,8 @@ def from_mesh(
         ``mass``, ``density`` and ``total_mass``, or ``k`` with ``youngs_modulus``, or ``c``
         with ``damping_ratio``; a surface's ``density`` or ``youngs_modulus`` without
         ``thickness``, or a ``thickness`` for a solid; a material value that is not finite
-        and > 0 (``damping_ratio`` >= 0).
+        and > 0 (``damping_ratio`` >= 0); with ``density`` or ``total_mass``, a free vertex in
+        no triangle (it would have no mass).
     TypeError
         An unknown keyword argument.
 
@@ -425,6 +426,11 @@ def from_mesh(
         node_mass = np.broadcast_to(np.asarray(1.0 if mass is None else mass, dtype=np.float64), (n,))
     coordinates = None if uv is None else _points(uv, "uv", 2, rows=n)
     pin_mask = _pin_mask(pinned, n)
+    if density is not None or total_mass is not None:
+        massless = np.flatnonzero((node_mass[:n] == 0.0) & ~pin_mask)
+        if len(massless):
+            raise ValueError(f"vertex {int(massless[0])} is in no triangle, so a density or total mass gives it no "
+                             f"mass ({len(massless)} such vertices): remove them (mesh.repair does) or pin them")
     options = dict(system_options)
     attributes = {name: options.pop(name) for name in _SYSTEM_ATTRIBUTES if name in options}
 

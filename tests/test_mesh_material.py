@@ -307,6 +307,15 @@ def test_conflicting_or_bad_material_values_are_refused(options: dict, message: 
         mesh.from_mesh(vertices, faces, density="heavy", thickness=1e-3)
 
 
+def test_a_vertex_in_no_triangle_gets_no_mass_from_a_density_and_is_refused_unless_pinned() -> None:
+    vertices, faces = sheet(2, 2, 1.0, 1.0)
+    stray = np.concatenate([vertices, [[5.0, 5.0, 5.0]]])
+    with pytest.raises(ValueError, match=r"vertex 9 is in no triangle.*mesh.repair"):
+        mesh.from_mesh(stray, faces, total_mass=1.0)
+    pinned = mesh.from_mesh(stray, faces, total_mass=1.0, pinned=[9])
+    assert pinned.mass[9] == 0.0 and pinned.mass.sum() == pytest.approx(1.0, rel=1e-12)
+
+
 # ---- a cloth of material values ----------------------------------------------------------
 
 
