@@ -104,17 +104,18 @@ def _print_ledger(trajectory: Any, rows: int, integrator: str) -> None:
           f"over {trajectory.steps[-1] - trajectory.steps[0]} steps ({why})")
 
 
-OUTPUT_SUFFIXES = (".gif", ".mp4", ".png", ".npz")
+OUTPUT_SUFFIXES = (".gif", ".mp4", ".png", ".npz", ".pvd", ".xdmf")
 ANIMATIONS = (".gif", ".mp4")
 
 
 def _output_kind(path: Path) -> str:
-    """".npz", ".png", ".gif", ".mp4" or "obj" (a folder of OBJ frames)."""
+    """".npz", ".png", ".gif", ".mp4", ".pvd", ".xdmf" or "obj" (a folder of OBJ frames)."""
     suffix = path.suffix.lower()
     if suffix == "" or path.is_dir():
         return "obj"
     if suffix not in OUTPUT_SUFFIXES:
-        raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz or a folder for OBJ frames")
+        raise ValueError(f"unknown output type {suffix!r}: use .gif, .mp4, .png, .npz, .pvd, .xdmf or a folder for "
+                         "OBJ frames")
     return suffix
 
 
@@ -146,6 +147,8 @@ def check_output(path: Path, system: System | None = None) -> str:
                 path.unlink()
     except OSError as error:
         raise ValueError(f"cannot write {path}: {error.strerror or error}") from None
+    if kind in (".pvd", ".xdmf") and importlib.util.find_spec("meshio") is None:
+        raise ValueError(f"writing {kind} needs meshio: pip install 'msprings[export]'")
     if kind in (".png", *ANIMATIONS) and importlib.util.find_spec("matplotlib") is None:
         raise ValueError(f"writing {kind} needs matplotlib: pip install 'msprings[plot]'")
     if kind == ".mp4":
@@ -166,6 +169,16 @@ def _write_output(system: System, trajectory: Any, path: Path, fps: int) -> None
         from .mesh import export_obj_frames
 
         export_obj_frames(path, trajectory.positions, system.faces, uv=system.uv)
+        return
+    if kind == ".pvd":
+        from .mesh import export_vtu_series
+
+        export_vtu_series(path.parent, trajectory, prefix=path.stem)  # beside it: {stem}_0000.vtu, ...
+        return
+    if kind == ".xdmf":
+        from .mesh import export_xdmf
+
+        export_xdmf(path, trajectory)
         return
     from . import plot
 
@@ -247,7 +260,7 @@ def info() -> int:
 
 
 #: The benchmark suites in the source tree's ``benchmarks/`` folder, in the order ``bench all`` runs them.
-BENCH_SUITES = ("core", "implicit", "large_steps", "peers", "contact", "plot")
+BENCH_SUITES = ("core", "implicit", "large_steps", "peers", "contact", "plot", "mesh")
 
 
 def bench(suite: str, quick: bool) -> int:
@@ -322,7 +335,8 @@ def _main(argv: Sequence[str] | None) -> int:
     run_parser.add_argument("--resolution", type=int,
                             help="nodes per side (or sphere subdivisions); each scene has its own range")
     run_parser.add_argument("-o", "--output", type=Path,
-                            help=".gif/.mp4 animation, .png last frame, .npz trajectory, or a folder of OBJ frames")
+                            help=".gif/.mp4 animation, .png last frame, .npz trajectory, .pvd (VTU files) or .xdmf for "
+                                 "ParaView, or a folder of OBJ frames")
     run_parser.add_argument("--frames", type=int, default=60, help="records kept (frames), default 60")
     run_parser.add_argument("--fps", type=int, help="frames per second of a .gif or .mp4, default 20")
     run_parser.add_argument("-q", "--quiet", action="store_true")

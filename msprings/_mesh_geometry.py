@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._system import index_array, real_scalar
+
+if TYPE_CHECKING:
+    from ._mesh_repair import RepairReport
 
 __all__ = ["InteriorEdges", "Mesh", "enclosed_volume", "face_normals", "icosphere", "interior_edge_opposites",
            "unique_edges", "vertex_normals"]
@@ -32,12 +35,15 @@ class Mesh:
         Texture coordinates, one per vertex.
     normals : ndarray, shape (n, 3), float64, or None
         Vertex normals, one per vertex.
+    repair_report : RepairReport or None
+        What :func:`repair` changed, for a mesh read with ``load_obj(..., repair=True)``.
     """
 
     vertices: np.ndarray
     faces: np.ndarray
     uv: np.ndarray | None = None
     normals: np.ndarray | None = None
+    repair_report: RepairReport | None = None
 
     def __post_init__(self) -> None:
         self.vertices = _points(self.vertices, "vertices", 3)
@@ -145,12 +151,41 @@ def enclosed_volume(vertices: ArrayLike, faces: ArrayLike) -> float:
 # ---- topology -----------------------------------------------------------------------
 
 
+def _row_keys(rows: np.ndarray) -> np.ndarray:
+    """One int64 per row of non-negative integers, equal exactly where the rows are equal, so
+    that sorting or ``np.unique`` on 1-D keys (fast) replaces them on rows (slow).
+
+    Columns are folded in one at a time: the key so far is replaced by its rank among the
+    distinct keys before the next column is appended, so no product can overflow.
+    """
+    key = rows[:, 0].astype(np.int64)
+    for column in range(1, rows.shape[1]):
+        values = rows[:, column].astype(np.int64)
+        width = int(values.max()) + 1 if len(values) else 1
+        if len(key) and int(key.max()) >= (2**62) // width:
+            key = np.unique(key, return_inverse=True)[1].reshape(-1)
+        key = key * width + values
+    return key
+
+
 def _half_edges(faces: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The three edges of every triangle as sorted pairs (3F, 2) and the vertex opposite each."""
     f = faces
-    pairs = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    first = np.concatenate([f[:, 0], f[:, 1], f[:, 2]])
+    second = np.concatenate([f[:, 1], f[:, 2], f[:, 0]])
     opposite = np.concatenate([f[:, 2], f[:, 0], f[:, 1]])
-    return np.sort(pairs, axis=1), opposite
+    return np.stack([np.minimum(first, second), np.maximum(first, second)], axis=1), opposite
+
+
+def _edge_groups(pairs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Sorts edge pairs (a stable sort on one integer key per pair): the order, the start of
+    each group of equal pairs in it, and each group's size."""
+    order = np.argsort(_row_keys(pairs), kind="stable")
+    ordered = pairs[order]
+    new_group = np.ones(len(pairs), dtype=bool)
+    new_group[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    starts = np.flatnonzero(new_group)
+    return order, starts, np.diff(np.append(starts, len(pairs)))
 
 
 def unique_edges(faces: ArrayLike) -> np.ndarray:
@@ -163,7 +198,8 @@ def unique_edges(faces: ArrayLike) -> np.ndarray:
     if f.shape[0] == 0:
         return np.zeros((0, 2), dtype=np.int64)
     pairs, _ = _half_edges(f)
-    return np.unique(pairs, axis=0)
+    order, starts, _ = _edge_groups(pairs)
+    return pairs[order[starts]]
 
 
 def interior_edge_opposites(faces: ArrayLike) -> InteriorEdges:
@@ -179,12 +215,8 @@ def interior_edge_opposites(faces: ArrayLike) -> InteriorEdges:
     if f.shape[0] == 0:
         return InteriorEdges(empty, empty.copy(), empty.copy())
     pairs, opposite = _half_edges(f)
-    order = np.lexsort((pairs[:, 1], pairs[:, 0]))
+    order, starts, counts = _edge_groups(pairs)
     pairs, opposite = pairs[order], opposite[order]
-    new_group = np.ones(len(pairs), dtype=bool)
-    new_group[1:] = np.any(pairs[1:] != pairs[:-1], axis=1)
-    starts = np.flatnonzero(new_group)
-    counts = np.diff(np.append(starts, len(pairs)))
     interior = starts[counts == 2]
     edges = pairs[interior]
     opposites = np.stack([opposite[interior], opposite[interior + 1]], axis=1)

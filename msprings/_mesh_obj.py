@@ -14,6 +14,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._mesh_geometry import Mesh, _points, _triangles, vertex_normals
+from ._mesh_repair import DEFAULT_TOLERANCE
+from ._mesh_repair import repair as repair_mesh
 
 __all__ = ["export_obj_frames", "load_obj", "save_obj"]
 
@@ -53,7 +55,8 @@ def _obj_index(token: str, count: int, line_number: int, what: str) -> int:
     return index - 1
 
 
-def load_obj(path: str | os.PathLike[str]) -> Mesh:
+def load_obj(path: str | os.PathLike[str], *, repair: bool = False,
+             tolerance: float = DEFAULT_TOLERANCE) -> Mesh:
     """Reads a Wavefront OBJ file into a triangle :class:`Mesh`.
 
     Understood statements: ``v x y z`` (extra values such as ``w`` or vertex colours are
@@ -71,25 +74,48 @@ def load_obj(path: str | os.PathLike[str]) -> Mesh:
     :func:`save_obj` writes), else uv (0, 0) and its area-weighted normal.  ``uv`` is None
     if no corner names a texture coordinate (and the counts differ), likewise ``normals``.
 
+    Parameters
+    ----------
+    path : path
+        The OBJ file.
+    repair : bool
+        Apply :func:`repair` (merge duplicate vertices, drop degenerate and repeated faces
+        and unused vertices); a merged vertex keeps the texture coordinate and normal of the
+        first of its copies.  Off by default, so that a file reads back exactly as written
+        (:func:`save_obj`), seams and all.  The report is in the mesh's ``repair_report``.
+    tolerance : float
+        :func:`repair`'s merge distance relative to the bounding-box diagonal.
+
     Raises
     ------
     ValueError
-        The file is not UTF-8 text, has no faces (empty, or only vertices), or has a
-        malformed line: a bad or non-finite number, a face with fewer than three corners,
-        an index that is 0 or outside the elements defined; the message names the line
-        number.
+        The file is not UTF-8 text, has no faces (empty, or only vertices), has none left
+        after repair, or has a malformed line: a bad or non-finite number, a face with fewer
+        than three corners, an index that is 0 or outside the elements defined.  The message
+        starts with the file's name and names the line.
     FileNotFoundError
         No such file.
     """
+    name = os.fspath(path)
     data = Path(path).read_bytes()
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as error:
-        raise ValueError(f"{os.fspath(path)!s} is not a UTF-8 text file: {error}") from None
-    mesh = _parse_obj(text)
+        raise ValueError(f"{name!s} is not a UTF-8 text file: {error}") from None
+    try:
+        mesh = _parse_obj(text)
+    except ValueError as error:
+        raise ValueError(f"{name!s}: {error}") from None
     if mesh.n_faces == 0:
-        raise ValueError(f"{os.fspath(path)!s} has no faces (no 'f' line): it is empty or only a point cloud, "
+        raise ValueError(f"{name!s} has no faces (no 'f' line): it is empty or only a point cloud, "
                          "not a surface")
+    if repair:
+        vertices, faces, report = repair_mesh(mesh.vertices, mesh.faces, tolerance=tolerance)
+        if len(faces) == 0:
+            raise ValueError(f"{name!s} has no faces left after repair: all {mesh.n_faces} are degenerate")
+        kept = report.kept_vertices
+        mesh = Mesh(vertices, faces, None if mesh.uv is None else mesh.uv[kept],
+                    None if mesh.normals is None else mesh.normals[kept], repair_report=report)
     return mesh
 
 

@@ -13,10 +13,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _core
-from ._mesh_geometry import _points, _triangles, interior_edge_opposites, unique_edges
-from ._system import System
+from ._mesh_geometry import _points, _row_keys, _triangles, interior_edge_opposites, unique_edges
+from ._mesh_material import element_sizes, lumped_masses, spring_stiffness
+from ._mesh_repair import boundary_edges
+from ._system import System, damping_for_ratio, real_scalar
 
-__all__ = ["MeshWarning", "from_mesh"]
+__all__ = ["MeshWarning", "OpenMeshWarning", "from_mesh"]
 
 _SYSTEM_ARGUMENTS = ("velocities", "gravity", "drag", "energy_loss", "integrator")
 # Options of System that are attributes rather than constructor arguments; from_mesh sets them
@@ -28,13 +30,18 @@ class MeshWarning(UserWarning):
     """A mesh that can be converted but is probably not what was meant (e.g. non-manifold)."""
 
 
+class OpenMeshWarning(MeshWarning):
+    """A body that should be closed (a solid, ``stabilise="center"``) has holes: edges used by
+    one triangle only.  Its volume and centre are then not those of the object meant."""
+
+
 def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
     """Degenerate and duplicate faces raise ValueError; non-manifold edges warn."""
     repeated = (faces[:, 0] == faces[:, 1]) | (faces[:, 1] == faces[:, 2]) | (faces[:, 0] == faces[:, 2])
     if repeated.any():
         bad = int(np.flatnonzero(repeated)[0])
         raise ValueError(f"faces[{bad}] = {tuple(int(i) for i in faces[bad])} repeats a vertex: a triangle needs "
-                         "three different vertices")
+                         "three different vertices (mesh.repair drops such faces)")
     a, b, c = x[faces[:, 0]], x[faces[:, 1]], x[faces[:, 2]]
     e1, e2 = b - a, c - a
     normal = np.cross(e1, e2)
@@ -44,16 +51,16 @@ def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
     if flat.any():
         bad = int(np.flatnonzero(flat)[0])
         raise ValueError(f"faces[{bad}] = {tuple(int(i) for i in faces[bad])} is degenerate: its three vertices "
-                         "are collinear (zero area)")
+                         "are collinear (zero area; mesh.repair drops such faces)")
     if faces.shape[0] > 1:
-        key = np.sort(faces, axis=1)
-        order = np.lexsort((key[:, 2], key[:, 1], key[:, 0]))
-        same = np.all(key[order[1:]] == key[order[:-1]], axis=1)
+        key = _row_keys(np.sort(faces, axis=1))
+        order = np.argsort(key, kind="stable")
+        same = key[order[1:]] == key[order[:-1]]
         if same.any():
             first = int(np.flatnonzero(same)[0])
             i, j = sorted((int(order[first]), int(order[first + 1])))
             raise ValueError(f"faces[{i}] and faces[{j}] are the same triangle "
-                             f"{tuple(int(v) for v in faces[j])}: remove the duplicate")
+                             f"{tuple(int(v) for v in faces[j])}: remove the duplicate (mesh.repair does)")
     nonmanifold = interior_edge_opposites(faces).nonmanifold
     if len(nonmanifold):
         example = tuple(int(v) for v in nonmanifold[0])
@@ -64,19 +71,109 @@ def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
         )
 
 
+def _leaf_order(points: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """An order of the points and the starts of its leaves: a k-d split (each group halved
+    across its widest coordinate, level by level, one sort per level) until every leaf holds
+    at most ``size`` points, so that every leaf is compact."""
+    n = points.shape[0]
+    order = np.arange(n)
+    starts = np.array([0])
+    while True:
+        ends = np.append(starts[1:], n)
+        if np.all(ends - starts <= size):
+            return order, starts
+        group = np.repeat(np.arange(len(starts)), ends - starts)
+        ordered = points[order]
+        width = np.maximum.reduceat(ordered, starts, axis=0) - np.minimum.reduceat(ordered, starts, axis=0)
+        coordinate = ordered[np.arange(n), np.argmax(width, axis=1)[group]]
+        order = order[np.lexsort((coordinate, group))]
+        halves = starts + (ends - starts) // 2
+        split = (ends - starts) > size
+        starts = np.sort(np.concatenate([starts, halves[split]]))
+
+
+_LEAF = 32  # points per leaf of the farthest-point search
+
+
+def _farthest_points(x: np.ndarray) -> np.ndarray:
+    """For every point, the index of the point farthest from it (the lowest index on a tie).
+
+    Branch and bound over leaves: seen from the centroid c, the points' directions are split
+    into compact leaves of at most 32 (a k-d split on the unit sphere), each a narrow cone
+    (axis w, half-angle beta, largest radius R).  For points p, q at radii r_p, r_q and angle
+    phi about c, ``|p - q|^2 = r_p^2 + r_q^2 - 2 r_p r_q cos phi``, so two leaves whose axes
+    are psi apart are no farther apart than ``R_A^2 + R_B^2 - 2 R_A R_B cos(psi + beta_A +
+    beta_B)`` (``R_A^2 + R_B^2`` when that angle is below 90 degrees).  Every query of leaf A
+    is at least as far from its farthest point as the nearest of them is from the outermost
+    point of the leaf with the largest bound; only leaves whose bound reaches that are
+    measured.  On a round body that leaves the few leaves around the antipode: the work is
+    about n x (a few hundred) distances plus (n / 32)^2 leaf bounds, instead of n^2 distances.
+    """
+    n = x.shape[0]
+    offset = x - x.mean(axis=0)
+    radius = np.linalg.norm(offset, axis=1)
+    positive = radius > 0
+    direction = np.zeros_like(offset)
+    direction[positive] = offset[positive] / radius[positive, None]
+    order, starts = _leaf_order(direction, _LEAF)
+    points, unit, radius = x[order], direction[order], radius[order]
+    leaves = len(starts)
+    sizes = np.diff(np.append(starts, n))
+    leaf_of = np.repeat(np.arange(leaves), sizes)
+    axis = np.add.reduceat(unit, starts, axis=0)
+    norm = np.linalg.norm(axis, axis=1)
+    axis = np.where(norm[:, None] > 0, axis / np.where(norm > 0, norm, 1.0)[:, None], (1.0, 0.0, 0.0))
+    spread = np.arccos(np.clip(np.einsum("ij,ij->i", unit, axis[leaf_of]), -1.0, 1.0))
+    # A point at the centre (radius 0) has no direction: its leaf's cone is the whole sphere.
+    # (1e-6 rad more: arccos near 1 loses up to about 1e-8 rad to rounding.)
+    half_angle = np.maximum.reduceat(np.where(radius > 0, spread, np.pi), starts) + 1e-6
+    largest = np.maximum.reduceat(radius, starts)
+    # The outermost point of each leaf (the first one at the largest radius).
+    outermost = np.flatnonzero(radius == largest[leaf_of])
+    outermost = outermost[np.unique(leaf_of[outermost], return_index=True)[1]]
+    # cos(psi + beta_A + beta_B) by the angle-sum rule (no trigonometry on leaf pairs), and -1
+    # where the angle reaches 180 degrees.
+    cos_half, sin_half = np.cos(np.minimum(half_angle, np.pi)), np.sin(np.minimum(half_angle, np.pi))
+    candidates: list[np.ndarray] = []
+    block = max(1, 2_000_000 // max(leaves, 1))
+    for first in range(0, leaves, block):
+        rows = slice(first, first + block)
+        cos_psi = np.clip(axis[rows] @ axis.T, -1.0, 1.0)
+        sin_psi = np.sqrt(1.0 - cos_psi * cos_psi)
+        cos_beta = cos_half[rows, None] * cos_half[None] - sin_half[rows, None] * sin_half[None]
+        sin_beta = sin_half[rows, None] * cos_half[None] + cos_half[rows, None] * sin_half[None]
+        beyond = (half_angle[rows, None] + half_angle[None] >= np.pi) | (cos_psi <= -cos_beta)
+        cosine = np.where(beyond, -1.0, cos_psi * cos_beta - sin_psi * sin_beta)
+        r_a, r_b = largest[rows, None], largest[None]
+        upper = r_a * r_a + r_b * r_b - 2.0 * r_a * r_b * np.minimum(cosine, 0.0)
+        for row, bound in enumerate(upper):
+            leaf = first + row
+            queries = points[starts[leaf]:starts[leaf] + sizes[leaf]]
+            target = points[outermost[np.argmax(bound)]]
+            known = float(np.min(np.einsum("ij,ij->i", queries - target, queries - target)))
+            candidates.append(np.flatnonzero(bound >= known * (1.0 - 1e-9)))
+    farthest = np.empty(n, dtype=np.int64)
+    for leaf in range(leaves):
+        members = np.concatenate([np.arange(starts[b], starts[b] + sizes[b]) for b in candidates[leaf]])
+        queries = points[starts[leaf]:starts[leaf] + sizes[leaf]]
+        others = points[members]
+        distance2 = np.zeros((len(queries), len(members)))
+        for k in range(3):
+            difference = queries[:, k, None] - others[None, :, k]
+            distance2 += difference * difference
+        best = distance2.max(axis=1, keepdims=True)
+        # The lowest original index among the points at the largest distance.
+        index = np.where(distance2 == best, order[members][None], n)
+        farthest[order[starts[leaf]:starts[leaf] + sizes[leaf]]] = index.min(axis=1)
+    return farthest
+
+
 def _antipode_pairs(x: np.ndarray) -> np.ndarray:
     """Each vertex joined to the vertex farthest from it, as unique sorted pairs (S, 2)."""
     n = x.shape[0]
-    farthest = np.empty(n, dtype=np.int64)
-    block = max(1, 4_000_000 // max(n, 1))
-    squared = np.einsum("ij,ij->i", x, x)
-    for start in range(0, n, block):
-        chunk = x[start:start + block]
-        distance2 = squared[start:start + block, None] + squared[None, :] - 2.0 * chunk @ x.T
-        farthest[start:start + block] = np.argmax(distance2, axis=1)
-    pairs = np.sort(np.stack([np.arange(n), farthest], axis=1), axis=1)
+    pairs = np.sort(np.stack([np.arange(n), _farthest_points(x)], axis=1), axis=1)
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
-    return np.unique(pairs, axis=0)
+    return pairs[np.unique(_row_keys(pairs), return_index=True)[1]]
 
 
 def _per_edge(value: ArrayLike, count: int, name: str) -> np.ndarray:
@@ -96,18 +193,65 @@ def _scalar_or_mean(value: ArrayLike, name: str) -> float:
     return float(array.mean())
 
 
+def _optional_positive(value: float | None, name: str, allow_zero: bool = False) -> float | None:
+    """None, or a finite float > 0 (>= 0 with ``allow_zero``); ValueError/TypeError naming ``name``."""
+    if value is None:
+        return None
+    number = real_scalar(value, name)
+    if not np.isfinite(number) or number < 0.0 or (number == 0.0 and not allow_zero):
+        raise ValueError(f"{name} must be finite and {'>= 0' if allow_zero else '> 0'}, got {value!r}")
+    return number
+
+
+def _pin_mask(pinned: ArrayLike | None, n: int) -> np.ndarray:
+    pin_mask = np.zeros(n, dtype=bool)
+    if pinned is None:
+        return pin_mask
+    pin_array = np.asarray(pinned)
+    if pin_array.dtype == bool:
+        if pin_array.shape != (n,):
+            raise ValueError(f"pinned as a boolean mask must have shape ({n},), got {pin_array.shape}")
+        return pin_array.copy()
+    if pin_array.size:
+        if pin_array.dtype.kind not in "iu":
+            raise TypeError(f"pinned must be vertex indices or a boolean mask, got dtype {pin_array.dtype}")
+        flat = pin_array.reshape(-1)
+        if flat.min() < 0 or flat.max() >= n:
+            raise ValueError(f"pinned refers to a vertex outside 0..{n - 1}")
+        pin_mask[flat] = True
+    return pin_mask
+
+
+def _spring_damping(zeta: float, k: np.ndarray, springs: np.ndarray, mass: np.ndarray,
+                    pinned: np.ndarray) -> np.ndarray:
+    """c = 2 zeta sqrt(k mu) per spring, mu the reduced mass of its ends (a pinned end counts
+    as infinitely heavy); 0 for a spring between two pinned nodes."""
+    heavy = np.where(pinned, np.inf, mass)
+    m_i, m_j = heavy[springs[:, 0]], heavy[springs[:, 1]]
+    both = np.isinf(m_i) & np.isinf(m_j)
+    first = np.where(np.isinf(m_i), m_j, m_i)
+    second = np.where(np.isinf(m_i), np.inf, m_j)
+    c = damping_for_ratio(zeta, k, np.where(both, 1.0, first), np.where(both, np.inf, second))
+    return np.where(both, 0.0, c)
+
+
 def from_mesh(
     vertices: ArrayLike,
     faces: ArrayLike,
     *,
-    mass: ArrayLike = 1.0,
-    k: ArrayLike = 1.0,
-    c: ArrayLike = 0.0,
+    mass: ArrayLike | None = None,
+    k: ArrayLike | None = None,
+    c: ArrayLike | None = None,
     bend_k: float | None = None,
     bend_c: float = 0.0,
     stabilise: str | None = None,
     stabilise_k: float | None = None,
     stabilise_c: float | None = None,
+    density: float | None = None,
+    total_mass: float | None = None,
+    youngs_modulus: float | None = None,
+    thickness: float | None = None,
+    damping_ratio: float | None = None,
     uv: ArrayLike | None = None,
     pinned: ArrayLike | None = None,
     return_counts: bool = False,
@@ -129,11 +273,32 @@ def from_mesh(
        - ``"center"``: one extra node (index n, the last) at the mean of the vertices,
          joined to every vertex (n springs), with the mean vertex mass.  It keeps a closed
          mesh (a jelly, a ball) from collapsing: the spokes hold every vertex at its
-         distance from the centre;
+         distance from the centre.  The body is then a solid: the tetrahedra joining each
+         triangle to the centre;
        - ``"opposite"``: every vertex joined to the vertex farthest from it, each pair once
          (n/2 springs on a centrally symmetric mesh such as :func:`icosphere`).
 
     Every spring's rest length is its initial length, so the network starts unstressed.
+
+    **Material values.**  Instead of per-node masses and per-spring stiffnesses, the mesh
+    can be given what it is made of, so that a finer mesh of the same object behaves the
+    same (see :mod:`msprings._mesh_material` for the derivation and the reference):
+
+    - mass: ``density`` rho (kg/m^3) or ``total_mass`` M (kg), lumped onto the nodes: a
+      third of each triangle's mass to each corner (a surface of ``thickness`` t: a
+      triangle of area A weighs rho t A), or for a solid (``stabilise="center"``) a quarter
+      of each tetrahedron's (volume V: rho V);
+    - stiffness: ``youngs_modulus`` E (Pa) gives each structural spring of rest length L
+      ``k = E t A_e / L^2`` on a surface (A_e: the area of the triangles that have the edge;
+      Van Gelder 1998), or ``k = E V_e / L^2`` in a solid (V_e: the volume of the tetrahedra
+      that have it), the spokes of ``"center"`` included;
+    - damping: ``damping_ratio`` zeta (dimensionless) gives every spring, of every family,
+      ``c = 2 zeta sqrt(k mu)`` with ``mu = m_i m_j / (m_i + m_j)`` the reduced mass of its
+      ends (kg; the free end's mass if the other is pinned).  This is each spring's own
+      two-node ratio, which the finest, mesh-sized motions feel; a slow mode whose
+      wavelength spans many springs is damped far less (about zeta times the ratio of its
+      frequency to the springs' own ``sqrt(k / mu)``), so on a finer mesh the same zeta damps
+      the lowest modes less.
 
     Parameters
     ----------
@@ -141,14 +306,27 @@ def from_mesh(
         Vertex positions (m).
     faces : array_like of int, shape (F, 3)
         Triangles; carried into the system (``s.faces``) for air forces and normals.
-    mass : float or array_like, shape (n,)
-        Mass of each vertex (kg per node, not a total).
-    k, c : float or array_like, shape (E,)
-        Stiffness (N/m) and damping (N s/m) of the structural springs.
+    mass : float or array_like, shape (n,), optional
+        Mass of each vertex (kg per node, not a total); default 1 kg, unless ``density`` or
+        ``total_mass`` is given (give only one of the three).
+    k, c : float or array_like, shape (E,), optional
+        Stiffness (N/m, default 1, or from ``youngs_modulus``) and damping (N s/m, default 0,
+        or from ``damping_ratio``) of the structural springs.
     bend_k, bend_c : float, optional
-        Stiffness and damping of the bending springs; ``bend_k=None`` makes none.
+        Stiffness and damping of the bending springs; ``bend_k=None`` makes none.  A Young's
+        modulus does not set ``bend_k`` (a membrane has no bending stiffness).
     stabilise : None, "center" or "opposite"
     stabilise_k, stabilise_c : float, optional
+    density : float, optional
+        kg/m^3; a surface needs ``thickness``.
+    total_mass : float, optional
+        kg, for the whole mesh (the centre node of ``"center"`` included).
+    youngs_modulus : float, optional
+        Pa; a surface needs ``thickness``.
+    thickness : float, optional
+        m, of a surface (not of a solid).
+    damping_ratio : float, optional
+        >= 0; replaces ``c``, ``bend_c`` and ``stabilise_c``.
     uv : array_like, shape (n, 2), optional
         Texture coordinates (``s.uv``); the centre node gets (0, 0).
     pinned : sequence of int or bool array of shape (n,), optional
@@ -165,8 +343,13 @@ def from_mesh(
     Raises
     ------
     ValueError
-        A face repeats a vertex, has zero area, refers to a missing vertex, or appears twice;
-        a bad ``stabilise`` name.
+        A face repeats a vertex, has zero area, refers to a missing vertex, or appears twice
+        (:func:`repair` fixes all of these); a bad ``stabilise`` name; more than one of
+        ``mass``, ``density`` and ``total_mass``, or ``k`` with ``youngs_modulus``, or ``c``
+        with ``damping_ratio``; a surface's ``density`` or ``youngs_modulus`` without
+        ``thickness``, or a ``thickness`` for a solid; a material value that is not finite
+        and > 0 (``damping_ratio`` >= 0); with ``density`` or ``total_mass``, a free vertex in
+        no triangle (it would have no mass).
     TypeError
         An unknown keyword argument.
 
@@ -174,23 +357,58 @@ def from_mesh(
     -----
     MeshWarning
         Edges shared by more than two triangles (the mesh is still converted).
+    OpenMeshWarning
+        ``stabilise="center"`` (a solid) on a mesh with open boundary edges: the message
+        says how many.
     """
     unknown = set(system_options) - set(_SYSTEM_ARGUMENTS) - set(_SYSTEM_ATTRIBUTES)
     if unknown:
         raise TypeError(f"from_mesh() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
     if stabilise not in (None, "center", "opposite"):
         raise ValueError(f"stabilise must be None, 'center' or 'opposite', got {stabilise!r}")
+    solid = stabilise == "center"
+    density = _optional_positive(density, "density")
+    total_mass = _optional_positive(total_mass, "total_mass")
+    youngs_modulus = _optional_positive(youngs_modulus, "youngs_modulus")
+    thickness = _optional_positive(thickness, "thickness")
+    damping_ratio = _optional_positive(damping_ratio, "damping_ratio", allow_zero=True)
+    given = [name for name, value in (("mass", mass), ("density", density), ("total_mass", total_mass))
+             if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of mass, density and total_mass, not {' and '.join(given)}")
+    if k is not None and youngs_modulus is not None:
+        raise ValueError("give k or youngs_modulus, not both")
+    if c is not None and damping_ratio is not None:
+        raise ValueError("give c or damping_ratio, not both")
+    if solid and thickness is not None:
+        raise ValueError("thickness applies to a surface; stabilise='center' makes a solid (the tetrahedra "
+                         "from each triangle to the centre), which has none")
+    if not solid and thickness is None and (density is not None or youngs_modulus is not None):
+        raise ValueError("a surface's density and youngs_modulus need its thickness (m)")
     x = _points(vertices, "vertices", 3)
     if x.shape[0] < 1:
         raise ValueError("vertices must contain at least one vertex")
     n = x.shape[0]
     f = _triangles(faces, n)
     _check_mesh(x, f)
+    if solid:
+        rim = len(boundary_edges(f))
+        if rim:
+            warnings.warn(OpenMeshWarning(
+                f"the mesh is open ({rim} boundary edges, each used by one triangle), but stabilise='center' "
+                "treats it as a closed solid: its volume and centre are not the object's (mesh.repair reports "
+                "the boundary; close the holes first)"), stacklevel=2)
 
     edges = unique_edges(f)
     families = [edges]
-    stiffness = [_per_edge(k, len(edges), "k")]
-    damping = [_per_edge(c, len(edges), "c")]
+    if youngs_modulus is not None:
+        spokes = np.stack([np.arange(n), np.full(n, n)], axis=1) if solid else np.zeros((0, 2), dtype=np.int64)
+        material_k = spring_stiffness(x, f, np.concatenate([edges, spokes]), youngs_modulus,
+                                      1.0 if thickness is None else thickness, solid)
+        stiffness = [material_k[:len(edges)]]
+    else:
+        stiffness = [_per_edge(1.0 if k is None else k, len(edges), "k")]
+    damping = [_per_edge(0.0 if c is None else c, len(edges), "c")]
     bend = np.zeros((0, 2), dtype=np.int64)
     if bend_k is not None:
         bend = interior_edge_opposites(f).opposites
@@ -198,33 +416,35 @@ def from_mesh(
         stiffness.append(np.full(len(bend), float(bend_k)))
         damping.append(np.full(len(bend), float(bend_c)))
 
-    positions, node_mass = x, np.broadcast_to(np.asarray(mass, dtype=np.float64), (n,))
+    positions = x
+    if total_mass is not None:
+        node_mass = lumped_masses(x, f, total_mass, solid)
+    elif density is not None:
+        size = float(element_sizes(x, f, solid).sum())
+        node_mass = lumped_masses(x, f, density * size * (1.0 if solid else thickness), solid)
+    else:
+        node_mass = np.broadcast_to(np.asarray(1.0 if mass is None else mass, dtype=np.float64), (n,))
     coordinates = None if uv is None else _points(uv, "uv", 2, rows=n)
-    pin_mask = np.zeros(n, dtype=bool)
-    if pinned is not None:
-        pin_array = np.asarray(pinned)
-        if pin_array.dtype == bool:
-            if pin_array.shape != (n,):
-                raise ValueError(f"pinned as a boolean mask must have shape ({n},), got {pin_array.shape}")
-            pin_mask = pin_array.copy()
-        elif pin_array.size:
-            if pin_array.dtype.kind not in "iu":
-                raise TypeError(f"pinned must be vertex indices or a boolean mask, got dtype {pin_array.dtype}")
-            flat = pin_array.reshape(-1)
-            if flat.min() < 0 or flat.max() >= n:
-                raise ValueError(f"pinned refers to a vertex outside 0..{n - 1}")
-            pin_mask[flat] = True
+    pin_mask = _pin_mask(pinned, n)
+    if density is not None or total_mass is not None:
+        massless = np.flatnonzero((node_mass[:n] == 0.0) & ~pin_mask)
+        if len(massless):
+            raise ValueError(f"vertex {int(massless[0])} is in no triangle, so a density or total mass gives it no "
+                             f"mass ({len(massless)} such vertices): remove them (mesh.repair does) or pin them")
     options = dict(system_options)
     attributes = {name: options.pop(name) for name in _SYSTEM_ATTRIBUTES if name in options}
 
     stabilising = np.zeros((0, 2), dtype=np.int64)
     if stabilise is not None:
-        spring_k = _scalar_or_mean(k, "k") if stabilise_k is None else float(stabilise_k)
-        spring_c = _scalar_or_mean(c, "c") if stabilise_c is None else float(stabilise_c)
-        if stabilise == "center":
+        mean_k = float(np.mean(stiffness[0])) if len(stiffness[0]) else 0.0
+        spring_k = mean_k if stabilise_k is None else float(stabilise_k)
+        spring_c = (_scalar_or_mean(0.0 if c is None else c, "c") if stabilise_c is None
+                    else float(stabilise_c))
+        if solid:
             stabilising = np.stack([np.arange(n), np.full(n, n)], axis=1).astype(np.int64)
             positions = np.concatenate([x, x.mean(axis=0, keepdims=True)])
-            node_mass = np.append(node_mass, node_mass.mean())
+            if len(node_mass) == n:
+                node_mass = np.append(node_mass, node_mass.mean())
             pin_mask = np.append(pin_mask, False)
             if coordinates is not None:
                 coordinates = np.concatenate([coordinates, np.zeros((1, 2))])
@@ -234,15 +454,24 @@ def from_mesh(
         else:
             stabilising = _antipode_pairs(x)
         families.append(stabilising)
-        stiffness.append(np.full(len(stabilising), spring_k))
+        if solid and youngs_modulus is not None and stabilise_k is None:
+            stiffness.append(material_k[len(edges):])
+        else:
+            stiffness.append(np.full(len(stabilising), spring_k))
         damping.append(np.full(len(stabilising), spring_c))
 
+    springs = np.concatenate(families).astype(np.int64).reshape(-1, 2)
+    spring_k_all = np.concatenate(stiffness)
+    if damping_ratio is not None:
+        spring_c_all = _spring_damping(damping_ratio, spring_k_all, springs, np.asarray(node_mass), pin_mask)
+    else:
+        spring_c_all = np.concatenate(damping)
     system = System(
         positions,
-        np.concatenate(families).astype(np.int64).reshape(-1, 2),
+        springs,
         mass=node_mass,
-        k=np.concatenate(stiffness),
-        c=np.concatenate(damping),
+        k=spring_k_all,
+        c=spring_c_all,
         pinned=pin_mask,
         faces=f,
         uv=coordinates,

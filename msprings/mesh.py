@@ -1,18 +1,25 @@
 """Triangle meshes: Wavefront OBJ files, an icosphere, edge topology and conversion to springs.
 
-Everything here is NumPy only.  Lengths are in metres, masses in kilograms, stiffnesses
-in N/m and damping coefficients in N s/m, as in :class:`msprings.System`.
+Everything here is NumPy only (the ParaView export uses meshio, imported when called).
+Lengths are in metres, masses in kilograms, stiffnesses in N/m and damping coefficients in
+N s/m, as in :class:`msprings.System`.
 
 A mesh is turned into a spring network by :func:`from_mesh`: one structural spring per
 edge, optionally a bending spring across every interior edge and stabilising springs that
-keep a closed surface (a jelly, a balloon) from folding flat.  :func:`export_obj_frames`
-writes a simulation back out as one OBJ file per frame for Blender or MeshLab.
+keep a closed surface (a jelly, a balloon) from folding flat; it can be given material
+values (a density, a Young's modulus, a damping ratio) instead of per-node and per-spring
+ones.  :func:`repair` cleans a mesh that the converter would refuse.
+:func:`export_obj_frames` writes a simulation back out as one OBJ file per frame for Blender
+or MeshLab, :func:`export_vtu_series` and :func:`export_xdmf` as time series for ParaView.
 
-Geometry lives in :mod:`msprings._mesh_geometry`, OBJ files in :mod:`msprings._mesh_obj` and
-the conversion in :mod:`msprings._mesh_springs`; this module gathers their public names.
+Geometry lives in :mod:`msprings._mesh_geometry`, OBJ files in :mod:`msprings._mesh_obj`,
+repair in :mod:`msprings._mesh_repair`, material values in :mod:`msprings._mesh_material`,
+the conversion in :mod:`msprings._mesh_springs` and ParaView files in
+:mod:`msprings._mesh_export`; this module gathers their public names.
 """
 from __future__ import annotations
 
+from ._mesh_export import export_vtu_series, export_xdmf
 from ._mesh_geometry import MAX_SUBDIVISIONS  # noqa: F401 (mesh.MAX_SUBDIVISIONS: icosphere's documented bound)
 from ._mesh_geometry import (
     InteriorEdges,
@@ -24,21 +31,32 @@ from ._mesh_geometry import (
     unique_edges,
     vertex_normals,
 )
+from ._mesh_material import element_sizes, lumped_masses, spring_stiffness
 from ._mesh_obj import export_obj_frames, load_obj, save_obj
-from ._mesh_springs import MeshWarning, from_mesh
+from ._mesh_repair import RepairReport, boundary_edges, repair
+from ._mesh_springs import MeshWarning, OpenMeshWarning, from_mesh
 
 __all__ = [
     "InteriorEdges",
     "Mesh",
     "MeshWarning",
+    "OpenMeshWarning",
+    "RepairReport",
+    "boundary_edges",
+    "element_sizes",
     "enclosed_volume",
     "export_obj_frames",
+    "export_vtu_series",
+    "export_xdmf",
     "face_normals",
     "from_mesh",
     "icosphere",
     "interior_edge_opposites",
     "load_obj",
+    "lumped_masses",
+    "repair",
     "save_obj",
+    "spring_stiffness",
     "unique_edges",
     "vertex_normals",
 ]

@@ -152,19 +152,82 @@ def _grid_uv(rows: int, columns: int) -> np.ndarray:
 
 def _assemble(positions: np.ndarray, pairs: Mapping[str, np.ndarray], k: Parameter, c: Parameter,
               **options: Any) -> System:
-    """Builds a System from families of springs with per-family k and c."""
+    """Builds a System from families of springs with per-family k and c (a number per family,
+    or for k also an array with one value per spring of the family)."""
     names = list(pairs)
     springs = np.concatenate([pairs[name] for name in names]) if names else np.zeros((0, 2), dtype=np.int64)
-    stiffness = np.concatenate([np.full(len(pairs[name]), _family_value(k, name, "k")) for name in names]) \
-        if names else np.zeros(0)
-    damping = np.concatenate([np.full(len(pairs[name]), _family_value(c, name, "c")) for name in names]) \
-        if names else np.zeros(0)
+
+    def per_spring(value: Any, name: str, what: str) -> np.ndarray:
+        given = value.get(name) if isinstance(value, Mapping) else None
+        if isinstance(given, np.ndarray):
+            return given
+        return np.full(len(pairs[name]), _family_value(value, name, what))
+
+    stiffness = np.concatenate([per_spring(k, name, "k") for name in names]) if names else np.zeros(0)
+    damping = np.concatenate([per_spring(c, name, "c") for name in names]) if names else np.zeros(0)
     system = System(positions, springs, k=stiffness, c=damping, **options)
     start = 0
     for name in names:
         system.families[name] = np.arange(start, start + len(pairs[name]))
         start += len(pairs[name])
     return system
+
+
+def _membrane_grid(rows: int, columns: int, spacing: float, pairs: Mapping[str, np.ndarray], thickness: float,
+                   density: float | None, youngs_modulus: float | None) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+    """Node masses (kg) and structural and shear stiffnesses (N/m) of a grid membrane.
+
+    Every square cell of side h weighs rho t h^2, a quarter to each corner.  Every cell gives
+    each of its four sides and each of its two diagonals 3/8 E t, so a side inside the grid
+    has k = 3/4 E t, one on the rim 3/8 E t, a diagonal 3/8 E t.  A square lattice whose
+    diagonals are half as stiff as its sides is an isotropic membrane: per unit area
+    C11 = k_side + k_diagonal, C12 = C66 = k_diagonal, so C66 = (C11 - C12) / 2 when
+    k_diagonal = k_side / 2; its Poisson's ratio is C12 / C11 = 1/3 and its Young's modulus
+    C11 (1 - 1/9) = 4/3 k_side = E.
+    """
+    mass = None
+    if density is not None:
+        cell = density * thickness * spacing * spacing / 4.0
+        corners = np.zeros((rows, columns))
+        corners[:-1, :-1] += cell
+        corners[1:, :-1] += cell
+        corners[:-1, 1:] += cell
+        corners[1:, 1:] += cell
+        mass = corners.ravel()
+    stiffness: dict[str, np.ndarray] = {}
+    if youngs_modulus is not None:
+        share = 0.375 * youngs_modulus * thickness
+        for family in ("structural", "shear"):
+            if family not in pairs:
+                continue
+            springs = pairs[family]
+            if family == "shear":
+                stiffness[family] = np.full(len(springs), share)
+                continue
+            row, column = springs // columns, springs % columns
+            along_row = row[:, 0] == row[:, 1]
+            rim = np.where(along_row, np.isin(row[:, 0], (0, rows - 1)), np.isin(column[:, 0], (0, columns - 1)))
+            stiffness[family] = np.where(rim, share, 2.0 * share)
+    return mass, stiffness
+
+
+def _material_keywords(density: float | None, thickness: float | None, youngs_modulus: float | None,
+                       damping_ratio: float | None, mass: Any, c: Any) -> None:
+    """Checks a grid scene's material values: each finite and > 0 (the ratio >= 0), a thickness
+    with a density or modulus, and no mass beside a density or c beside a damping ratio."""
+    for value, name in ((density, "density"), (thickness, "thickness"), (youngs_modulus, "youngs_modulus")):
+        if value is not None:
+            _positive(value, name)
+    if damping_ratio is not None:
+        ratio = real_scalar(damping_ratio, "damping_ratio")
+        if not (math.isfinite(ratio) and ratio >= 0.0):
+            raise ValueError(f"damping_ratio = {damping_ratio} must be finite and >= 0")
+    if (density is not None or youngs_modulus is not None) and thickness is None:
+        raise ValueError("density and youngs_modulus need the membrane's thickness (m)")
+    if density is not None and mass is not None:
+        raise ValueError("give mass or density, not both")
+    if damping_ratio is not None and c is not None:
+        raise ValueError("give c or damping_ratio, not both")
 
 
 def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
@@ -202,9 +265,11 @@ def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 20
     return _assemble(positions, pairs, k, c, mass=mass, **options)
 
 
-def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: float = 1.0,
-          k: Parameter = 2500.0, c: Parameter = 1.0, families: Sequence[str] = FAMILIES,
-          pin: str | Sequence[int] | None = "corners", **options: Any) -> System:
+def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: float | None = None,
+          k: Parameter = 2500.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES,
+          pin: str | Sequence[int] | None = "corners", density: float | None = None,
+          thickness: float | None = None, youngs_modulus: float | None = None,
+          damping_ratio: float | None = None, **options: Any) -> System:
     """A hanging cloth: ``n`` rows by ``columns`` (default n) nodes, ``size`` m along its rows
     (node spacing ``size / n``: the references' 40 x 40 cloth of 25 m, 0.625 m apart), lying
     flat in the y = 0 plane, node (i, j) at ``(j h, 0, i h)``; 1 kg nodes, k = 2500 N/m,
@@ -212,10 +277,19 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
 
     ``pin``: ``"corners"`` (nodes (0, 0) and (0, columns - 1)), ``"top"`` (all of row 0), a
     list of node indices, or None; ``pinned=`` overrides it.
+
+    Material values make the cloth behave the same at every ``n`` (for a fixed ``size``):
+    ``density`` (kg/m^3) with ``thickness`` t (m) lumps each cell's mass rho t h^2 onto its
+    corners (instead of ``mass``); ``youngs_modulus`` E (Pa) gives the structural springs
+    3/4 E t inside and 3/8 E t on the rim and the shear springs 3/8 E t, which makes the
+    grid an isotropic membrane of modulus E and Poisson's ratio 1/3 (``k`` then sets only
+    the bend springs); ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)``
+    (instead of ``c``), as :func:`msprings.mesh.from_mesh` does.
     """
     rows = _positive_int(n, "n", 2, _SIDE_2D)
     columns = rows if columns is None else _positive_int(columns, "columns", 2, _SIDE_2D)
     spacing = _positive(size, "size") / rows
+    _material_keywords(density, thickness, youngs_modulus, damping_ratio, mass, c)
     i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
     positions = np.column_stack([j.ravel() * spacing, np.zeros(rows * columns), i.ravel() * spacing])
     if isinstance(pin, str):
@@ -226,8 +300,18 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
     else:
         pinned = pin
     options.setdefault("pinned", pinned)
-    return _assemble(positions, grid_springs(rows, columns, families), k, c, mass=mass,
-                     faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
+    pairs = grid_springs(rows, columns, families)
+    lumped, material_k = _membrane_grid(rows, columns, spacing, pairs, thickness or 0.0, density, youngs_modulus)
+    stiffness: Parameter | dict[str, Any] = k
+    if material_k:
+        stiffness = {family: material_k.get(family, _family_value(k, family, "k")) if family != "bend"
+                     else _family_value(k, family, "k") for family in pairs}
+    system = _assemble(positions, pairs, stiffness, 0.0 if damping_ratio is not None else (1.0 if c is None else c),
+                       mass=lumped if lumped is not None else (1.0 if mass is None else mass),
+                       faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
+    if damping_ratio is not None:
+        system.c[:] = system.damping_for_ratio(damping_ratio)
+    return system
 
 
 def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float = 0.02,
@@ -354,18 +438,33 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
 
 
 def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLike = (0.0, 1.0, 0.0),
-                  mass: float = 0.05, k: float = 500.0, c: float | None = None, bend_k: float | None = None,
-                  stabilise: str | None = "center", **options: Any) -> System:
+                  mass: float | None = None, k: float | None = None, c: float | None = None,
+                  bend_k: float | None = None, stabilise: str | None = "center", **options: Any) -> System:
     """A closed sphere of springs that keeps its shape: an icosphere (``subdivisions`` times
     refined, 12, 42, 162, 642 ... vertices) converted to springs along its edges, with
     stabilising springs (``"center"``: every vertex tied to an extra centre node;
     ``"opposite"``: to its antipode; None: none, and it collapses) and optional bending
-    springs.  Default damping is 90 % of critical for one node on one spring."""
+    springs.  Defaults: 0.05 kg per node, k = 500 N/m and 90 % of critical damping for one
+    node on one spring (with material values: ``damping_ratio=0.9`` on every spring).
+
+    Material values replace them: ``density`` (kg/m^3) or ``total_mass`` (kg),
+    ``youngs_modulus`` (Pa), ``damping_ratio`` and, for a hollow shell (``stabilise`` not
+    ``"center"``), ``thickness`` (m), as in :func:`msprings.mesh.from_mesh`; with a density (or
+    total mass) and a Young's modulus the ball weighs and squashes the same at every
+    ``subdivisions``."""
     from . import mesh
 
     sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
-    damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
-    system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping, bend_k=bend_k,
+    if "density" not in options and "total_mass" not in options and mass is None:
+        mass = 0.05
+    if "youngs_modulus" not in options and k is None:
+        k = 500.0
+    if "damping_ratio" not in options and c is None:
+        if mass is not None and k is not None:
+            c = 0.9 * 2.0 * math.sqrt(mass * k)
+        else:
+            options["damping_ratio"] = 0.9
+    system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=c, bend_k=bend_k,
                                     stabilise=stabilise, uv=sphere.uv, return_counts=True, **options)
     start = 0
     for name in ("structural", "bend", "stabilise"):

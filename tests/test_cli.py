@@ -136,6 +136,26 @@ def test_run_cloth_writes_obj_frames(tmp_path: Path) -> None:
     assert np.array_equal(last.vertices, reference.x)
 
 
+@pytest.mark.parametrize("suffix", [".pvd", ".xdmf"])
+def test_run_cloth_writes_a_paraview_series(tmp_path: Path, suffix: str) -> None:
+    meshio = pytest.importorskip("meshio")
+    result = run_cli("run", "cloth", "--resolution", "8", "--steps", "50", "-q", "-o", "run" + suffix, cwd=tmp_path)
+    assert_ok(result)
+    reference = scenes.cloth(8)
+    reference.step(1e-3, 50)
+    if suffix == ".pvd":
+        frames = sorted(tmp_path.glob("run_*.vtu"))
+        assert (tmp_path / "run.pvd").exists() and len(frames) >= 2
+        last = meshio.read(frames[-1])
+        assert np.array_equal(last.points, reference.x)
+        assert np.array_equal(last.cells_dict["triangle"], reference.faces)
+    else:
+        with meshio.xdmf.TimeSeriesReader(tmp_path / "run.xdmf") as reader:
+            points, _ = reader.read_points_cells()
+            _, data, _ = reader.read_data(reader.num_steps - 1)
+        np.testing.assert_allclose(points + data["displacement"], reference.x, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("suffix", [".png", ".gif"])
 def test_run_cloth_writes_image(tmp_path: Path, suffix: str) -> None:
     name = "out" + suffix

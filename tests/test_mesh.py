@@ -396,6 +396,37 @@ def test_from_mesh_opposite_on_an_open_sheet_joins_each_vertex_once_to_its_farth
     assert len({tuple(p) for p in pairs.tolist()}) == len(pairs)
 
 
+def farthest_pairs(vertices: np.ndarray) -> set[tuple[int, int]]:
+    """Each vertex with the vertex farthest from it (the lowest index on a tie), by all pairs."""
+    difference = vertices[:, None, :] - vertices[None, :, :]
+    distance2 = np.einsum("ijk,ijk->ij", difference, difference)
+    farthest = np.argmax(distance2 == distance2.max(axis=1, keepdims=True), axis=1)
+    return {(min(i, int(j)), max(i, int(j))) for i, j in enumerate(farthest) if i != j}
+
+
+@pytest.mark.parametrize("shape", ["jittered sphere", "box", "flat ellipsoid", "bumpy blob", "grid with centre"])
+def test_opposite_springs_join_each_vertex_to_its_farthest_as_all_pairs_would(shape: str) -> None:
+    # The search prunes by bounds over leaves of 32 vertices: thousands of vertices on shapes it
+    # finds easy (round) and hard (flat, boxy, a vertex at the centre, exact ties).
+    rng = np.random.default_rng(11)
+    if shape == "grid with centre":
+        vertices, faces = grid(10)      # 121 vertices; the middle one is the centroid, and ties abound
+    else:
+        sphere = mesh.icosphere(4)
+        faces, unit = sphere.faces, sphere.vertices
+        if shape == "jittered sphere":
+            vertices = unit * rng.uniform(0.97, 1.03, size=(len(unit), 1))
+        elif shape == "box":
+            vertices = np.clip(unit * 1.6, -1.0, 1.0) + rng.normal(scale=1e-3, size=unit.shape)
+        elif shape == "flat ellipsoid":
+            vertices = unit * (3.0, 1.0, 0.05)
+        else:
+            vertices = unit * (1.0 + 0.3 * np.sin(3 * unit[:, :1]) * np.cos(2 * unit[:, 1:2]))
+    system, counts = mesh.from_mesh(vertices, faces, stabilise="opposite", return_counts=True)
+    found = {tuple(pair) for pair in system.springs[counts["structural"]:].tolist()}
+    assert found == farthest_pairs(vertices)
+
+
 @pytest.mark.parametrize("stabilise", [None, "center", "opposite"])
 def test_converted_mesh_starts_at_rest(stabilise: str | None) -> None:
     sphere = mesh.icosphere(2, radius=0.4, center=(1.0, 2.0, -0.5))
@@ -482,6 +513,17 @@ def test_mesh_dataclass_validates() -> None:
 
 
 # ---- normals and frame export ------------------------------------------------------------
+
+
+def test_nbytes_counts_every_array_the_system_shares() -> None:
+    sphere = mesh.icosphere(2)
+    system = mesh.from_mesh(sphere.vertices, sphere.faces, uv=sphere.uv, stabilise="center")
+    n, m, f = system.n_nodes, system.n_springs, len(sphere.faces)
+    # x, v, f, external (float64 n x 3); mass (float64), pinned (bool); springs (int32 m x 2);
+    # rest, k, c (float64); faces (int32 F x 3); uv (float64 n x 2).
+    expected = 4 * 24 * n + 9 * n + 8 * m + 24 * m + 12 * f + 16 * n
+    assert system.nbytes == expected
+    assert msprings.System([[0.0, 0, 0]], np.zeros((0, 2), dtype=int)).nbytes == 4 * 24 + 9
 
 
 def test_vertex_normals_match_the_core() -> None:

@@ -29,6 +29,7 @@ EXPECTED = (
     "04_cloth_and_flag.ipynb",
     "05_jelly_collisions_tablecloth.ipynb",
     "06_mesh_to_springs.ipynb",
+    "07_real_mesh.ipynb",
 )
 NOTEBOOKS = sorted(path.name for path in NOTEBOOK_DIRECTORY.glob("*.ipynb"))
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

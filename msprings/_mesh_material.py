@@ -1,0 +1,111 @@
+"""Material values for a mesh's springs: lumped masses from a density or a total mass, and
+spring stiffnesses from a Young's modulus.  NumPy only; SI units (m, kg, Pa, N/m).
+
+A surface (membrane) of thickness t is cut into its triangles, a solid (a closed surface with
+a centre node) into the tetrahedra that join each triangle to the centre.  Every element gives
+its corners equal shares of its mass (a third of a triangle's, a quarter of a tetrahedron's:
+lumped masses), and every spring gets the stiffness
+
+    membrane:  k = E t (sum of the areas of the triangles on the edge) / L^2
+    solid:     k = E (sum of the volumes of the tetrahedra on the edge) / L^2
+
+with L its rest length.  The membrane rule is the simplest form of Van Gelder's (A. Van Gelder,
+"Approximate simulation of elastic membranes by triangulated spring meshes", Journal of
+Graphics Tools 3(2), 1998): a mesh of equilateral triangles is then exactly an isotropic
+membrane of modulus E and Poisson's ratio 1/3, and a grid of squares cut by one diagonal
+stretched along its grid lines is exactly one of modulus E and Poisson's ratio 0.  The solid
+rule is its analogue in volume: a regular tetrahedron's six springs then have the bulk modulus
+of a solid of modulus E and Poisson's ratio 1/4.  Both scale so that a finer mesh of the same
+object keeps its stiffness and mass per area or volume, hence the same sag and frequencies.
+
+Part of :mod:`msprings.mesh`, which re-exports its public names.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["lumped_masses", "spring_stiffness", "element_sizes"]
+
+
+def _triangle_areas(x: np.ndarray, faces: np.ndarray) -> np.ndarray:
+    a, b, c = x[faces[:, 0]], x[faces[:, 1]], x[faces[:, 2]]
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1)
+
+
+def _tetrahedron_volumes(x: np.ndarray, faces: np.ndarray, centre: np.ndarray) -> np.ndarray:
+    a, b, c = x[faces[:, 0]] - centre, x[faces[:, 1]] - centre, x[faces[:, 2]] - centre
+    return np.abs(np.einsum("ij,ij->i", a, np.cross(b, c))) / 6.0
+
+
+def element_sizes(vertices: ArrayLike, faces: ArrayLike, solid: bool = False) -> np.ndarray:
+    """Each element's size, shape (F,): the triangles' areas (m^2), or with ``solid`` the
+    volumes (m^3) of the tetrahedra joining each triangle to the mean of the vertices (the
+    centre node of ``from_mesh(..., stabilise="center")``), taken positive.
+
+    Their sum is the surface's area, or for a solid the volume of a closed surface that is
+    star-shaped from its vertex mean (every convex body, a blob); a surface that folds back
+    behind the centre counts those folds twice.
+    """
+    x = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    if solid:
+        return _tetrahedron_volumes(x, f, x.mean(axis=0))
+    return _triangle_areas(x, f)
+
+
+def lumped_masses(vertices: ArrayLike, faces: ArrayLike, total: float, solid: bool = False) -> np.ndarray:
+    """Node masses (kg) that lump ``total`` kg over the elements in proportion to their size.
+
+    A surface: shape (n,), every vertex gets a third of the mass of each triangle it is a
+    corner of.  A solid: shape (n + 1,), the last entry the centre node's; every node gets a
+    quarter of the mass of each tetrahedron it is a corner of (so the centre node carries a
+    quarter of the body).  Vertices in no face get nothing (0 kg).
+    """
+    x = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    sizes = element_sizes(x, f, solid)
+    element_mass = total * sizes / sizes.sum()
+    share = element_mass / (4.0 if solid else 3.0)
+    n = x.shape[0]
+    mass = np.zeros(n + 1 if solid else n)
+    for corner in range(3):
+        mass[:n] += np.bincount(f[:, corner], weights=share, minlength=n)
+    if solid:
+        mass[n] = share.sum()
+    return mass
+
+
+def spring_stiffness(vertices: ArrayLike, faces: ArrayLike, edges: ArrayLike, modulus: float,
+                     thickness: float = 1.0, solid: bool = False) -> np.ndarray:
+    """Stiffness (N/m) of the springs on ``edges`` from a Young's modulus ``modulus`` (Pa).
+
+    Surface: ``k = E t A / L^2``, A the summed area of the triangles that have the edge, t the
+    ``thickness`` (m).  Solid: ``edges`` are the structural edges followed by the n spokes
+    (vertex i, centre); ``k = E V / L^2``, V the summed volume of the tetrahedra (triangle and
+    centre) that have the spring as an edge.  L is the edge's length in ``vertices`` (for a
+    solid the centre is the vertex mean).  See the module notes for the reference.
+    """
+    x = np.asarray(vertices, dtype=np.float64)
+    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    pairs = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    n = x.shape[0]
+    sizes = element_sizes(x, f, solid)
+    # Sum each element's size onto its edges, looked up through sorted integer keys (i n + j).
+    points = np.concatenate([x, x.mean(axis=0, keepdims=True)]) if solid else x
+    width = n + 1
+    low, high = np.minimum(pairs[:, 0], pairs[:, 1]), np.maximum(pairs[:, 0], pairs[:, 1])
+    keys = low * width + high
+    order = np.argsort(keys)
+    sides = [(0, 1), (1, 2), (2, 0)]
+    element_edges = [(f[:, p], f[:, q]) for p, q in sides]
+    if solid:
+        element_edges += [(f[:, corner], np.full(len(f), n)) for corner in range(3)]
+    summed = np.zeros(len(pairs))
+    for i, j in element_edges:
+        key = np.minimum(i, j) * width + np.maximum(i, j)
+        slot = order[np.searchsorted(keys, key, sorter=order)]
+        summed += np.bincount(slot, weights=sizes, minlength=len(pairs))
+    length2 = np.einsum("ij,ij->i", points[pairs[:, 1]] - points[pairs[:, 0]], points[pairs[:, 1]] - points[pairs[:, 0]])
+    factor = modulus if solid else modulus * thickness
+    return factor * summed / length2
