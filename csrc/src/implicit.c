@@ -160,7 +160,7 @@ static int factor_system(const ms_model* m, implicit_solver* p, const double* bl
 }
 
 /* z = A^-1 r by the factor on the free nodes, 0 on the pinned ones. */
-static void solve_system(const ms_model* m, implicit_solver* p, const double* restrict r, double* restrict z) {
+static void solve_system(const ms_model* m, implicit_solver* p, const double* MS_RESTRICT r, double* MS_RESTRICT z) {
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t row = p->node.free_index[i];
         if (row >= 0)
@@ -173,7 +173,7 @@ static void solve_system(const ms_model* m, implicit_solver* p, const double* re
     }
 }
 
-void ms_spring_blocks(const ms_model* m, const double* restrict x, double* restrict blocks) {
+void ms_spring_blocks(const ms_model* m, const double* MS_RESTRICT x, double* MS_RESTRICT blocks) {
     for (int64_t s = 0; s < m->nspring; ++s) {
         const double* xi = x + 3 * (int64_t)m->springs[2 * s];
         const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
@@ -195,9 +195,9 @@ void ms_spring_blocks(const ms_model* m, const double* restrict x, double* restr
     }
 }
 
-void ms_system_product(const ms_model* m, const double* restrict inv_mass, const double* restrict blocks,
-                       double mass_scale, double damping_scale, double stiffness_scale, const double* restrict p,
-                       double* restrict y) {
+void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, const double* MS_RESTRICT blocks,
+                       double mass_scale, double damping_scale, double stiffness_scale, const double* MS_RESTRICT p,
+                       double* MS_RESTRICT y) {
     const double node_scale = damping_scale * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double diagonal = mass_scale * m->mass[i] + node_scale;
@@ -221,7 +221,7 @@ void ms_system_product(const ms_model* m, const double* restrict inv_mass, const
         if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
 }
 
-static double dot(const double* restrict a, const double* restrict b, int64_t count) {
+static double dot(const double* MS_RESTRICT a, const double* MS_RESTRICT b, int64_t count) {
     double sum = 0.0;
     for (int64_t q = 0; q < count; ++q) sum += a[q] * b[q];
     return sum;
@@ -230,7 +230,7 @@ static double dot(const double* restrict a, const double* restrict b, int64_t co
 /* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
    6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
 static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              double* restrict diagonal) {
+                              double* MS_RESTRICT diagonal) {
     const double node = h * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* d = diagonal + 6 * i;
@@ -299,7 +299,7 @@ static void precondition(const ms_model* m, implicit_solver* factored, const dou
    the last one (CG's error decreases monotonically in the A-norm, so it is the best one
    when the cap is hit). */
 static int conjugate_gradient(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              implicit_solver* factored, const double* rhs, double* restrict delta, const cg_vectors* w,
+                              implicit_solver* factored, const double* rhs, double* MS_RESTRICT delta, const cg_vectors* w,
                               double* relative_residual, int* converged) {
     const int64_t n3 = 3 * m->nnode;
     const ms_implicit_options* opt = &m->opt.implicit;
@@ -343,8 +343,8 @@ static int conjugate_gradient(const ms_model* m, const double* inv_mass, const d
     return iteration;
 }
 
-int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* restrict x, const double* restrict v,
-                           double* restrict x_out, double* restrict v_out, double h, ms_flow* flow) {
+int ms_step_implicit_euler(const ms_model* m, ms_state* s, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                           double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double h, ms_flow* flow) {
     const int64_t nnode = m->nnode, n3 = 3 * nnode;
     const double* inv_mass = s->inv_mass;
     implicit_solver* solver = s->implicit;

@@ -22,6 +22,7 @@
 #define MSPRINGS_LAYOUT_H
 
 #include "msprings/msprings.h"
+#include "portable.h"
 
 #define MS_LANES 4                 /* nodes per lane group */
 #define MS_MAX_LANE_SPRINGS 255    /* the most springs per node in a lane group */
@@ -68,21 +69,26 @@ void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, doubl
 typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                                int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
-/* The kernels of each vector path (spring_kernel.h compiled once per path). */
-double ms_springs_plain(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-int ms_euler_plain(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+/* The kernels of each vector path (spring_kernel.h compiled once per path, with
+   MS_KERNEL(name) = name##_path): ms_springs_path and ms_euler_path. */
+#define MS_DECLARE_KERNELS(path)                                                                              \
+    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f); \
+    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
+                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
+MS_DECLARE_KERNELS(plain);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
 #define MS_SSE2_PATH 1
-double ms_springs_sse2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-int ms_euler_sse2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+MS_DECLARE_KERNELS(sse2);
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
+#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(MS_NO_VECTOR)
+#define MS_NEON_PATH 1
+MS_DECLARE_KERNELS(neon);
+#endif
+/* AVX2 beside SSE2, chosen at run time: GCC and Clang compile springs_avx2.c for it through
+   a pragma, MSVC through /arch:AVX2 on that file alone (setup.py). */
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
 #define MS_AVX2_PATH 1
-double ms_springs_avx2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-int ms_euler_avx2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+MS_DECLARE_KERNELS(avx2);
 #endif
 
 /* The force on end a of one spring from a to b (force[3], N; b gets its opposite) and the

@@ -110,8 +110,8 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
     return MS_OK;
 }
 
-void ms_xpbd_project(const double* restrict inv_mass, const ms_colouring* c, int64_t begin,
-                     int64_t end, const double* restrict x_prev, double* restrict x, double h, int first) {
+void ms_xpbd_project(const double* MS_RESTRICT inv_mass, const ms_colouring* c, int64_t begin,
+                     int64_t end, const double* MS_RESTRICT x_prev, double* MS_RESTRICT x, double h, int first) {
     for (int64_t r = begin; r < end; ++r) {
         const double* p = c->params + 3 * r;
         const double k = p[1];

@@ -73,6 +73,28 @@ static int test_thread_counts(void) {
     return 0;
 }
 
+/* The build compiled the thread layer and the vector path of its target: tests/cross.sh
+   runs this on Windows (wine) and AArch64 (qemu) as well. */
+static int test_build_paths(void) {
+#if defined(_WIN32)
+    ENSURE(strcmp(ms_thread_layer(), "win32") == 0);
+#else
+    ENSURE(strcmp(ms_thread_layer(), "posix") == 0);
+#endif
+    ENSURE(ms_process_id() > 0);
+    const char* path = ms_vector_path();
+#if defined(MS_NO_VECTOR)
+    ENSURE(strcmp(path, "plain") == 0);
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    ENSURE(strcmp(path, "neon") == 0);
+#elif (defined(__x86_64__) || defined(_M_X64)) && defined(MS_NO_AVX2)
+    ENSURE(strcmp(path, "sse2") == 0);
+#elif defined(__x86_64__) || defined(_M_X64)
+    ENSURE(strcmp(path, ms_avx2_supported() ? "avx2" : "sse2") == 0);
+#endif
+    return 0;
+}
+
 /* The hash of everything a run leaves: x, v, f, the ledger, t and steps. */
 static uint64_t state_hash(const ms_model* m, const ms_state* s) {
     const size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
@@ -147,7 +169,8 @@ static int test_same_result_on_any_number_of_threads(void) {
    the blocks are written so that they do): a hash recorded once. */
 static int test_golden_hash(void) {
     const uint64_t hash = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2);
-    printf("    golden run hash: 0x%016llx (vector path %s)\n", (unsigned long long)hash, ms_vector_path());
+    printf("    golden run hash: 0x%016llx (vector path %s, thread layer %s)\n", (unsigned long long)hash,
+           ms_vector_path(), ms_thread_layer());
     ENSURE(hash == GOLDEN_HASH);
     return 0;
 }
@@ -171,6 +194,7 @@ static int test_determinism(void) {
 
 const test_case threads_tests[] = {
     TEST(test_thread_counts),
+    TEST(test_build_paths),
     TEST(test_determinism),
     TEST(test_same_result_on_any_number_of_threads),
     TEST(test_golden_hash),
