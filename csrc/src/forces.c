@@ -69,7 +69,8 @@ double ms_external_power(const ms_model* m, const double* MS_RESTRICT external, 
 }
 
 double ms_pin_power(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
-                    const double* MS_RESTRICT external, double t, const double* MS_RESTRICT f, int64_t begin, int64_t end) {
+                    const double* MS_RESTRICT external, double t, const double* MS_RESTRICT f, int64_t begin,
+                    int64_t end) {
     /* A pinned node p moving with v_p stretches its springs: they gain -f_p.v_p from it,
        where f_p is the force of its springs (and its share of the air on its triangles)
        on it.  That is f minus the node's own forces, which the node ignores. */

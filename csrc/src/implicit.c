@@ -299,8 +299,8 @@ static void precondition(const ms_model* m, implicit_solver* factored, const dou
    the last one (CG's error decreases monotonically in the A-norm, so it is the best one
    when the cap is hit). */
 static int conjugate_gradient(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              implicit_solver* factored, const double* rhs, double* MS_RESTRICT delta, const cg_vectors* w,
-                              double* relative_residual, int* converged) {
+                              implicit_solver* factored, const double* rhs, double* MS_RESTRICT delta,
+                              const cg_vectors* w, double* relative_residual, int* converged) {
     const int64_t n3 = 3 * m->nnode;
     const ms_implicit_options* opt = &m->opt.implicit;
     memset(delta, 0, sizeof(double) * (size_t)n3);

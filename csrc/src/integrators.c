@@ -38,8 +38,8 @@ static int symplectic_euler(ms_worker* w, const double* x, const double* v, doub
     return euler_stages(w, x, v, x_out, v_out, t, flow, 0);
 }
 
-static int velocity_verlet(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
-                           double* MS_RESTRICT v_out, double t, ms_flow* flow) {
+static int velocity_verlet(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                           double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     /* v1/2 = v + h/2 a(x, v);  x' = x + h v1/2;  v' = v1/2 + h/2 a(x', v~), where
        v~ = v1/2 + h/2 a(x', v1/2) predicts the end velocity for the dampers and drag.
        Without that prediction velocity-dependent forces would see v1/2 and the method

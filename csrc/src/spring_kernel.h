@@ -151,8 +151,9 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),
    four nodes (twelve values, three v4) at a time, written to x_out and v_out (which may
    be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite. */
-int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v, const double* MS_RESTRICT f,
-                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
+int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v,
+                        const double* MS_RESTRICT f, double h, int explicit_euler, int64_t begin, int64_t end,
+                        double* x_out, double* v_out) {
     const v4 step = v4_set(h);
     v4 probe = v4_set(0.0);
     v1 tail_probe = 0.0;
