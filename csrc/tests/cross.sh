@@ -83,8 +83,10 @@ run() {
 for target in "${targets[@]}"; do
     case "$target" in
     windows)
-        # the optimised build picks AVX2 or SSE2 at run time; the plain build has no vector path
+        # the optimised build picks AVX2 or SSE2 at run time, the sse2 build has no AVX2 path
+        # and the plain build no vector path
         run windows-x86_64 x86_64-w64-mingw32-gcc test_core.exe wine
+        run windows-x86_64-sse2 x86_64-w64-mingw32-gcc test_core_sse2.exe wine
         run windows-x86_64-plain x86_64-w64-mingw32-gcc test_core_plain.exe wine
         ;;
     aarch64)
