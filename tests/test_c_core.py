@@ -21,14 +21,12 @@ REGISTERED = re.compile(r"^\s*TEST\((test_\w+)\),?\s*$", re.MULTILINE)
 
 
 def _require_tool(name: str) -> str:
-    """Return the full path of an executable, failing the test with a clear message if it is missing."""
+    """Return the full path of an executable, skipping the test with a clear reason if it is missing
+    (an installed wheel is tested on machines without a compiler)."""
     path = shutil.which(name)
     if path is None:
-        pytest.fail(
-            f"'{name}' was not found on PATH; the C core tests need make and a C compiler "
-            "(set CC to choose another compiler)",
-            pytrace=False,
-        )
+        pytest.skip(f"'{name}' was not found on PATH: the C core tests build csrc/ with make and a C compiler "
+                    "(set CC to choose another compiler)")
     return path
 
 

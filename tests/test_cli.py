@@ -1,8 +1,10 @@
 """The command line, ``python -m msprings``, run as a user runs it: in a subprocess, in a fresh
-working directory, importing the package from the source tree."""
+working directory, importing the package the tests import (the source
+tree's, or an installed wheel's)."""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +15,7 @@ from PIL import Image
 
 import msprings
 from msprings import mesh, scenes
-
-REPOSITORY = Path(__file__).resolve().parent.parent
+from package_path import python_path
 
 # Public functions of msprings.scenes that build spring index pairs rather than scenes.
 _NOT_SCENES = {"grid_springs", "lattice_springs"}
@@ -22,12 +23,8 @@ SCENES = sorted(set(scenes.__all__) - _NOT_SCENES)
 
 
 def run_cli(*arguments: str, cwd: Path, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    """Runs ``python -m msprings ARGUMENTS`` in ``cwd`` with the source tree first on the path."""
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(REPOSITORY)] + ([environment["PYTHONPATH"]] if environment.get("PYTHONPATH") else [])
-    )
-    environment["MPLBACKEND"] = "Agg"
+    """Runs ``python -m msprings ARGUMENTS`` in ``cwd``, importing the package the tests import."""
+    environment = dict(os.environ, PYTHONPATH=python_path(), MPLBACKEND="Agg")
     return subprocess.run(
         [sys.executable, "-m", "msprings", *arguments], cwd=cwd, env=environment, capture_output=True,
         text=True, timeout=timeout, check=False,
@@ -68,6 +65,24 @@ def test_info_prints_version_and_integrators(tmp_path: Path) -> None:
         assert name in result.stdout
     assert f"vector path: {msprings._core.vector_path()}" in result.stdout
     assert (msprings._core.vector_path() == "avx2") == msprings._core.avx2()
+
+
+def test_info_reports_platform_vector_path_and_thread_layer(tmp_path: Path) -> None:
+    """``info`` names the operating system, the processor and Python, and the build chose the
+    thread layer and the vector path of this platform."""
+    result = run_cli("info", cwd=tmp_path)
+    assert_ok(result)
+    lines = {line.split(":", 1)[0]: line.split(":", 1)[1].strip() for line in result.stdout.splitlines()
+             if ":" in line}
+    assert platform.system() in lines["platform"] and platform.machine() in lines["platform"]
+    assert f"{platform.python_implementation()} {platform.python_version()}" in lines["platform"]
+    layer = "win32" if sys.platform == "win32" else "posix"
+    assert msprings._core.thread_layer() == layer
+    assert lines["thread layer"].split()[0] == layer
+    expected_paths = {"x86_64": {"avx2", "sse2"}, "amd64": {"avx2", "sse2"}, "aarch64": {"neon"}, "arm64": {"neon"}}
+    paths = expected_paths.get(platform.machine().lower(), {"plain"})
+    assert lines["vector path"].split()[0] == msprings._core.vector_path()
+    assert msprings._core.vector_path() in paths
 
 
 # ---- run: outputs -------------------------------------------------------------------------
@@ -251,7 +266,7 @@ def test_missing_ffmpeg_is_reported_before_simulating(tmp_path: Path) -> None:
     empty = tmp_path / "bin"
     empty.mkdir()
     environment = dict(os.environ, PATH=str(empty), MPLBACKEND="Agg",
-                       PYTHONPATH=str(REPOSITORY))
+                       PYTHONPATH=python_path())
     result = subprocess.run([sys.executable, "-m", "msprings", "run", "cloth", "--steps", "100000", "-o", "run.mp4"],
                             cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60, check=False)
     assert_usage_error(result, "ffmpeg", ".gif")
@@ -261,7 +276,7 @@ def test_missing_ffmpeg_is_reported_before_simulating(tmp_path: Path) -> None:
 
 def test_reader_that_stops_early_ends_quietly(tmp_path: Path) -> None:
     """``msprings run chain | head -n 1``: the closed pipe ends the command without a traceback."""
-    environment = dict(os.environ, PYTHONPATH=str(REPOSITORY), MPLBACKEND="Agg")
+    environment = dict(os.environ, PYTHONPATH=python_path(), MPLBACKEND="Agg")
     process = subprocess.Popen([sys.executable, "-m", "msprings", "run", "chain", "--steps", "3000"], cwd=tmp_path,
                                env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None

@@ -35,7 +35,8 @@ from hypothesis import strategies as st  # noqa: E402
 import msprings  # noqa: E402
 from msprings import io as model_io  # noqa: E402
 
-from test_hardening import snapshot  # noqa: E402  (pytest puts tests/ on the path)
+from package_path import python_path  # noqa: E402  (pytest puts tests/ on the path)
+from test_hardening import snapshot  # noqa: E402
 
 BUDGET_SECONDS = 20.0
 ROUND_EXAMPLES = 50
@@ -245,7 +246,7 @@ def test_coverage_guided_readers(target: str, tmp_path: Path) -> None:
     nothing but ValueError, and nothing crashes."""
     _seed_corpus(target, tmp_path / "corpus")
     script = Path(__file__).resolve().parent / "fuzz_targets.py"
-    environment = dict(os.environ, PYTHONPATH=str(script.parent.parent))
+    environment = dict(os.environ, PYTHONPATH=python_path())
     result = subprocess.run(
         [sys.executable, str(script), target, f"-max_total_time={COVERAGE_SECONDS}", "-rss_limit_mb=4096",
          *(["-seed=1"] if CI else []), str(tmp_path / "corpus")],

@@ -24,9 +24,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from package_path import python_path
+
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-ROOT = Path(__file__).resolve().parent.parent
 FALLING_CHAIN = """\
 import msprings
 from msprings import scenes
@@ -89,7 +90,7 @@ def served_notebook(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, tmp_path / "live.ipynb")
     port = _free_port()
-    environment = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+    environment = dict(os.environ, PYTHONPATH=python_path(),
                        JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"))
     log = open(tmp_path / "voila.log", "w")
     server = subprocess.Popen(

@@ -4,13 +4,12 @@ real Jupyter kernel.
 Every notebook asserts its own physical claims (closed forms, wave speeds, bounce heights, ...)
 in plain ``assert`` statements, so executing it is a test of msprings.  Each one is executed
 by nbclient in a fresh ``python3`` kernel (ipykernel) whose working directory is a temporary
-directory and whose ``PYTHONPATH`` starts with this checkout, exactly as a student runs it:
+directory and whose ``PYTHONPATH`` starts with the tested package (package_path.py), exactly as a student runs it:
 figures go through the inline backend and widgets are displayed.
 """
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ import pytest
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
 pytest.importorskip("ipykernel")
+
+from package_path import python_path  # noqa: E402
 
 NOTEBOOK_DIRECTORY = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED = (
@@ -99,7 +100,6 @@ def test_notebook_is_valid_nbformat4_without_outputs(name: str) -> None:
 
 
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
-ROOT = NOTEBOOK_DIRECTORY.parent
 
 
 def outputs_of(notebook: Any, kind: str) -> list[Any]:
@@ -115,8 +115,8 @@ def outputs_of(notebook: Any, kind: str) -> list[Any]:
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs_top_to_bottom(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The kernel imports msprings from this checkout, wherever it is started.
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    # The kernel imports the msprings the tests import, wherever it is started.
+    monkeypatch.setenv("PYTHONPATH", python_path())
     monkeypatch.delenv("MPLBACKEND", raising=False)
     notebook = nbformat.read(NOTEBOOK_DIRECTORY / name, as_version=4)
     client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600, startup_timeout=120,

@@ -23,6 +23,7 @@ from PIL import Image
 
 import msprings
 from msprings import scenes, view3d
+from package_path import PACKAGE_PARENT
 
 # Positions travel as float32: equal to round-off of float32 relative to the scene's size.
 FLOAT32 = 2e-7
@@ -294,7 +295,7 @@ def test_plotly_is_loaded_only_when_a_view_is_made():
     code = ("import sys, msprings, msprings.view3d; assert 'plotly' not in sys.modules; "
             "import msprings.plot as plot, msprings.view3d as view3d; "
             "assert plot.view is view3d.view and plot.save_view is view3d.save_view")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parent.parent,
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_PARENT,
                    env={**os.environ, "MPLBACKEND": "Agg"})
 
 

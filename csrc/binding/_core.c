@@ -17,8 +17,6 @@
 #include <limits.h>
 #include <math.h>
 #include <string.h>
-#include <sys/types.h>
-#include <unistd.h>
 
 #include "msprings/msprings.h"
 
@@ -34,7 +32,7 @@ typedef struct {
     PyObject_HEAD
     ms_model* model;        /* NULL until __init__ succeeds */
     ms_state* state;
-    pid_t stepping;         /* the process whose thread is stepping this system (set with the GIL
+    long long stepping;     /* the process whose thread is stepping this system (set with the GIL
                                held), 0 when none; see busy() */
     PyObject* energy_views; /* weak references to the writable views through which the caller
                                can change the energy (x, v, mass, pinned, rest, k); a list,
@@ -61,7 +59,7 @@ static int require_ready(SystemObject* self) {
 
 /* Whether a thread of this process is stepping the system.  A process forked while one
    was has no such thread: there the system is idle, in the state the fork caught it in. */
-static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == getpid(); }
+static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == ms_process_id(); }
 
 static int require_idle(SystemObject* self) {
     if (require_ready(self) < 0) return -1;
@@ -665,7 +663,7 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     const int views_alive = energy_views_alive(self);
     if (views_alive < 0) return NULL;
     state->watch_after_step = views_alive;
-    self->stepping = getpid();
+    self->stepping = ms_process_id();
     int interrupted = 0; /* a signal handler raised between chunks */
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
@@ -1254,6 +1252,11 @@ static PyObject* core_vector_path(PyObject* module, PyObject* Py_UNUSED(ignored)
     return PyUnicode_FromString(ms_vector_path());
 }
 
+static PyObject* core_thread_layer(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    (void)module;
+    return PyUnicode_FromString(ms_thread_layer());
+}
+
 static PyObject* core_set_num_threads(PyObject* module, PyObject* value) {
     long long number = 0;
     if (parse_integer(value, "n", 0, THREADS_MAX, &number) < 0) return NULL;
@@ -1274,7 +1277,9 @@ static PyMethodDef core_methods[] = {
     {"avx2", core_avx2, METH_NOARGS,
      "avx2()\n--\n\nTrue if steps use the AVX2 vector path on this processor."},
     {"vector_path", core_vector_path, METH_NOARGS,
-     "vector_path()\n--\n\nThe vector path steps use: 'avx2', 'sse2' or 'plain' (all give the same bits)."},
+     "vector_path()\n--\n\nThe vector path steps use: 'avx2', 'sse2', 'neon' or 'plain' (all give the same bits)."},
+    {"thread_layer", core_thread_layer, METH_NOARGS,
+     "thread_layer()\n--\n\nThe threads the core was built on: 'posix' or 'win32'."},
     {NULL, NULL, 0, NULL}};
 
 /* One record of _core.OPTIONS: the option's row of the table, as Python sees it. */

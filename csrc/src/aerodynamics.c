@@ -22,8 +22,8 @@ int ms_air_has_wind(const ms_air* air) {
     return air->gust != 0.0 || air->wind[0] != 0.0 || air->wind[1] != 0.0 || air->wind[2] != 0.0;
 }
 
-void ms_face_forces(const ms_model* m, const double* restrict x, const double* restrict v, double t,
-                    double* restrict f, ms_flow* flow) {
+void ms_face_forces(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double t,
+                    double* MS_RESTRICT f, ms_flow* flow) {
     /* For each triangle, u = wind(centroid) - mean node velocity, n the unit normal turned
        towards u and c = n.u/|u| (so the winding does not matter):
          pressure drag  F_D = 1/2 rho C_d A |u|^2 c n
@@ -82,7 +82,7 @@ void ms_face_forces(const ms_model* m, const double* restrict x, const double* r
     }
 }
 
-void ms_vertex_normals(const ms_model* m, const ms_state* s, double* restrict out) {
+void ms_vertex_normals(const ms_model* m, const ms_state* s, double* MS_RESTRICT out) {
     /* Sum of the (unnormalised, area-weighted) face normals around each vertex. */
     for (int64_t q = 0; q < 3 * m->nnode; ++q) out[q] = 0.0;
     for (int64_t k = 0; k < m->nface; ++k) {

@@ -274,12 +274,12 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
-ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* restrict x_old, double* restrict x,
-                            double* restrict v, double h, int64_t begin, int64_t end_node) {
+ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
+                            double* MS_RESTRICT v, double h, int64_t begin, int64_t end_node) {
     ms_contact contact = {0.0, 0.0, 0};
     const double* g = m->opt.gravity;
-    const double* restrict inv_mass = s->inv_mass;
-    double* restrict clearance = s->clearance;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
+    double* MS_RESTRICT clearance = s->clearance;
     for (int64_t k = 0; k < m->ncollider; ++k) {
         const ms_collider* c = &m->colliders[k];
         const double* start = s->collider_center + 3 * k;

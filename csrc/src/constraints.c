@@ -3,8 +3,8 @@
 
 #include "internal.h"
 
-void ms_limit_strain(const ms_model* m, const double* restrict inv_mass, double* restrict x, double* restrict v,
-                     double h) {
+void ms_limit_strain(const ms_model* m, const double* MS_RESTRICT inv_mass, double* MS_RESTRICT x,
+                     double* MS_RESTRICT v, double h) {
     /* Provot (1995): a spring stretched beyond (1 + tau) L is shortened to exactly that
        length in one pass over the springs, each end moving in proportion to its inverse
        mass (a pinned end does not move; springs between two pinned nodes are left alone).

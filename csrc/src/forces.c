@@ -5,11 +5,11 @@
 #include "internal.h"
 #include "layout.h"
 
-void ms_node_forces(const ms_model* m, const double* restrict x, const double* restrict v,
-                    const double* restrict external, double t, int64_t begin, int64_t end, double* restrict f,
+void ms_node_forces(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                    const double* MS_RESTRICT external, double t, int64_t begin, int64_t end, double* MS_RESTRICT f,
                     ms_flow* flow) {
-    const double* restrict mass = m->mass;
-    const uint8_t* restrict pinned = m->pinned;
+    const double* MS_RESTRICT mass = m->mass;
+    const uint8_t* MS_RESTRICT pinned = m->pinned;
     const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
     const double drag = m->opt.drag;
     /* f = m g + external - drag (v - wind).  Forces on a pinned node do no work (the node
@@ -59,7 +59,7 @@ void ms_node_forces(const ms_model* m, const double* restrict x, const double* r
     }
 }
 
-double ms_external_power(const ms_model* m, const double* restrict external, const double* restrict v,
+double ms_external_power(const ms_model* m, const double* MS_RESTRICT external, const double* MS_RESTRICT v,
                          int64_t begin, int64_t end) {
     double power = 0.0;
     for (int64_t i = begin; i < end; ++i)
@@ -68,8 +68,9 @@ double ms_external_power(const ms_model* m, const double* restrict external, con
     return power;
 }
 
-double ms_pin_power(const ms_model* m, const double* restrict x, const double* restrict v,
-                    const double* restrict external, double t, const double* restrict f, int64_t begin, int64_t end) {
+double ms_pin_power(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                    const double* MS_RESTRICT external, double t, const double* MS_RESTRICT f, int64_t begin,
+                    int64_t end) {
     /* A pinned node p moving with v_p stretches its springs: they gain -f_p.v_p from it,
        where f_p is the force of its springs (and its share of the air on its triangles)
        on it.  That is f minus the node's own forces, which the node ignores. */

@@ -161,7 +161,7 @@ static int factor_system(const ms_model* m, implicit_solver* p, const double* bl
 }
 
 /* z = A^-1 r by the factor on the free nodes, 0 on the pinned ones. */
-static void solve_system(const ms_model* m, implicit_solver* p, const double* restrict r, double* restrict z) {
+static void solve_system(const ms_model* m, implicit_solver* p, const double* MS_RESTRICT r, double* MS_RESTRICT z) {
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t row = p->node.free_index[i];
         if (row >= 0)
@@ -175,7 +175,7 @@ static void solve_system(const ms_model* m, implicit_solver* p, const double* re
 }
 
 /* ms_spring_blocks for the springs [begin, end). */
-static void spring_blocks(const ms_model* m, const double* restrict x, double* restrict blocks, int64_t begin,
+static void spring_blocks(const ms_model* m, const double* MS_RESTRICT x, double* MS_RESTRICT blocks, int64_t begin,
                           int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
         const double* xi = x + 3 * (int64_t)m->springs[2 * s];
@@ -202,9 +202,9 @@ void ms_spring_blocks(const ms_model* m, const double* x, double* blocks) {
     spring_blocks(m, x, blocks, 0, m->nspring);
 }
 
-void ms_system_product(const ms_model* m, const double* restrict inv_mass, const double* restrict blocks,
-                       double mass_scale, double damping_scale, double stiffness_scale, const double* restrict p,
-                       double* restrict y) {
+void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, const double* MS_RESTRICT blocks,
+                       double mass_scale, double damping_scale, double stiffness_scale, const double* MS_RESTRICT p,
+                       double* MS_RESTRICT y) {
     const double node_scale = damping_scale * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double diagonal = mass_scale * m->mass[i] + node_scale;
@@ -228,7 +228,7 @@ void ms_system_product(const ms_model* m, const double* restrict inv_mass, const
         if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
 }
 
-static double dot(const double* restrict a, const double* restrict b, int64_t count) {
+static double dot(const double* MS_RESTRICT a, const double* MS_RESTRICT b, int64_t count) {
     double sum = 0.0;
     for (int64_t q = 0; q < count; ++q) sum += a[q] * b[q];
     return sum;
@@ -237,7 +237,7 @@ static double dot(const double* restrict a, const double* restrict b, int64_t co
 /* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
    6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
 static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              double* restrict diagonal) {
+                              double* MS_RESTRICT diagonal) {
     const double node = h * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* d = diagonal + 6 * i;
@@ -302,8 +302,8 @@ static double block_sum(const ms_team* tm, int slot) {
 /* y = (a M + b C + c K) p as ms_system_product, on the team: p must be complete (after a
    barrier); y is complete for the worker's node blocks on return (after a barrier of its
    own), for all after the next. */
-static void team_product(ms_worker* w, const double* restrict blocks, double mass_scale, double damping_scale,
-                         double stiffness_scale, const double* restrict p, double* restrict y) {
+static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double mass_scale, double damping_scale,
+                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y) {
     const ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
@@ -369,7 +369,7 @@ static void factor_precondition(ms_worker* w, implicit_solver* factored, const d
    iterate, which is the last one (CG's error decreases monotonically in the A-norm, so it
    is the best one when the cap is hit).  delta is complete after the next barrier. */
 static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solver* factored, const double* rhs,
-                              double* restrict delta, const cg_vectors* v, double* relative_residual, int* converged) {
+                              double* MS_RESTRICT delta, const cg_vectors* v, double* relative_residual, int* converged) {
     ms_team* tm = w->team;
     const double h = tm->h;
     const ms_implicit_options* opt = &tm->m->opt.implicit;
@@ -444,8 +444,8 @@ static void team_spring_blocks(ms_worker* w, const double* x, double* blocks) {
     ms_sync(w);
 }
 
-int ms_implicit_stages(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
-                       double* restrict v_out, double t, ms_flow* flow) {
+int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+                       double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     ms_state* s = tm->s;

@@ -38,8 +38,8 @@ static int symplectic_euler(ms_worker* w, const double* x, const double* v, doub
     return euler_stages(w, x, v, x_out, v_out, t, flow, 0);
 }
 
-static int velocity_verlet(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
-                           double* restrict v_out, double t, ms_flow* flow) {
+static int velocity_verlet(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                           double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     /* v1/2 = v + h/2 a(x, v);  x' = x + h v1/2;  v' = v1/2 + h/2 a(x', v~), where
        v~ = v1/2 + h/2 a(x', v1/2) predicts the end velocity for the dampers and drag.
        Without that prediction velocity-dependent forces would see v1/2 and the method
@@ -48,13 +48,13 @@ static int velocity_verlet(ms_worker* w, const double* restrict x, const double*
     ms_state* s = tm->s;
     const double h = tm->h, half = 0.5 * h;
     const int64_t n3 = 3 * tm->m->nnode;
-    const double* restrict inv_mass = s->inv_mass;
-    double* restrict v_predicted = s->work;
-    double* restrict f_end = s->work + n3;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
+    double* MS_RESTRICT v_predicted = s->work;
+    double* MS_RESTRICT f_end = s->work + n3;
     const double* external = ms_active_external(s);
 
     const int start = ms_stage_forces(w, x, v, t, s->f);
-    const double* restrict f = s->f;
+    const double* MS_RESTRICT f = s->f;
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
         const double wi = half * inv_mass[i];
@@ -103,8 +103,8 @@ static int velocity_verlet(ms_worker* w, const double* restrict x, const double*
     return !ms_any_bad(tm) && ms_flow_finite(flow);
 }
 
-static int rk4(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
-               double* restrict v_out, double t, ms_flow* flow) {
+static int rk4(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+               double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     /* Classical RK4 on (x, v) with slopes (v, a):  stage k evaluates a at
        (x + c_k h v_{k-1}, v + c_k h a_{k-1}) with c = (0, 1/2, 1/2, 1), and the update
        weights the four slopes by (1, 2, 2, 1) / 6.  The flows are integrated with the same
@@ -113,13 +113,13 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
     ms_state* s = tm->s;
     const double h = tm->h;
     const int64_t n3 = 3 * tm->m->nnode;
-    const double* restrict inv_mass = s->inv_mass;
-    double* restrict x_stage = s->work;
-    double* restrict v_stage = s->work + n3;
-    double* restrict f_stage = s->work + 2 * n3;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
+    double* MS_RESTRICT x_stage = s->work;
+    double* MS_RESTRICT v_stage = s->work + n3;
+    double* MS_RESTRICT f_stage = s->work + 2 * n3;
 
     int ticket = ms_stage_forces(w, x, v, t, s->f);
-    const double* restrict f = s->f;
+    const double* MS_RESTRICT f = s->f;
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i) {
         const double im = inv_mass[i];
@@ -174,16 +174,16 @@ static int rk4(ms_worker* w, const double* restrict x, const double* restrict v,
    (springs included, as for every integrator), and the flows are its power at the start
    times h (the dampers' too: a first-order estimate of what the constraints' damping
    removes). */
-static int xpbd(ms_worker* w, const double* restrict x, const double* restrict v, double* restrict x_out,
-                double* restrict v_out, double t, ms_flow* flow) {
+static int xpbd(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+                double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     ms_state* s = tm->s;
     const double h = tm->h;
-    const double* restrict inv_mass = s->inv_mass;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
     const ms_colouring* colours = s->constraints;
     const int ticket = ms_stage_forces_and_own(w, x, v, t, s->f, s->work);
-    const double* restrict f = s->work;
+    const double* MS_RESTRICT f = s->work;
     double* rows = colours->rows; /* the projected positions as rows (x, y, z, 0) */
     double* start_rows = rows + 4 * m->nnode;
     MS_FOR_MY_NODES(w, b, begin, end)

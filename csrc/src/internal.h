@@ -3,12 +3,7 @@
 #define MSPRINGS_INTERNAL_H
 
 #include "msprings/msprings.h"
-
-#if defined(__GNUC__)
-#define MS_PRINTF_LIKE(format_index, first_arg) __attribute__((format(printf, format_index, first_arg)))
-#else
-#define MS_PRINTF_LIKE(format_index, first_arg)
-#endif
+#include "portable.h"
 
 /* Fills err (if not NULL) with a status and a printf-style message; returns the status. */
 int ms_error_set(ms_error* err, ms_status status, const char* format, ...) MS_PRINTF_LIKE(3, 4);

@@ -4,6 +4,9 @@
 
 #include "internal.h"
 #include "layout.h"
+#if defined(MS_AVX2_PATH) && defined(_MSC_VER)
+#include <intrin.h>
+#endif
 
 void ms_counting_sort(const int64_t* key, const int32_t* items, int64_t count, int64_t nkey, int64_t* start,
                       int32_t* order) {
@@ -233,37 +236,47 @@ void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, doubl
     }
 }
 
+#if defined(MS_AVX2_PATH) && defined(_MSC_VER)
+/* The processor has AVX2 (CPUID leaf 7) and the operating system saves the YMM registers
+   (OSXSAVE set and XCR0 enabling the SSE and AVX state).  clang-cl compiles _xgetbv only
+   in a function that targets XSAVE. */
+#if defined(__clang__)
+__attribute__((target("xsave")))
+#endif
+static int cpu_has_avx2(void) {
+    int registers[4];
+    __cpuid(registers, 0);
+    if (registers[0] < 7) return 0;
+    __cpuid(registers, 1);
+    const int osxsave = (registers[2] >> 27) & 1, avx = (registers[2] >> 28) & 1;
+    if (!osxsave || !avx || (_xgetbv(0) & 6) != 6) return 0;
+    __cpuidex(registers, 7, 0);
+    return (registers[1] >> 5) & 1;
+}
+#elif defined(MS_AVX2_PATH)
+static int cpu_has_avx2(void) { return __builtin_cpu_supports("avx2"); }
+#endif
+
 int ms_avx2_supported(void) {
 #if defined(MS_AVX2_PATH)
-    return __builtin_cpu_supports("avx2");
+    return cpu_has_avx2();
 #else
     return 0;
 #endif
 }
 
-const char* ms_vector_path(void) {
-    if (ms_avx2_supported()) return "avx2";
 #if defined(MS_SSE2_PATH)
-    return "sse2";
+#define MS_BUILD_PATH "sse2"
+#elif defined(MS_NEON_PATH)
+#define MS_BUILD_PATH "neon"
 #else
-    return "plain";
-#endif
-}
-
-/* A kernel's version on the fastest path this processor has. */
-#if defined(MS_SSE2_PATH)
-#define MS_BASE_PATH(name) name##_sse2
-#else
-#define MS_BASE_PATH(name) name##_plain
-#endif
-#if defined(MS_AVX2_PATH)
-#define MS_FASTEST_PATH(name) (ms_avx2_supported() ? name##_avx2 : MS_BASE_PATH(name))
-#else
-#define MS_FASTEST_PATH(name) MS_BASE_PATH(name)
+#define MS_BUILD_PATH "plain"
 #endif
 
-ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_PATH(ms_springs); }
+const char* ms_vector_path(void) { return ms_avx2_supported() ? "avx2" : MS_BUILD_PATH; }
 
-ms_spring_energy_kernel ms_spring_energy_kernel_path(void) { return MS_FASTEST_PATH(ms_springs_energy); }
+ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_KERNEL(ms_springs); }
 
-ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_PATH(ms_euler); }
+ms_spring_energy_kernel ms_spring_energy_kernel_path(void) { return MS_FASTEST_KERNEL(ms_springs_energy); }
+
+ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_KERNEL(ms_euler); }

@@ -22,6 +22,7 @@
 #define MSPRINGS_LAYOUT_H
 
 #include "msprings/msprings.h"
+#include "portable.h"
 
 #define MS_LANES 4                 /* nodes per lane group */
 #define MS_MAX_LANE_SPRINGS 255    /* the most springs per node in a lane group */
@@ -31,6 +32,10 @@ typedef struct ms_layout ms_layout;
 /* Damper power (W) of the springs of block b, whose forces are added to f (owned nodes)
    and to the block's halo (which it zeroes first). */
 typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+
+/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x; every
+   path gives the same value. */
+typedef double (*ms_spring_energy_kernel)(const ms_layout* layout, int64_t b, const double* x);
 
 struct ms_layout {
     int64_t nnode, nspring;
@@ -61,10 +66,6 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 /* Adds the halos of the blocks to the forces of the nodes [begin, end), in block order. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
-/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x; every
-   path gives the same value. */
-typedef double (*ms_spring_energy_kernel)(const ms_layout* layout, int64_t b, const double* x);
-
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
    from x, v and f with step h, written to x_out and v_out (which may be x and v) or, with
    x_out NULL, only checked: 1 if every new value is finite.  Every path gives the same
@@ -72,24 +73,43 @@ typedef double (*ms_spring_energy_kernel)(const ms_layout* layout, int64_t b, co
 typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                                int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
-/* The kernels of each vector path (spring_kernel.h compiled once per path). */
-double ms_springs_plain(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-double ms_springs_energy_plain(const ms_layout* layout, int64_t b, const double* x);
-int ms_euler_plain(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                   int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+/* The kernels of each vector path (spring_kernel.h compiled once per path, with
+   MS_KERNEL(name) = name##_path): ms_springs_path, ms_springs_energy_path and ms_euler_path. */
+#define MS_DECLARE_KERNELS(path)                                                                              \
+    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f); \
+    double ms_springs_energy_##path(const ms_layout* layout, int64_t b, const double* x);                      \
+    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
+                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
+MS_DECLARE_KERNELS(plain);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
 #define MS_SSE2_PATH 1
-double ms_springs_sse2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-double ms_springs_energy_sse2(const ms_layout* layout, int64_t b, const double* x);
-int ms_euler_sse2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+MS_DECLARE_KERNELS(sse2);
 #endif
-#if (defined(__GNUC__) || defined(__clang__)) && defined(__x86_64__) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
+#if (defined(__aarch64__) || defined(_M_ARM64)) && !defined(MS_NO_VECTOR)
+#define MS_NEON_PATH 1
+MS_DECLARE_KERNELS(neon);
+#endif
+/* AVX2 beside SSE2, chosen at run time: GCC and Clang compile springs_avx2.c for it through
+   a pragma, MSVC through /arch:AVX2 on that file alone (setup.py). */
+#if (defined(__x86_64__) || defined(_M_X64)) && !defined(MS_NO_AVX2) && !defined(MS_NO_VECTOR)
 #define MS_AVX2_PATH 1
-double ms_springs_avx2(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
-double ms_springs_energy_avx2(const ms_layout* layout, int64_t b, const double* x);
-int ms_euler_avx2(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                  int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+MS_DECLARE_KERNELS(avx2);
+#endif
+
+/* A kernel's version on the fastest path this processor has: AVX2 where the build has it
+   and the processor runs it, else the path every processor of the build's architecture
+   has (SSE2, NEON or plain doubles). */
+#if defined(MS_SSE2_PATH)
+#define MS_BUILD_KERNEL(name) name##_sse2
+#elif defined(MS_NEON_PATH)
+#define MS_BUILD_KERNEL(name) name##_neon
+#else
+#define MS_BUILD_KERNEL(name) name##_plain
+#endif
+#if defined(MS_AVX2_PATH)
+#define MS_FASTEST_KERNEL(name) (ms_avx2_supported() ? name##_avx2 : MS_BUILD_KERNEL(name))
+#else
+#define MS_FASTEST_KERNEL(name) MS_BUILD_KERNEL(name)
 #endif
 
 /* The force on end a of one spring from a to b (force[3], N; b gets its opposite) and the

@@ -146,11 +146,11 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
     return status;
 }
 
-int ms_projective_step(const ms_model* m, ms_state* s, const double* restrict f_ext, const double* restrict x,
-                       const double* restrict v, double* restrict x_out, double* restrict v_out, double h) {
+int ms_projective_step(const ms_model* m, ms_state* s, const double* MS_RESTRICT f_ext, const double* MS_RESTRICT x,
+                       const double* MS_RESTRICT v, double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double h) {
     ms_projective* p = s->projective;
     const int64_t n = m->nnode;
-    const double* restrict inv_mass = s->inv_mass;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
     /* the inertial target y = x + h v^ with v^ = v + h M^-1 f_ext (pins: x_p + h v_p) */
     for (int64_t q = 0; q < 3 * n; ++q) {
         v_out[q] = v[q] + h * inv_mass[q / 3] * f_ext[q];

@@ -257,7 +257,7 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
     return removed;
 }
 
-double ms_self_collide(const ms_model* m, ms_state* s, double* restrict x, double* restrict v) {
+double ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v) {
     if (s->self_work == NULL) {
         s->self_work = build_work(m);
         if (s->self_work == NULL) return -1.0;

@@ -45,8 +45,8 @@ static inline double* MS_KERNEL(target)(double* f, double* halo, int64_t own_end
 }
 
 /* The springs [s, e) of one lower node a, one at a time. */
-static inline v1 MS_KERNEL(single)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
-                                   int64_t e, int64_t a, const double* restrict x, const double* restrict v,
+static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
+                                   int64_t e, int64_t a, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
                                    double* f, double* halo, int64_t own_end, v1 power) {
     const double* xa = x + 3 * a;
     const double* va = v + 3 * a;
@@ -78,8 +78,8 @@ static inline v1 MS_KERNEL(single)(const int32_t* restrict pairs, const double* 
 /* A lane group: nodes a..a+3 with k springs each, sorted springs [s, s + 4 k).  Spring j
    of the four nodes is one v4, one lane per node; each node's force is summed over j and
    added to f once at the end. */
-static inline v4 MS_KERNEL(group)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
-                                  int64_t k, int64_t a, const double* restrict x, const double* restrict v,
+static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
+                                  int64_t k, int64_t a, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
                                   double* f, double* halo, int64_t own_end, v4 power) {
     v4 xa, ya, za, ua, va, wa;
     v4_load_nodes(x + 3 * a, &xa, &ya, &za);
@@ -119,11 +119,11 @@ static inline v4 MS_KERNEL(group)(const int32_t* restrict pairs, const double* r
     return power;
 }
 
-double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* restrict x,
-                             const double* restrict v, double* restrict f) {
-    const int32_t* restrict pairs = layout->pairs;
-    const double* restrict params = layout->params;
-    const uint8_t* restrict lanes = layout->lanes;
+double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
+                             const double* MS_RESTRICT v, double* MS_RESTRICT f) {
+    const int32_t* MS_RESTRICT pairs = layout->pairs;
+    const double* MS_RESTRICT params = layout->params;
+    const uint8_t* MS_RESTRICT lanes = layout->lanes;
     const int64_t own_end = layout->node_start[block + 1];
     double* halo = layout->halo + 3 * layout->halo_start[block];
     memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[block + 1] - layout->halo_start[block]));
@@ -150,8 +150,8 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
 
 /* Twice the elastic energy k (l - L)^2 of the springs [s, s + 4 k) of a lane group, added
    lane by lane to sum. */
-static inline v4 MS_KERNEL(group_energy)(const int32_t* restrict pairs, const double* restrict params, int64_t s,
-                                         int64_t k, int64_t a, const double* restrict x, v4 sum) {
+static inline v4 MS_KERNEL(group_energy)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
+                                         int64_t k, int64_t a, const double* MS_RESTRICT x, v4 sum) {
     v4 xa, ya, za;
     v4_load_nodes(x + 3 * a, &xa, &ya, &za);
     for (int64_t j = 0; j < k; ++j) {
@@ -167,9 +167,9 @@ static inline v4 MS_KERNEL(group_energy)(const int32_t* restrict pairs, const do
     return sum;
 }
 
-double MS_KERNEL(ms_springs_energy)(const ms_layout* layout, int64_t block, const double* restrict x) {
-    const int32_t* restrict pairs = layout->pairs;
-    const double* restrict params = layout->params;
+double MS_KERNEL(ms_springs_energy)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x) {
+    const int32_t* MS_RESTRICT pairs = layout->pairs;
+    const double* MS_RESTRICT params = layout->params;
     v4 lane_sum = v4_set(0.0);
     v1 single_sum = 0.0;
     const int64_t end = layout->spring_start[block + 1];
@@ -197,8 +197,9 @@ double MS_KERNEL(ms_springs_energy)(const ms_layout* layout, int64_t block, cons
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),
    four nodes (twelve values, three v4) at a time, written to x_out and v_out (which may
    be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite. */
-int MS_KERNEL(ms_euler)(const double* restrict inv_mass, const double* x, const double* v, const double* restrict f,
-                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
+int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v,
+                        const double* MS_RESTRICT f, double h, int explicit_euler, int64_t begin, int64_t end,
+                        double* x_out, double* v_out) {
     const v4 step = v4_set(h);
     v4 probe = v4_set(0.0);
     v1 tail_probe = 0.0;

@@ -1,12 +1,12 @@
-/* The spring kernel and the Euler update on AVX2 (x86-64 processors that have it; chosen
+/* The spring kernel, the Euler update and the xpbd projection on AVX2 (x86-64 processors that have it; chosen
    at run time, see ms_vector_path). */
 #include "layout.h"
 #if defined(MS_AVX2_PATH)
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2"))), apply_to = function)
-#else
+#elif defined(__GNUC__)
 #pragma GCC target("avx2")
-#endif
+#endif /* MSVC: setup.py compiles this file alone with /arch:AVX2 */
 #define MS_PATH_AVX2 1
 #define MS_KERNEL(name) name##_avx2
 #include "spring_kernel.h"
@@ -15,5 +15,5 @@
 #pragma clang attribute pop
 #endif
 #else
-typedef int ms_springs_avx2_unused; /* not an x86-64 GCC or Clang build */
+typedef int ms_springs_avx2_unused; /* not an x86-64 build */
 #endif

@@ -1,4 +1,4 @@
-/* The spring kernel and the Euler update on plain doubles (any processor). */
+/* The spring kernel, the Euler update and the xpbd projection on plain doubles (any processor). */
 #define MS_KERNEL(name) name##_plain
 #include "spring_kernel.h"
 #include "xpbd_kernel.h"

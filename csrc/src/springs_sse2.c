@@ -1,4 +1,4 @@
-/* The spring kernel and the Euler update on SSE2 (every x86-64 processor). */
+/* The spring kernel, the Euler update and the xpbd projection on SSE2 (every x86-64 processor). */
 #include "layout.h"
 #if defined(MS_SSE2_PATH)
 #define MS_PATH_SSE2 1

@@ -110,7 +110,7 @@ static void share(ms_team* tm, ms_worker* w, int id) {
 /* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
    is not a physical force and its effect depends on the step size.  Returns the kinetic
    energy it removed (J). */
-static double apply_energy_loss(const ms_model* m, const double* inv_mass, double* restrict v, double loss,
+static double apply_energy_loss(const ms_model* m, const double* inv_mass, double* MS_RESTRICT v, double loss,
                                 int64_t begin, int64_t end) {
     const double keep = 1.0 - loss;
     const double removed_fraction = 1.0 - keep * keep;

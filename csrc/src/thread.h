@@ -1,9 +1,10 @@
 /* The thread layer: the only code that knows the operating system's threads.
  *
  * It runs one function on several workers at once and gives them a barrier; it knows
- * nothing of the physics.  thread_posix.c implements it with POSIX threads; another
- * implementation (e.g. Win32 threads) can sit beside it, chosen at build time, without
- * touching any other file.
+ * nothing of the physics.  thread_posix.c implements it with POSIX threads and
+ * thread_win32.c with Windows threads; both are compiled everywhere and the preprocessor
+ * keeps the one for the target (_WIN32 or not), so no other file knows which it is.  The
+ * layer also answers ms_thread_layer and ms_process_id (msprings.h).
  */
 #ifndef MSPRINGS_THREAD_H
 #define MSPRINGS_THREAD_H

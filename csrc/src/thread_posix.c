@@ -7,7 +7,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "msprings/msprings.h"
 #include "thread.h"
+
+const char* ms_thread_layer(void) { return "posix"; }
+
+long long ms_process_id(void) { return (long long)getpid(); }
 
 int ms_cpu_count(void) {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
@@ -98,5 +103,5 @@ int ms_threads_run(int count, ms_thread_work work, void* context) {
     return started == count ? 0 : -1;
 }
 #else
-typedef int ms_thread_posix_unused; /* Windows builds use another implementation */
+typedef int ms_thread_posix_unused; /* Windows builds use thread_win32.c */
 #endif

@@ -1,12 +1,13 @@
 /* The vector layer under the spring kernel and the Euler update: a type v4 of four doubles
- * and the few operations they need, on one of three paths chosen by the file that includes
+ * and the few operations they need, on one of four paths chosen by the file that includes
  * this header:
  *   MS_PATH_AVX2   one 256-bit AVX2 register
  *   MS_PATH_SSE2   two 128-bit SSE2 registers
- *   (neither)      four plain doubles (any processor; compilers may vectorise them)
+ *   MS_PATH_NEON   two 128-bit NEON registers (AArch64)
+ *   (none)         four plain doubles (any processor; compilers may vectorise them)
  * and the one-lane type v1 (a plain double) with the same operations.  Every operation is
  * one IEEE operation per lane (no fused multiply-adds: the build turns contraction off),
- * so the three paths give the same bits.
+ * so the four paths give the same bits.
  */
 #ifndef MSPRINGS_VECTOR_H
 #define MSPRINGS_VECTOR_H
@@ -29,7 +30,6 @@ static inline v1 v1_abs(v1 a) { return fabs(a); }
 #include <immintrin.h>
 typedef __m256d v4;
 static inline v4 v4_set(double a) { return _mm256_set1_pd(a); }
-static inline v4 v4_set4(double a, double b, double c, double d) { return _mm256_set_pd(d, c, b, a); }
 static inline v4 v4_load(const double* p) { return _mm256_loadu_pd(p); }
 static inline void v4_store(double* p, v4 a) { _mm256_storeu_pd(p, a); }
 static inline v4 v4_add(v4 a, v4 b) { return _mm256_add_pd(a, b); }
@@ -85,68 +85,116 @@ static inline void v4_transpose(const v4 r[4], v4 out[4]) {
     out[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
     out[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
-#elif defined(MS_PATH_SSE2)
+#elif defined(MS_PATH_SSE2) || defined(MS_PATH_NEON)
+/* Two 128-bit registers: a two-lane type v2 per path, and v4 as its two halves below. */
+#if defined(MS_PATH_SSE2)
 #include <emmintrin.h>
-typedef struct v4 {
-    __m128d lo, hi; /* lanes 0, 1 and 2, 3 */
-} v4;
-static inline v4 v4_make(__m128d lo, __m128d hi) {
-    v4 r;
-    r.lo = lo;
-    r.hi = hi;
-    return r;
-}
-static inline v4 v4_set(double a) { return v4_make(_mm_set1_pd(a), _mm_set1_pd(a)); }
-static inline v4 v4_set4(double a, double b, double c, double d) { return v4_make(_mm_set_pd(b, a), _mm_set_pd(d, c)); }
-static inline v4 v4_load(const double* p) { return v4_make(_mm_loadu_pd(p), _mm_loadu_pd(p + 2)); }
-static inline void v4_store(double* p, v4 a) {
-    _mm_storeu_pd(p, a.lo);
-    _mm_storeu_pd(p + 2, a.hi);
-}
-static inline v4 v4_add(v4 a, v4 b) { return v4_make(_mm_add_pd(a.lo, b.lo), _mm_add_pd(a.hi, b.hi)); }
-static inline v4 v4_sub(v4 a, v4 b) { return v4_make(_mm_sub_pd(a.lo, b.lo), _mm_sub_pd(a.hi, b.hi)); }
-static inline v4 v4_mul(v4 a, v4 b) { return v4_make(_mm_mul_pd(a.lo, b.lo), _mm_mul_pd(a.hi, b.hi)); }
-static inline v4 v4_div(v4 a, v4 b) { return v4_make(_mm_div_pd(a.lo, b.lo), _mm_div_pd(a.hi, b.hi)); }
-static inline v4 v4_sqrt(v4 a) { return v4_make(_mm_sqrt_pd(a.lo), _mm_sqrt_pd(a.hi)); }
-static inline v4 v4_if_greater(v4 a, v4 b, v4 c) {
-    return v4_make(_mm_and_pd(_mm_cmpgt_pd(a.lo, b.lo), c.lo), _mm_and_pd(_mm_cmpgt_pd(a.hi, b.hi), c.hi));
-}
-static inline v4 v4_abs(v4 a) {
-    const __m128d bits = _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL));
-    return v4_make(_mm_and_pd(a.lo, bits), _mm_and_pd(a.hi, bits));
-}
+typedef __m128d v2;
+static inline v2 v2_set(double a) { return _mm_set1_pd(a); }
+static inline v2 v2_load(const double* p) { return _mm_loadu_pd(p); }
+static inline void v2_store(double* p, v2 a) { _mm_storeu_pd(p, a); }
+static inline v2 v2_add(v2 a, v2 b) { return _mm_add_pd(a, b); }
+static inline v2 v2_sub(v2 a, v2 b) { return _mm_sub_pd(a, b); }
+static inline v2 v2_mul(v2 a, v2 b) { return _mm_mul_pd(a, b); }
+static inline v2 v2_div(v2 a, v2 b) { return _mm_div_pd(a, b); }
+static inline v2 v2_sqrt(v2 a) { return _mm_sqrt_pd(a); }
+static inline v2 v2_if_greater(v2 a, v2 b, v2 c) { return _mm_and_pd(_mm_cmpgt_pd(a, b), c); }
+static inline v2 v2_abs(v2 a) { return _mm_and_pd(a, _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL))); }
+static inline v2 v2_low_twice(v2 a) { return _mm_unpacklo_pd(a, a); }
+static inline v2 v2_lows(v2 a, v2 b) { return _mm_unpacklo_pd(a, b); }
+static inline v2 v2_highs(v2 a, v2 b) { return _mm_unpackhi_pd(a, b); }
+static inline v2 v2_high_twice(v2 a) { return _mm_unpackhi_pd(a, a); }
 /* two consecutive nodes p[0..5] as (x0 x1), (y0 y1), (z0 z1) */
-static inline void sse2_load_pair(const double* p, __m128d* x, __m128d* y, __m128d* z) {
+static inline void v2_load_nodes(const double* p, v2* x, v2* y, v2* z) {
     const __m128d a = _mm_loadu_pd(p), b = _mm_loadu_pd(p + 2), c = _mm_loadu_pd(p + 4);
     *x = _mm_shuffle_pd(a, b, 0x2); /* x0 x1 */
     *y = _mm_shuffle_pd(a, c, 0x1); /* y0 y1 */
     *z = _mm_shuffle_pd(b, c, 0x2); /* z0 z1 */
 }
-static inline void sse2_add_pair(double* p, __m128d x, __m128d y, __m128d z, int subtract) {
+static inline void v2_add_nodes(double* p, v2 x, v2 y, v2 z, int subtract) {
     const __m128d part[3] = {_mm_unpacklo_pd(x, y), _mm_shuffle_pd(z, x, 0x2), _mm_unpackhi_pd(y, z)};
     for (int k = 0; k < 3; ++k) {
         const __m128d old = _mm_loadu_pd(p + 2 * k);
         _mm_storeu_pd(p + 2 * k, subtract ? _mm_sub_pd(old, part[k]) : _mm_add_pd(old, part[k]));
     }
 }
+#else
+#include <arm_neon.h>
+typedef float64x2_t v2;
+static inline v2 v2_set(double a) { return vdupq_n_f64(a); }
+static inline v2 v2_load(const double* p) { return vld1q_f64(p); }
+static inline void v2_store(double* p, v2 a) { vst1q_f64(p, a); }
+static inline v2 v2_add(v2 a, v2 b) { return vaddq_f64(a, b); }
+static inline v2 v2_sub(v2 a, v2 b) { return vsubq_f64(a, b); }
+static inline v2 v2_mul(v2 a, v2 b) { return vmulq_f64(a, b); }
+static inline v2 v2_div(v2 a, v2 b) { return vdivq_f64(a, b); }
+static inline v2 v2_sqrt(v2 a) { return vsqrtq_f64(a); }
+static inline v2 v2_if_greater(v2 a, v2 b, v2 c) {
+    return vreinterpretq_f64_u64(vandq_u64(vcgtq_f64(a, b), vreinterpretq_u64_f64(c)));
+}
+static inline v2 v2_abs(v2 a) { return vabsq_f64(a); }
+static inline v2 v2_low_twice(v2 a) { return vdupq_laneq_f64(a, 0); }
+static inline v2 v2_lows(v2 a, v2 b) { return vzip1q_f64(a, b); }
+static inline v2 v2_highs(v2 a, v2 b) { return vzip2q_f64(a, b); }
+static inline v2 v2_high_twice(v2 a) { return vdupq_laneq_f64(a, 1); }
+/* two consecutive nodes p[0..5]: vld3q_f64 deinterleaves them into (x0 x1), (y0 y1),
+   (z0 z1), and vst3q_f64 interleaves them back */
+static inline void v2_load_nodes(const double* p, v2* x, v2* y, v2* z) {
+    const float64x2x3_t node = vld3q_f64(p);
+    *x = node.val[0];
+    *y = node.val[1];
+    *z = node.val[2];
+}
+static inline void v2_add_nodes(double* p, v2 x, v2 y, v2 z, int subtract) {
+    float64x2x3_t node = vld3q_f64(p);
+    const v2 part[3] = {x, y, z};
+    for (int k = 0; k < 3; ++k)
+        node.val[k] = subtract ? vsubq_f64(node.val[k], part[k]) : vaddq_f64(node.val[k], part[k]);
+    vst3q_f64(p, node);
+}
+#endif
+typedef struct v4 {
+    v2 lo, hi; /* lanes 0, 1 and 2, 3 */
+} v4;
+static inline v4 v4_make(v2 lo, v2 hi) {
+    v4 r;
+    r.lo = lo;
+    r.hi = hi;
+    return r;
+}
+static inline v4 v4_set(double a) { return v4_make(v2_set(a), v2_set(a)); }
+static inline v4 v4_load(const double* p) { return v4_make(v2_load(p), v2_load(p + 2)); }
+static inline void v4_store(double* p, v4 a) {
+    v2_store(p, a.lo);
+    v2_store(p + 2, a.hi);
+}
+static inline v4 v4_add(v4 a, v4 b) { return v4_make(v2_add(a.lo, b.lo), v2_add(a.hi, b.hi)); }
+static inline v4 v4_sub(v4 a, v4 b) { return v4_make(v2_sub(a.lo, b.lo), v2_sub(a.hi, b.hi)); }
+static inline v4 v4_mul(v4 a, v4 b) { return v4_make(v2_mul(a.lo, b.lo), v2_mul(a.hi, b.hi)); }
+static inline v4 v4_div(v4 a, v4 b) { return v4_make(v2_div(a.lo, b.lo), v2_div(a.hi, b.hi)); }
+static inline v4 v4_sqrt(v4 a) { return v4_make(v2_sqrt(a.lo), v2_sqrt(a.hi)); }
+static inline v4 v4_if_greater(v4 a, v4 b, v4 c) {
+    return v4_make(v2_if_greater(a.lo, b.lo, c.lo), v2_if_greater(a.hi, b.hi, c.hi));
+}
+static inline v4 v4_abs(v4 a) { return v4_make(v2_abs(a.lo), v2_abs(a.hi)); }
 static inline void v4_spread(v4 w, v4 out[3]) {
-    out[0] = v4_make(_mm_unpacklo_pd(w.lo, w.lo), w.lo);
-    out[1] = v4_make(_mm_unpackhi_pd(w.lo, w.lo), _mm_unpacklo_pd(w.hi, w.hi));
-    out[2] = v4_make(w.hi, _mm_unpackhi_pd(w.hi, w.hi));
+    out[0] = v4_make(v2_low_twice(w.lo), w.lo);
+    out[1] = v4_make(v2_high_twice(w.lo), v2_low_twice(w.hi));
+    out[2] = v4_make(w.hi, v2_high_twice(w.hi));
 }
 static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
-    sse2_load_pair(p, &x->lo, &y->lo, &z->lo);
-    sse2_load_pair(p + 6, &x->hi, &y->hi, &z->hi);
+    v2_load_nodes(p, &x->lo, &y->lo, &z->lo);
+    v2_load_nodes(p + 6, &x->hi, &y->hi, &z->hi);
 }
 static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
-    sse2_add_pair(p, x.lo, y.lo, z.lo, subtract);
-    sse2_add_pair(p + 6, x.hi, y.hi, z.hi, subtract);
+    v2_add_nodes(p, x.lo, y.lo, z.lo, subtract);
+    v2_add_nodes(p + 6, x.hi, y.hi, z.hi, subtract);
 }
 static inline void v4_transpose(const v4 r[4], v4 out[4]) {
-    out[0] = v4_make(_mm_unpacklo_pd(r[0].lo, r[1].lo), _mm_unpacklo_pd(r[2].lo, r[3].lo));
-    out[1] = v4_make(_mm_unpackhi_pd(r[0].lo, r[1].lo), _mm_unpackhi_pd(r[2].lo, r[3].lo));
-    out[2] = v4_make(_mm_unpacklo_pd(r[0].hi, r[1].hi), _mm_unpacklo_pd(r[2].hi, r[3].hi));
-    out[3] = v4_make(_mm_unpackhi_pd(r[0].hi, r[1].hi), _mm_unpackhi_pd(r[2].hi, r[3].hi));
+    out[0] = v4_make(v2_lows(r[0].lo, r[1].lo), v2_lows(r[2].lo, r[3].lo));
+    out[1] = v4_make(v2_highs(r[0].lo, r[1].lo), v2_highs(r[2].lo, r[3].lo));
+    out[2] = v4_make(v2_lows(r[0].hi, r[1].hi), v2_lows(r[2].hi, r[3].hi));
+    out[3] = v4_make(v2_highs(r[0].hi, r[1].hi), v2_highs(r[2].hi, r[3].hi));
 }
 #else
 typedef struct v4 {
@@ -157,10 +205,6 @@ typedef struct v4 {
     for (int q = 0; q < 4; ++q) r.q[q] = (expression); \
     return r
 static inline v4 v4_set(double a) { V4_LANEWISE(a); }
-static inline v4 v4_set4(double a, double b, double c, double d) {
-    const v4 r = {{a, b, c, d}};
-    return r;
-}
 static inline v4 v4_load(const double* p) { V4_LANEWISE(p[q]); }
 static inline void v4_store(double* p, v4 a) { memcpy(p, a.q, sizeof a.q); }
 static inline v4 v4_add(v4 a, v4 b) { V4_LANEWISE(a.q[q] + b.q[q]); }
@@ -194,10 +238,10 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
         }
     }
 }
-#undef V4_LANEWISE
 static inline void v4_transpose(const v4 r[4], v4 out[4]) {
     for (int q = 0; q < 16; ++q) out[q / 4].q[q % 4] = r[q % 4].q[q / 4];
 }
+#undef V4_LANEWISE
 #endif
 
 #endif

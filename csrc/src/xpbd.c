@@ -83,18 +83,6 @@ static int colour_springs(const ms_model* m, ms_colouring* c) {
     return ok ? 0 : -1;
 }
 
-/* The projection this processor runs (the fastest path it has). */
-static ms_xpbd_kernel xpbd_kernel_path(void) {
-#if defined(MS_AVX2_PATH)
-    if (ms_avx2_supported()) return ms_xpbd_project_avx2;
-#endif
-#if defined(MS_SSE2_PATH)
-    return ms_xpbd_project_sse2;
-#else
-    return ms_xpbd_project_plain;
-#endif
-}
-
 /* Groups the coloured springs by region: the nodes are cut into c->nregion ranges of
    consecutive indices, a spring whose ends share a region belongs to it, the others to the
    boundary group (number nregion); within a group the springs keep their colour order.
@@ -161,7 +149,7 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
         c->pairs[2 * r + 1] = m->springs[2 * (int64_t)c->springs[r] + 1];
     }
     c->nspring = m->nspring;
-    c->project = xpbd_kernel_path();
+    c->project = MS_FASTEST_KERNEL(ms_xpbd_project);
     s->constraints = c;
     return MS_OK;
 }

@@ -46,12 +46,14 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err);
 void ms_xpbd_prepare(const ms_model* m, ms_state* s, double h);
 void ms_colouring_free(void* colouring);
 
-/* The projection of each vector path (xpbd_kernel.h compiled once per path). */
-void ms_xpbd_project_plain(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, double* x,
-                           int first);
-void ms_xpbd_project_sse2(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, double* x,
-                          int first);
-void ms_xpbd_project_avx2(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, double* x,
-                          int first);
+/* The projection of each vector path (xpbd_kernel.h compiled once per path; the paths as
+   layout.h declares them). */
+#define MS_DECLARE_XPBD_KERNEL(path)                                                                     \
+    void ms_xpbd_project_##path(const ms_colouring* c, int64_t begin, int64_t end, const double* x_prev, \
+                                double* x, int first)
+MS_DECLARE_XPBD_KERNEL(plain);
+MS_DECLARE_XPBD_KERNEL(sse2);
+MS_DECLARE_XPBD_KERNEL(neon);
+MS_DECLARE_XPBD_KERNEL(avx2);
 
 #endif

@@ -32,17 +32,17 @@
         change = V##_if_greater(length_, V##_set(MS_XPBD_MIN_LENGTH), V##_mul(free_, scale));                   \
     } while (0)
 
-void MS_KERNEL(ms_xpbd_project)(const ms_colouring* c, int64_t begin, int64_t end, const double* restrict x_prev,
-                                double* restrict x, int first) {
+void MS_KERNEL(ms_xpbd_project)(const ms_colouring* c, int64_t begin, int64_t end, const double* MS_RESTRICT x_prev,
+                                double* MS_RESTRICT x, int first) {
     const int64_t ns = c->nspring;
-    const double* restrict rest = c->params;
-    const double* restrict alpha = rest + ns;
-    const double* restrict gamma = alpha + ns;
-    const double* restrict scale = gamma + ns;
-    const double* restrict w_i = scale + ns;
-    const double* restrict w_j = w_i + ns;
-    const int32_t* restrict pairs = c->pairs;
-    double* restrict multipliers = c->lambda;
+    const double* MS_RESTRICT rest = c->params;
+    const double* MS_RESTRICT alpha = rest + ns;
+    const double* MS_RESTRICT gamma = alpha + ns;
+    const double* MS_RESTRICT scale = gamma + ns;
+    const double* MS_RESTRICT w_i = scale + ns;
+    const double* MS_RESTRICT w_j = w_i + ns;
+    const int32_t* MS_RESTRICT pairs = c->pairs;
+    double* MS_RESTRICT multipliers = c->lambda;
     int64_t r = begin;
     for (; r + 4 <= end; r += 4) {
         /* each node's (x, y, z, 0) row, four nodes to a matrix whose columns are the lanes */

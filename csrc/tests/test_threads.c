@@ -75,6 +75,28 @@ static int test_thread_counts(void) {
     return 0;
 }
 
+/* The build compiled the thread layer and the vector path of its target: tests/cross.sh
+   runs this on Windows (wine) and AArch64 (qemu) as well. */
+static int test_build_paths(void) {
+#if defined(_WIN32)
+    ENSURE(strcmp(ms_thread_layer(), "win32") == 0);
+#else
+    ENSURE(strcmp(ms_thread_layer(), "posix") == 0);
+#endif
+    ENSURE(ms_process_id() > 0);
+    const char* path = ms_vector_path();
+#if defined(MS_NO_VECTOR)
+    ENSURE(strcmp(path, "plain") == 0);
+#elif defined(__aarch64__) || defined(_M_ARM64)
+    ENSURE(strcmp(path, "neon") == 0);
+#elif (defined(__x86_64__) || defined(_M_X64)) && defined(MS_NO_AVX2)
+    ENSURE(strcmp(path, "sse2") == 0);
+#elif defined(__x86_64__) || defined(_M_X64)
+    ENSURE(strcmp(path, ms_avx2_supported() ? "avx2" : "sse2") == 0);
+#endif
+    return 0;
+}
+
 /* The hash of everything a run leaves: x, v, f, the ledger, t and steps. */
 static uint64_t state_hash(const ms_model* m, const ms_state* s) {
     const size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
@@ -175,6 +197,7 @@ static int test_determinism(void) {
 
 const test_case threads_tests[] = {
     TEST(test_thread_counts),
+    TEST(test_build_paths),
     TEST(test_determinism),
     TEST(test_same_result_on_any_number_of_threads),
     TEST(test_golden_hash),

@@ -437,14 +437,21 @@ void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_b
    number of online cores. */
 int ms_resolve_threads(int n);
 
+/* The thread layer the core was built with: "posix" (POSIX threads) or "win32" (Windows
+   threads). */
+const char* ms_thread_layer(void);
+
+/* The id of the calling process: a process forked from another has an id of its own. */
+long long ms_process_id(void);
+
 /* ---- build ---------------------------------------------------------------------- */
 
-/* Non-zero if steps use the AVX2 vector path (x86-64 builds with GCC or Clang, on a
-   processor that has AVX2). */
+/* Non-zero if steps use the AVX2 vector path (x86-64 builds, on a processor that has
+   AVX2 and an operating system that saves its registers). */
 int ms_avx2_supported(void);
 
-/* The vector path that steps use: "avx2", "sse2" (x86-64) or "plain".  Every path gives
-   the same results, bit for bit. */
+/* The vector path that steps use: "avx2", "sse2" (x86-64), "neon" (arm64) or "plain".
+   Every path gives the same results, bit for bit. */
 const char* ms_vector_path(void);
 
 /* ---- names ---------------------------------------------------------------------- */
