@@ -197,6 +197,9 @@ void ms_layout_destroy(ms_layout* layout) {
 }
 
 void ms_layout_refresh(const ms_model* m, ms_layout* layout) {
+    layout->filled = 1;
+    layout->dampers = 0;
+    for (int64_t s = 0; s < m->nspring && !layout->dampers; ++s) layout->dampers = m->c[s] > 0.0;
     const int32_t* order = layout->order;
     for (int64_t r = 0; r < layout->nspring;) {
         const int64_t k = layout->lanes[layout->pairs[2 * r]];

@@ -45,6 +45,8 @@ struct ms_layout {
                               halo + 3 halo_start[b]; halo length halo_start[b + 1] - halo_start[b]
                                                                                  (nblock + 1) */
     double* halo;          /* (3 x halo_start[nblock]) */
+    int filled;            /* params hold the model's values (ms_layout_refresh ran) */
+    int dampers;           /* some spring has c > 0 (as of the last refresh) */
     int64_t node_block;    /* nodes per block of the node stages (the last may be shorter) */
     int64_t nnode_block;   /* blocks of node_block nodes */
     void* buffer;        /* the one allocation everything above lives in */
@@ -54,8 +56,9 @@ struct ms_layout {
 ms_layout* ms_layout_create(const ms_model* m, ms_error* err);
 void ms_layout_destroy(ms_layout* layout);
 
-/* Copies rest, k and c into the layout's order: done at every step call, after checking
-   the values, since views may have changed them. */
+/* Copies rest, k and c into the layout's order (and notes whether some c > 0): done by a
+   step call after checking the values, unless the caller vouches that they did not change
+   since the last call (ms_state.parameters_unchanged). */
 void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 
 /* Adds the halos of the blocks to the forces of the nodes [begin, end), in block order. */

@@ -295,19 +295,20 @@ static void run_worker(void* context, int id) {
         run_buffered(c, &w);
 }
 
-/* Returns non-zero if some force depends on velocity (a damper or drag). */
-static int has_velocity_forces(const ms_model* m) {
+/* Returns non-zero if some force depends on velocity (a damper, as of the layout's last
+   refresh, or drag). */
+static int has_velocity_forces(const ms_model* m, const ms_layout* layout) {
     if (m->opt.drag > 0.0) return 1;
     const ms_air* air = &m->opt.air;
     if (m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0)) return 1;
-    for (int64_t s = 0; s < m->nspring; ++s)
-        if (m->c[s] > 0.0) return 1;
-    return 0;
+    return layout->dampers;
 }
 
-void ms_state_prepare(const ms_model* m, ms_state* s) {
-    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
-    s->velocity_forces = has_velocity_forces(m);
+/* ms_state_prepare; the inverse masses only if the parameters may have changed. */
+static void prepare(const ms_model* m, ms_state* s, int parameters) {
+    if (parameters)
+        for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->velocity_forces = has_velocity_forces(m, s->layout);
     s->external_active = 0;
     for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
         s->external_active = s->external[q] != 0.0;
@@ -315,6 +316,8 @@ void ms_state_prepare(const ms_model* m, ms_state* s) {
     for (int64_t i = 0; i < m->nnode && !s->moving_pins; ++i)
         s->moving_pins = m->pinned[i] && (s->v[3 * i] != 0.0 || s->v[3 * i + 1] != 0.0 || s->v[3 * i + 2] != 0.0);
 }
+
+void ms_state_prepare(const ms_model* m, ms_state* s) { prepare(m, s, 1); }
 
 /* A team of one worker for forces outside a step call's workers (the implicit solver,
    ms_state_forces): the same blocks, so the same sums. */
@@ -380,11 +383,23 @@ static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error
     return MS_OK;
 }
 
+/* The values of the model a step depends on: all of them if the parameters (mass,
+   pinned, rest, k, c) may have changed, else the colliders and the options. */
+static int check_values(const ms_model* m, int parameters, ms_error* err) {
+    if (parameters) return ms_model_check_values(m, err);
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        if (ms_collider_check(&m->colliders[k], err)) return MS_ERR_VALUE;
+    return ms_options_check(&m->opt, err);
+}
+
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    /* the caller's word holds for this call only */
+    const int parameters = !s->parameters_unchanged || s->layout == NULL || !s->layout->filled;
+    s->parameters_unchanged = 0;
     if (!isfinite(h) || h <= 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
-    if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
+    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
     if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
@@ -397,9 +412,9 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
         const int status = ms_state_ensure_projective(m, s, h, err);
         if (status != MS_OK) return status;
     }
-    ms_layout_refresh(m, s->layout);
+    if (parameters) ms_layout_refresh(m, s->layout);
     if (m->ncollider > 0) ms_state_clear_contact(m, s);
-    ms_state_prepare(m, s);
+    prepare(m, s, parameters);
     /* What the caller changed since the state was watched (not before the first step,
        which is the set-up of the initial state). */
     if (s->watched) {
