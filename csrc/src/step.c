@@ -50,18 +50,38 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     const double* external = ms_active_external(s);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
-    /* block by block: the owned nodes' own forces (gravity, drag, external) start their
-       sums, then the springs add to them and to the block's halo */
-    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-        flows[b] = no_flow;
-        const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
-        ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
-        if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
-        flows[b].dampers = tm->springs(layout, b, x, v, f);
+    if (layout->node_order == NULL) {
+        /* block by block: the owned nodes' own forces (gravity, drag, external) start
+           their sums, then the springs add to them and to the block's halo */
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+            flows[b] = no_flow;
+            const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
+            ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
+            if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
+            flows[b].dampers = tm->springs(layout, b, x, v, f);
+        }
+    } else {
+        /* a ranked layout: every node's own forces, and x and v copied into rank order;
+           the springs work on the copies, and their forces join f in the gather */
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            tm->nodes[b].forces[ticket] = no_flow;
+            ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
+            if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
+        }
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) ms_layout_load(layout, b, x, v);
+        ms_sync(w);
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+            flows[b] = no_flow;
+            flows[b].dampers = tm->springs(layout, b, layout->x, layout->v, layout->f);
+        }
     }
     ms_sync(w);
-    MS_FOR_MY_NODES(w, b, begin, end)
-    ms_layout_gather(layout, begin, end, f);
+    if (w->node_first < w->node_last) { /* the halos, for the worker's nodes at once */
+        int64_t begin, end, ignored;
+        ms_node_block(tm, w->node_first, &begin, &ignored);
+        ms_node_block(tm, w->node_last - 1, &ignored, &end);
+        ms_layout_gather(layout, begin, end, f);
+    }
     if (tm->face_forces) {
         ms_sync(w);
         if (w->id == 0) {
@@ -88,6 +108,8 @@ ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
     ms_flow rate = no_flow;
     const ms_flow* flows = tm->block_flow + ticket * tm->layout->nblock;
     for (int64_t b = 0; b < tm->layout->nblock; ++b) ms_flow_add(&rate, &flows[b], 1.0);
+    if (tm->layout->node_order != NULL)
+        for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].forces[ticket], 1.0);
     for (int64_t b = 0; b < tm->nnode_block; ++b) rate.pins += tm->nodes[b].pins[ticket];
     if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow[ticket], 1.0);
     return rate;
