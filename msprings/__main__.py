@@ -240,7 +240,7 @@ def info() -> int:
 
 
 #: The benchmark suites in the source tree's ``benchmarks/`` folder, in the order ``bench all`` runs them.
-BENCH_SUITES = ("core", "implicit", "large_steps", "peers", "contact", "plot")
+BENCH_SUITES = ("core", "layout", "implicit", "large_steps", "peers", "contact", "plot")
 
 
 def bench(suite: str, quick: bool) -> int:

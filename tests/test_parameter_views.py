@@ -143,3 +143,17 @@ def test_unchanged_parameters_step_as_before_call_by_call() -> None:
         watched.step(DT)
     assert same_bits(one, calls) and same_bits(one, watched)
     assert alive.shape == (net["springs"].shape[0],)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_a_non_finite_position_or_velocity_written_between_steps_is_refused(keep: bool) -> None:
+    """The step skips re-checking x and v only when no view of them can have been written."""
+    net = network()
+    for name in ("x", "v"):
+        s = build(net)
+        view = getattr(s, name) if keep else None
+        s.step(DT, 3)
+        (view if keep else getattr(s, name))[7, 1] = np.nan
+        with pytest.raises(ValueError, match=rf"{name}\[7, 1\]"):
+            s.step(DT)
+        assert s.steps == 3

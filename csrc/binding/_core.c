@@ -43,6 +43,7 @@ typedef struct {
                                   pinned, rest, k, c), which a step must read again while one
                                   lives */
     int parameters_written; /* a parameter view was handed out since the last step */
+    int energy_written;     /* an energy view was handed out since the last step */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -298,6 +299,7 @@ enum { VIEW_ENERGY = 1, VIEW_PARAMETERS = 2 };
 static PyObject* watch_view(SystemObject* self, PyObject* view, int kinds) {
     if (view == NULL) return NULL;
     if (kinds & VIEW_ENERGY) {
+        self->energy_written = 1;
         if (!busy(self)) ms_state_watch(self->model, self->state);
         if (remember_view(&self->energy_views, view) < 0) goto error;
     }
@@ -692,13 +694,17 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     /* the parameters need reading again if a view of them was handed out since the last
        step, or one lives on (the caller may write through it, even during the step) */
     int parameters_unchanged = !self->parameters_written && !parameter_views;
-    self->parameters_written = 0;
+    /* likewise x and v, through the energy views (the only way to write them) */
+    int motion_unchanged = !self->energy_written && !energy_views;
+    self->parameters_written = self->energy_written = 0;
     self->stepping = getpid();
     int interrupted = 0; /* a signal handler raised between chunks */
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         state->parameters_unchanged = parameters_unchanged;
+        state->motion_unchanged = motion_unchanged;
         parameters_unchanged = !parameter_views;
+        motion_unchanged = !energy_views;
         if (release) {
             Py_BEGIN_ALLOW_THREADS
             status = ms_step(model, state, dt, count, &err);

@@ -414,15 +414,25 @@ static int check_values(const ms_model* m, int parameters, ms_error* err) {
     return ms_options_check(&m->opt, err);
 }
 
+/* The state's values a step depends on: all of them, or, if x and v are as the last step
+   left them (finite), the external force and the colliders. */
+static int check_state(const ms_model* m, const ms_state* s, int motion, ms_error* err) {
+    if (motion) return ms_state_check(m, s, err);
+    if (s->external != NULL && ms_check_finite_vectors(s->external, m->nnode, "external", err)) return MS_ERR_VALUE;
+    if (ms_state_same_colliders(m, s, err)) return MS_ERR_VALUE;
+    return ms_check_finite_vectors(s->collider_center, s->collider_count, "collider positions", err);
+}
+
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     /* the caller's word holds for this call only */
     const int parameters = !s->parameters_unchanged || s->layout == NULL || !s->layout->filled;
-    s->parameters_unchanged = 0;
+    const int motion = !s->motion_unchanged;
+    s->parameters_unchanged = s->motion_unchanged = 0;
     if (!isfinite(h) || h <= 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
     if (check_values(m, parameters, err)) return MS_ERR_VALUE;
-    if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
+    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
