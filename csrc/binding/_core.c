@@ -37,6 +37,11 @@ typedef struct {
     PyObject* energy_views; /* weak references to the writable views through which the caller
                                can change the energy (x, v, mass, pinned, rest, k); a list,
                                created by the first such view */
+    PyObject* parameter_views; /* the same for the writable views of the parameters (mass,
+                                  pinned, rest, k, c), which a step must read again while one
+                                  lives */
+    int parameters_written; /* a parameter view was handed out since the last step */
+    int energy_written;     /* an energy view was handed out since the last step */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -241,15 +246,17 @@ static int parse_vector3(PyObject* value, const char* name, double out[3]) {
 
 /* ---- the caller's changes to the energy ----------------------------------------- */
 
-/* Whether one of the energy views handed out is still alive: the caller may then change
-   the state at any time, so each step ends by recording its energy.  Dead references are
-   dropped.  Returns -1 with an exception set on failure. */
-static int energy_views_alive(SystemObject* self) {
-    if (self->energy_views == NULL) return 0;
+/* Whether one of the views in a list of weak references (energy_views, parameter_views)
+   is still alive: the caller may then write through it at any time (for the energy views
+   each step ends by recording the energy; for the parameter views each step reads the
+   parameters again).  Dead references are dropped.  Returns -1 with an exception set on
+   failure. */
+static int views_alive(PyObject* views) {
+    if (views == NULL) return 0;
     Py_ssize_t kept = 0;
-    const Py_ssize_t count = PyList_GET_SIZE(self->energy_views);
+    const Py_ssize_t count = PyList_GET_SIZE(views);
     for (Py_ssize_t i = 0; i < count; ++i) {
-        PyObject* reference = PyList_GET_ITEM(self->energy_views, i);
+        PyObject* reference = PyList_GET_ITEM(views, i);
 #if PY_VERSION_HEX >= 0x030D0000
         PyObject* target = NULL;
         if (PyWeakref_GetRef(reference, &target) < 0) return -1;
@@ -261,26 +268,43 @@ static int energy_views_alive(SystemObject* self) {
         if (target == Py_None) continue;
 #endif
         Py_INCREF(reference);
-        if (PyList_SetItem(self->energy_views, kept++, reference) < 0) return -1;
+        if (PyList_SetItem(views, kept++, reference) < 0) return -1;
     }
-    if (PyList_SetSlice(self->energy_views, kept, count, NULL) < 0) return -1;
+    if (PyList_SetSlice(views, kept, count, NULL) < 0) return -1;
     return kept > 0;
 }
 
-/* A writable view that can change the energy is handed out: the state's mechanical energy
-   is recorded now (before the caller can write through it), and the view is remembered so
-   that steps record it again while it lives.  Steals nothing; returns view, or NULL with
-   view released. */
-static PyObject* watch_view(SystemObject* self, PyObject* view) {
-    if (view == NULL) return NULL;
-    if (!busy(self)) ms_state_watch(self->model, self->state);
-    if (self->energy_views == NULL && (self->energy_views = PyList_New(0)) == NULL) goto error;
-    if (PyList_GET_SIZE(self->energy_views) >= 32 && energy_views_alive(self) < 0) goto error;
+/* Adds a weak reference to view to *views (a list made on first use).  Returns 0, or -1
+   with an exception set. */
+static int remember_view(PyObject** views, PyObject* view) {
+    if (*views == NULL && (*views = PyList_New(0)) == NULL) return -1;
+    if (PyList_GET_SIZE(*views) >= 32 && views_alive(*views) < 0) return -1;
     PyObject* reference = PyWeakref_NewRef(view, NULL);
-    if (reference == NULL) goto error;
-    const int appended = PyList_Append(self->energy_views, reference);
+    if (reference == NULL) return -1;
+    const int appended = PyList_Append(*views, reference);
     Py_DECREF(reference);
-    if (appended < 0) goto error;
+    return appended;
+}
+
+/* What a writable view handed out lets the caller change. */
+enum { VIEW_ENERGY = 1, VIEW_PARAMETERS = 2 };
+
+/* A writable view is handed out.  One that can change the energy (VIEW_ENERGY): the
+   state's mechanical energy is recorded now (before the caller can write through it), and
+   the view is remembered so that steps record it again while it lives.  One of the
+   parameters (VIEW_PARAMETERS): the next step reads them again, and so does every step
+   while it lives.  Steals nothing; returns view, or NULL with view released. */
+static PyObject* watch_view(SystemObject* self, PyObject* view, int kinds) {
+    if (view == NULL) return NULL;
+    if (kinds & VIEW_ENERGY) {
+        self->energy_written = 1;
+        if (!busy(self)) ms_state_watch(self->model, self->state);
+        if (remember_view(&self->energy_views, view) < 0) goto error;
+    }
+    if (kinds & VIEW_PARAMETERS) {
+        self->parameters_written = 1;
+        if (remember_view(&self->parameter_views, view) < 0) goto error;
+    }
     return view;
 error:
     Py_DECREF(view);
@@ -494,6 +518,7 @@ static void System_dealloc(SystemObject* self) {
     PyTypeObject* type = Py_TYPE(self);
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
     Py_XDECREF(self->energy_views);
+    Py_XDECREF(self->parameter_views);
     ms_state_destroy(self->state);
     ms_model_destroy(self->model);
     type->tp_free((PyObject*)self);
@@ -660,13 +685,24 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
     state->default_threads = st->num_threads;
-    const int views_alive = energy_views_alive(self);
-    if (views_alive < 0) return NULL;
-    state->watch_after_step = views_alive;
+    const int energy_views = views_alive(self->energy_views);
+    const int parameter_views = energy_views < 0 ? -1 : views_alive(self->parameter_views);
+    if (parameter_views < 0) return NULL;
+    state->watch_after_step = energy_views;
+    /* the parameters need reading again if a view of them was handed out since the last
+       step, or one lives on (the caller may write through it, even during the step) */
+    int parameters_unchanged = !self->parameters_written && !parameter_views;
+    /* likewise x and v, through the energy views (the only way to write them) */
+    int motion_unchanged = !self->energy_written && !energy_views;
+    self->parameters_written = self->energy_written = 0;
     self->stepping = ms_process_id();
     int interrupted = 0; /* a signal handler raised between chunks */
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
+        state->parameters_unchanged = parameters_unchanged;
+        state->motion_unchanged = motion_unchanged;
+        parameters_unchanged = !parameter_views;
+        motion_unchanged = !energy_views;
         if (release) {
             Py_BEGIN_ALLOW_THREADS
             status = ms_step(model, state, dt, count, &err);
@@ -759,6 +795,20 @@ static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ig
     ms_error err;
     if (ms_state_forces(self->model, self->state, NULL, &err) != MS_OK) return raise_ms_error(&err);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
+}
+
+/* Read-only views of x and v: through them nothing can change, so they are not watched. */
+static PyObject* System_readonly_state(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    const npy_intp n = (npy_intp)self->model->nnode;
+    PyObject* x = make_view(self, self->state->x, 2, n, 3, NPY_DOUBLE, 0);
+    PyObject* v = make_view(self, self->state->v, 2, n, 3, NPY_DOUBLE, 0);
+    if (x == NULL || v == NULL) {
+        Py_XDECREF(x);
+        Py_XDECREF(v);
+        return NULL;
+    }
+    return Py_BuildValue("(NN)", x, v);
 }
 
 static PyObject* System_reset(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
@@ -1035,6 +1085,9 @@ static PyMethodDef System_methods[] = {
     {"_restore_clock", (PyCFunction)System_restore_clock, METH_VARARGS,
      "_restore_clock(t, steps, ledger, watched=nan): set the time, step count, the ledger's eleven values and the "
      "recorded energy that the next step books the caller's changes against (nan: none) (model files)."},
+    {"_readonly_state", (PyCFunction)System_readonly_state, METH_NOARGS,
+     "(x, v): read-only views of the positions (m) and velocities (m/s), which, unlike the x and v attributes, "
+     "the energy ledger need not watch (for recording)."},
     {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
      "The mechanical energy (J) the next step books the caller's changes against, or nan."},
     {"_check_values", (PyCFunction)System_check_values, METH_NOARGS,
@@ -1070,16 +1123,17 @@ static PyMethodDef System_methods[] = {
         return make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, writeable);      \
     }
 
-/* The same for a view through which the caller can change the energy (see watch_view). */
-#define ENERGY_VIEW_GETTER(name, pointer, ndim, d0, d1, typenum)                              \
+/* The same for a writable view through which the caller can change the energy or the
+   parameters (kinds: see watch_view). */
+#define WATCHED_VIEW_GETTER(name, pointer, ndim, d0, d1, typenum, kinds)                      \
     static PyObject* get_##name(SystemObject* self, void* closure) {                        \
         (void)closure;                                                                      \
         if (require_ready(self) < 0) return NULL;                                           \
-        return watch_view(self, make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, 1)); \
+        return watch_view(self, make_view(self, pointer, ndim, (npy_intp)(d0), d1, typenum, 1), kinds); \
     }
 
-ENERGY_VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE)
-ENERGY_VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE)
+WATCHED_VIEW_GETTER(x, self->state->x, 2, self->model->nnode, 3, NPY_DOUBLE, VIEW_ENERGY)
+WATCHED_VIEW_GETTER(v, self->state->v, 2, self->model->nnode, 3, NPY_DOUBLE, VIEW_ENERGY)
 VIEW_GETTER(f, self->state->f, 2, self->model->nnode, 3, NPY_DOUBLE, 1)
 
 /* The external force is allocated (as zeros) the first time it is asked for. */
@@ -1093,12 +1147,14 @@ static PyObject* get_external(SystemObject* self, void* closure) {
     if (external == NULL) return raise_ms_error(&err);
     return make_view(self, external, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
 }
-ENERGY_VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE)
-ENERGY_VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL)
+#define VIEW_BOTH (VIEW_ENERGY | VIEW_PARAMETERS)
+WATCHED_VIEW_GETTER(mass, self->model->mass, 1, self->model->nnode, 0, NPY_DOUBLE, VIEW_BOTH)
+WATCHED_VIEW_GETTER(pinned, self->model->pinned, 1, self->model->nnode, 0, NPY_BOOL, VIEW_BOTH)
 VIEW_GETTER(springs, self->model->springs, 2, self->model->nspring, 2, NPY_INT32, 0)
-ENERGY_VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE)
-ENERGY_VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE)
-VIEW_GETTER(c, self->model->c, 1, self->model->nspring, 0, NPY_DOUBLE, 1)
+WATCHED_VIEW_GETTER(rest, self->model->rest, 1, self->model->nspring, 0, NPY_DOUBLE, VIEW_BOTH)
+WATCHED_VIEW_GETTER(k, self->model->k, 1, self->model->nspring, 0, NPY_DOUBLE, VIEW_BOTH)
+WATCHED_VIEW_GETTER(c, self->model->c, 1, self->model->nspring, 0, NPY_DOUBLE, VIEW_PARAMETERS)
+#undef VIEW_BOTH
 VIEW_GETTER(faces, self->model->faces, 2, self->model->nface, 3, NPY_INT32, 0)
 
 static PyObject* get_n_nodes(SystemObject* self, void* closure) {

@@ -41,7 +41,8 @@ double ms_pin_power(const ms_model* m, const double* x, const double* v, const d
 
 /* What a step needs to know of the state before it starts: inverse masses (0 for pinned
    nodes), whether some force depends on velocity, whether the external force is non-zero
-   anywhere, and whether a pinned node moves. */
+   anywhere, and whether a pinned node moves (after ms_layout_refresh, which notes the
+   dampers). */
 void ms_state_prepare(const ms_model* m, ms_state* s);
 
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */

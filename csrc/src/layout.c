@@ -1,4 +1,5 @@
 /* The spring layout (layout.h): sorting, lane groups, blocks and their halos. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -6,6 +7,14 @@
 #include "layout.h"
 #if defined(MS_AVX2_PATH) && defined(_MSC_VER)
 #include <intrin.h>
+#endif
+
+/* A hint that the line at p will be read soon (nothing where the compiler has no way to
+   say it). */
+#if defined(__GNUC__) || defined(__clang__)
+#define MS_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define MS_PREFETCH(p) ((void)(p))
 #endif
 
 void ms_counting_sort(const int64_t* key, const int32_t* items, int64_t count, int64_t nkey, int64_t* start,
@@ -50,78 +59,136 @@ static int64_t block_nodes(int64_t nnode) {
     return (nnode + blocks - 1) / blocks;
 }
 
-/* The number k of springs of each of nodes a..a+3 if they can form a lane group: their
-   groups (at start[a], in lower-node order) have the same size 1 <= k <= 255 and their
-   j-th springs reach equally far up the numbering; else 0. */
-static int64_t lane_group_size(const ms_model* m, const int32_t* order, const int64_t* start, int64_t a) {
+/* Breadth-first ranks of the nodes (Cuthill and McKee 1969): each connected part of the
+   network from a node as far as possible from its lowest-numbered node, neighbours in
+   the order of their springs.  Fills node_order (nnode); returns 0, or -1 if out of
+   memory. */
+static int breadth_first_order(const ms_model* m, int32_t* node_order) {
+    const int64_t n = m->nnode;
+    int64_t* start = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int32_t* list = malloc(sizeof(int32_t) * (size_t)(2 * m->nspring > 0 ? 2 * m->nspring : 1));
+    uint8_t* seen = calloc((size_t)(n > 0 ? n : 1), 1);
+    int ok = start != NULL && list != NULL && seen != NULL && ms_node_springs(m, start, list) == 0;
+    int64_t filled = 0;
+    for (int64_t root = 0; ok && root < n; ++root) {
+        if (seen[root]) continue;
+        /* twice: from root to find the last node reached, then from that node */
+        int32_t from = (int32_t)root;
+        for (uint8_t pass = 1; pass <= 2; ++pass) {
+            int64_t head = filled, tail = filled;
+            node_order[tail++] = from;
+            seen[from] = pass;
+            while (head < tail) {
+                const int32_t u = node_order[head++];
+                for (int64_t e = start[u]; e < start[u + 1]; ++e) {
+                    const int32_t* spring = m->springs + 2 * (int64_t)list[e];
+                    const int32_t w = spring[0] == u ? spring[1] : spring[0];
+                    if (seen[w] == pass) continue;
+                    seen[w] = pass;
+                    node_order[tail++] = w;
+                }
+            }
+            from = node_order[tail - 1];
+            if (pass == 2) filled = tail;
+        }
+    }
+    free(start);
+    free(list);
+    free(seen);
+    return ok ? 0 : -1;
+}
+
+/* Mean distance in rank between the ends of a spring (rank NULL: the user's numbering). */
+static double spread(const ms_model* m, const int32_t* rank) {
+    double sum = 0.0;
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t d = rank != NULL ? (int64_t)rank[i] - rank[j] : i - j;
+        sum += (double)(d < 0 ? -d : d);
+    }
+    return m->nspring > 0 ? sum / (double)m->nspring : 0.0;
+}
+
+/* The ranks of the nodes: the breadth-first order unless the user's numbering is about
+   as local (its springs span at most half as much again).  In a ranked layout, fills
+   layout->node_order and layout->rank; else frees them (NULL) and rank (nnode) receives
+   the identity.  Returns 0, or -1 if out of memory. */
+static int rank_nodes(const ms_model* m, ms_layout* layout, int32_t* rank) {
+    if (breadth_first_order(m, layout->node_order) != 0) return -1;
+    for (int64_t r = 0; r < m->nnode; ++r) rank[layout->node_order[r]] = (int32_t)r;
+    if (spread(m, NULL) <= 1.5 * spread(m, rank)) {
+        free(layout->work);
+        layout->work = NULL;
+        layout->node_order = layout->rank = NULL;
+        layout->cover = NULL;
+        for (int64_t i = 0; i < m->nnode; ++i) rank[i] = (int32_t)i;
+    } else {
+        memcpy(layout->rank, rank, sizeof(int32_t) * (size_t)m->nnode);
+    }
+    return 0;
+}
+
+/* The number k of springs of each of the ranks a..a+3 if they can form a lane group: their
+   groups (at start[a], in owner order) have the same size 1 <= k <= 255 and their j-th
+   springs reach equally far up the ranks; else 0. */
+static int64_t lane_group_size(const ms_model* m, const int32_t* rank, const int32_t* sorted, const int64_t* start,
+                               int64_t a) {
     if (a + MS_LANES > m->nnode) return 0;
     const int64_t k = start[a + 1] - start[a];
     if (k < 1 || k > MS_MAX_LANE_SPRINGS) return 0;
     for (int64_t q = 1; q < MS_LANES; ++q)
         if (start[a + q + 1] - start[a + q] != k) return 0;
     for (int64_t j = 0; j < k; ++j) {
-        const int32_t* first = m->springs + 2 * (int64_t)order[start[a] + j];
-        const int64_t reach = (first[0] > first[1] ? first[0] : first[1]) - a;
-        for (int64_t q = 1; q < MS_LANES; ++q) {
-            const int32_t* other = m->springs + 2 * (int64_t)order[start[a + q] + j];
-            if ((other[0] > other[1] ? other[0] : other[1]) - (a + q) != reach) return 0;
+        int64_t reach = 0;
+        for (int64_t q = 0; q < MS_LANES; ++q) {
+            const int32_t* spring = m->springs + 2 * (int64_t)sorted[start[a + q] + j];
+            const int64_t i = rank[spring[0]], o = rank[spring[1]];
+            const int64_t up = (i > o ? i : o) - (a + q);
+            if (q == 0) reach = up;
+            else if (up != reach) return 0;
         }
     }
     return k;
 }
 
-/* Sorts the springs into layout->order (by lower node, then upper node, then user order)
-   with lane groups interleaved, fills pairs and lanes, and leaves in start (nnode + 1)
-   where each lower node's springs begin.  Returns 0, or -1 if out of memory. */
-static int sort_springs(const ms_model* m, ms_layout* layout, int64_t* start) {
+/* Sorts the springs into sorted (by owner rank, then other rank, then user order) and
+   leaves in start (nnode + 1) where each rank's springs begin.  Returns 0, or -1 if out
+   of memory. */
+static int sort_springs(const ms_model* m, const int32_t* rank, int64_t* start, int32_t* sorted) {
     const int64_t n = m->nnode, ns = m->nspring;
-    int64_t* key = calloc((size_t)(2 * ns > 0 ? 2 * ns : 1), sizeof(int64_t));
-    int32_t* by_upper = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
-    if (key == NULL || by_upper == NULL) {
-        free(key);
-        free(by_upper);
-        return -1;
-    }
-    int64_t* lower = key;
-    int64_t* upper = key + ns;
-    for (int64_t s = 0; s < ns; ++s) {
-        const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-        lower[s] = i < j ? i : j;
-        upper[s] = i < j ? j : i;
-    }
-    /* two stable counting sorts: by upper node, then by lower node */
-    ms_counting_sort(upper, NULL, ns, n, start, by_upper);
-    ms_counting_sort(lower, by_upper, ns, n, start, layout->order);
-    /* Lane groups: four consecutive nodes whose springs match one for one are stored
-       interleaved, the j-th springs of nodes a..a+3 side by side. */
-    memset(layout->lanes, 0, (size_t)n);
-    for (int64_t a = 0; a + MS_LANES <= n;) {
-        const int64_t k = lane_group_size(m, layout->order, start, a);
-        if (k == 0) {
-            ++a;
-            continue;
+    int64_t* key = malloc(sizeof(int64_t) * (size_t)(2 * ns > 0 ? 2 * ns : 1));
+    int32_t* by_other = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
+    int ok = key != NULL && by_other != NULL;
+    if (ok) {
+        int64_t* owner = key;
+        int64_t* other = key + ns;
+        for (int64_t s = 0; s < ns; ++s) {
+            const int32_t i = rank[m->springs[2 * s]], j = rank[m->springs[2 * s + 1]];
+            owner[s] = i < j ? i : j;
+            other[s] = i < j ? j : i;
         }
-        int32_t chunk[MS_LANES * MS_MAX_LANE_SPRINGS];
-        for (int64_t q = 0; q < MS_LANES; ++q)
-            for (int64_t j = 0; j < k; ++j) chunk[MS_LANES * j + q] = layout->order[start[a] + k * q + j];
-        memcpy(layout->order + start[a], chunk, sizeof(int32_t) * MS_LANES * (size_t)k);
-        layout->lanes[a] = (uint8_t)k;
-        a += MS_LANES;
-    }
-    /* lower node first: the kernel keeps it in registers over its springs.  Turning a
-       spring round negates its d and its force exactly, so the forces do not change. */
-    for (int64_t r = 0; r < ns; ++r) {
-        const int64_t s = layout->order[r];
-        layout->pairs[2 * r] = (int32_t)lower[s];
-        layout->pairs[2 * r + 1] = (int32_t)upper[s];
+        /* two stable counting sorts: by the other end, then by the owner */
+        ms_counting_sort(other, NULL, ns, n, start, by_other);
+        ms_counting_sort(owner, by_other, ns, n, start, sorted);
     }
     free(key);
-    free(by_upper);
-    return 0;
+    free(by_other);
+    return ok ? 0 : -1;
+}
+
+/* Marks the lane groups in layout->lanes, each at its first rank. */
+static void find_lane_groups(const ms_model* m, ms_layout* layout, const int32_t* rank, const int64_t* start,
+                             const int32_t* sorted) {
+    memset(layout->lanes, 0, sizeof(uint16_t) * (size_t)m->nnode);
+    for (int64_t a = 0; a + MS_LANES <= m->nnode;) {
+        const int64_t k = lane_group_size(m, rank, sorted, start, a);
+        layout->lanes[a] = (uint16_t)k;
+        a += k > 0 ? MS_LANES : 1;
+    }
 }
 
 /* Cuts the sorted springs into blocks of about block_springs() springs, at the start of
-   a lower node's springs that is not inside a lane group.  Fills spring_start and
+   an owner's springs that is not inside a lane group.  Fills spring_start and
    node_start (room for ns / target + 2 entries) and returns the number of blocks. */
 static int64_t cut_blocks(const ms_model* m, const ms_layout* layout, const int64_t* start) {
     const int64_t target = block_springs(m->nspring);
@@ -142,16 +209,97 @@ static int64_t cut_blocks(const ms_model* m, const ms_layout* layout, const int6
     return nblock;
 }
 
+/* Writes the springs of the ranks group[0..3] (k each), interleaved, at out; returns the
+   springs written. */
+static int64_t put_group(const int32_t* sorted, const int64_t* start, const int64_t* group, int64_t k,
+                         int32_t* out) {
+    for (int64_t j = 0; j < k; ++j)
+        for (int64_t q = 0; q < MS_LANES; ++q) out[MS_LANES * j + q] = sorted[start[group[q]] + j];
+    return MS_LANES * k;
+}
+
+/* layout->order: the sorted springs of each block in the order the kernel visits them.
+   Going up the ranks, a lane group keeps its place; any other owner waits with those of
+   its number of springs until four are there, which then form a gathered group; the
+   owners left waiting at the end of the block stay single, by number of springs.  Then
+   pairs, in ranks. */
+static void arrange_blocks(const ms_model* m, ms_layout* layout, const int64_t* start, const int32_t* sorted,
+                           const int32_t* rank) {
+    int64_t waiting[MS_MAX_LANE_SPRINGS + 1][MS_LANES];
+    int count[MS_MAX_LANE_SPRINGS + 1];
+    int32_t* out = layout->order;
+    for (int64_t b = 0; b < layout->nblock; ++b) {
+        memset(count, 0, sizeof count);
+        for (int64_t r = layout->node_start[b]; r < layout->node_start[b + 1];) {
+            const int64_t k = start[r + 1] - start[r];
+            if (layout->lanes[r] != 0) { /* a lane group: ranks r..r+3 */
+                const int64_t group[MS_LANES] = {r, r + 1, r + 2, r + 3};
+                out += put_group(sorted, start, group, k, out);
+                r += MS_LANES;
+                continue;
+            }
+            if (k > MS_MAX_LANE_SPRINGS) {
+                memcpy(out, sorted + start[r], sizeof(int32_t) * (size_t)k);
+                out += k;
+            } else if (k > 0) {
+                waiting[k][count[k]++] = r;
+                if (count[k] == MS_LANES) {
+                    out += put_group(sorted, start, waiting[k], k, out);
+                    layout->lanes[waiting[k][0]] = (uint16_t)(k | MS_GATHERED);
+                    count[k] = 0;
+                }
+            }
+            ++r;
+        }
+        for (int64_t k = 1; k <= MS_MAX_LANE_SPRINGS; ++k)
+            for (int q = 0; q < count[k]; ++q) {
+                memcpy(out, sorted + start[waiting[k][q]], sizeof(int32_t) * (size_t)k);
+                out += k;
+            }
+    }
+    /* owner first: the kernel keeps it in registers over its springs.  Turning a spring
+       round negates its d and its force exactly, so the forces do not change. */
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int32_t* spring = m->springs + 2 * (int64_t)layout->order[r];
+        const int32_t i = rank[spring[0]], j = rank[spring[1]];
+        layout->pairs[2 * r] = i < j ? i : j;
+        layout->pairs[2 * r + 1] = i < j ? j : i;
+    }
+}
+
+/* Each block's halo, from its last owned rank to the highest it reaches, where the force
+   on each spring's other end goes, and in a ranked layout which halos cover each rank. */
+static void place_halos(ms_layout* layout) {
+    layout->halo_start[0] = 0;
+    if (layout->cover != NULL) memset(layout->cover, 0, sizeof(uint64_t) * (size_t)layout->nnode);
+    for (int64_t b = 0; b < layout->nblock; ++b) {
+        const int64_t own_end = layout->node_start[b + 1];
+        int64_t high = own_end;
+        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+            const int32_t reach = layout->pairs[2 * r + 1];
+            if (reach + 1 > high) high = reach + 1;
+            layout->dest[r] = reach < own_end ? reach : (int32_t)(-1 - (reach - own_end));
+        }
+        layout->halo_start[b + 1] = layout->halo_start[b] + (high - own_end);
+        if (layout->cover != NULL)
+            for (int64_t r = own_end; r < high; ++r) layout->cover[layout->node_order[r]] |= (uint64_t)1 << b;
+    }
+}
+
 ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
     const int64_t n = m->nnode, ns = m->nspring;
     const int64_t most_blocks = ns / block_springs(ns) + 2;
     ms_layout* layout = calloc(1, sizeof *layout);
     int64_t* start = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    /* params, the block arrays, order and pairs, lanes: widest first, each aligned */
+    int32_t* rank = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    int32_t* sorted = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
+    /* params, the block arrays, order, pairs and dest, lanes: widest first, each aligned */
     const size_t bytes = sizeof(double) * 3 * (size_t)ns + sizeof(int64_t) * 3 * (size_t)(most_blocks + 1) +
-                         sizeof(int32_t) * 3 * (size_t)ns + (size_t)n;
+                         sizeof(int32_t) * 4 * (size_t)ns + sizeof(uint16_t) * (size_t)n;
     void* buffer = malloc(bytes);
-    int ok = layout != NULL && start != NULL && buffer != NULL;
+    /* a ranked layout's x, v and f by rank, cover, node_order and rank */
+    void* work = malloc(sizeof(double) * 9 * (size_t)n + sizeof(uint64_t) * (size_t)n + sizeof(int32_t) * 2 * (size_t)n + 1);
+    int ok = layout != NULL && start != NULL && rank != NULL && sorted != NULL && buffer != NULL && work != NULL;
     if (ok) {
         layout->buffer = buffer;
         layout->nnode = n;
@@ -162,19 +310,23 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
         layout->halo_start = layout->node_start + most_blocks + 1;
         layout->order = (int32_t*)(layout->halo_start + most_blocks + 1);
         layout->pairs = layout->order + ns;
-        layout->lanes = (uint8_t*)(layout->pairs + 2 * ns);
-        ok = sort_springs(m, layout, start) == 0;
+        layout->dest = layout->pairs + 2 * ns;
+        layout->lanes = (uint16_t*)(layout->dest + ns);
+        layout->work = work;
+        layout->x = work;
+        layout->v = layout->x + 3 * n;
+        layout->f = layout->v + 3 * n;
+        layout->cover = (uint64_t*)(layout->f + 3 * n);
+        layout->node_order = (int32_t*)(layout->cover + n);
+        layout->rank = layout->node_order + n;
+        work = NULL; /* the layout owns it now */
+        ok = rank_nodes(m, layout, rank) == 0 && sort_springs(m, rank, start, sorted) == 0;
     }
     if (ok) {
+        find_lane_groups(m, layout, rank, start, sorted);
         layout->nblock = cut_blocks(m, layout, start);
-        /* each block's halo: from its last owned node to the highest node it reaches */
-        layout->halo_start[0] = 0;
-        for (int64_t b = 0; b < layout->nblock; ++b) {
-            int64_t high = layout->node_start[b + 1];
-            for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r)
-                if (layout->pairs[2 * r + 1] + 1 > high) high = layout->pairs[2 * r + 1] + 1;
-            layout->halo_start[b + 1] = layout->halo_start[b] + (high - layout->node_start[b + 1]);
-        }
+        arrange_blocks(m, layout, start, sorted, rank);
+        place_halos(layout);
         layout->node_block = block_nodes(n);
         layout->nnode_block = (n + layout->node_block - 1) / layout->node_block;
         const int64_t halo = layout->halo_start[layout->nblock];
@@ -182,7 +334,10 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
         ok = layout->halo != NULL;
     }
     free(start);
+    free(rank);
+    free(sorted);
     if (!ok) {
+        free(work);
         if (layout == NULL) free(buffer);
         else layout->buffer = buffer;
         ms_layout_destroy(layout);
@@ -195,14 +350,18 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
 void ms_layout_destroy(ms_layout* layout) {
     if (layout == NULL) return;
     free(layout->halo);
+    free(layout->work);
     free(layout->buffer);
     free(layout);
 }
 
 void ms_layout_refresh(const ms_model* m, ms_layout* layout) {
+    layout->filled = 1;
+    layout->dampers = 0;
+    for (int64_t s = 0; s < m->nspring && !layout->dampers; ++s) layout->dampers = m->c[s] > 0.0;
     const int32_t* order = layout->order;
     for (int64_t r = 0; r < layout->nspring;) {
-        const int64_t k = layout->lanes[layout->pairs[2 * r]];
+        const int64_t k = layout->lanes[layout->pairs[2 * r]] & MS_MAX_LANE_SPRINGS;
         if (k == 0) {
             const int64_t s = order[r];
             double* p = layout->params + 3 * r;
@@ -212,7 +371,7 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout) {
             ++r;
             continue;
         }
-        /* a lane group: for each j, the rest lengths of its four springs, then k, then c */
+        /* a group: for each j, the rest lengths of its four springs, then k, then c */
         for (int64_t j = 0; j < k; ++j) {
             double* p = layout->params + 3 * (r + MS_LANES * j);
             for (int64_t q = 0; q < MS_LANES; ++q) {
@@ -226,7 +385,47 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout) {
     }
 }
 
+/* How far ahead the copies between the orders ask for memory (nodes). */
+#define MS_PREFETCH_AHEAD 16
+
+void ms_layout_load(const ms_layout* layout, int64_t b, const double* x, const double* v) {
+    const int64_t end = layout->node_start[b + 1];
+    for (int64_t r = layout->node_start[b]; r < end; ++r) {
+        if (r + MS_PREFETCH_AHEAD < end) {
+            const int64_t ahead = layout->node_order[r + MS_PREFETCH_AHEAD];
+            MS_PREFETCH(x + 3 * ahead);
+            MS_PREFETCH(v + 3 * ahead);
+        }
+        const int64_t node = layout->node_order[r];
+        for (int a = 0; a < 3; ++a) {
+            layout->x[3 * r + a] = x[3 * node + a];
+            layout->v[3 * r + a] = v[3 * node + a];
+            layout->f[3 * r + a] = 0.0;
+        }
+    }
+}
+
+/* The halo of block b holding rank r (node_start[b + 1] <= r < the halo's end). */
+static const double* halo_of(const ms_layout* layout, int64_t b, int64_t r) {
+    return layout->halo + 3 * (layout->halo_start[b] + r - layout->node_start[b + 1]);
+}
+
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f) {
+    if (layout->node_order != NULL) {
+        for (int64_t i = begin; i < end; ++i) {
+            if (i + MS_PREFETCH_AHEAD < end) MS_PREFETCH(layout->f + 3 * (int64_t)layout->rank[i + MS_PREFETCH_AHEAD]);
+            const int64_t r = layout->rank[i];
+            double* fi = f + 3 * i;
+            for (int a = 0; a < 3; ++a) fi[a] += layout->f[3 * r + a];
+            for (uint64_t cover = layout->cover[i]; cover != 0; cover &= cover - 1) {
+                int64_t b = 0;
+                while (!(cover >> b & 1)) ++b;
+                const double* halo = halo_of(layout, b, r);
+                for (int a = 0; a < 3; ++a) fi[a] += halo[a];
+            }
+        }
+        return;
+    }
     for (int64_t b = 0; b < layout->nblock; ++b) {
         const int64_t first = layout->node_start[b + 1];
         const int64_t last = first + (layout->halo_start[b + 1] - layout->halo_start[b]);
@@ -277,6 +476,17 @@ const char* ms_vector_path(void) { return ms_avx2_supported() ? "avx2" : MS_BUIL
 
 ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_KERNEL(ms_springs); }
 
-ms_spring_energy_kernel ms_spring_energy_kernel_path(void) { return MS_FASTEST_KERNEL(ms_springs_energy); }
-
 ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_KERNEL(ms_euler); }
+
+double ms_layout_spring_energy(const ms_model* m, const ms_layout* layout, int64_t b, const double* x) {
+    double sum = 0.0;
+    for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+        const int64_t s = layout->order[r];
+        const double* xi = x + 3 * (int64_t)m->springs[2 * s];
+        const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
+        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
+        const double stretch = sqrt(dx * dx + dy * dy + dz * dz) - m->rest[s];
+        sum += m->k[s] * stretch * stretch;
+    }
+    return 0.5 * sum;
+}

@@ -1,22 +1,36 @@
 /* The spring layout: the copy of the springs that a step visits, ordered for the spring
  * kernel, and the fixed blocks that the step's spring stage is cut into.
  *
- * Springs are sorted by their lower node, then their upper node (each stored lower node
- * first).  Where four consecutive nodes a..a+3 have the same number k of springs to higher
- * nodes and the j-th spring of each reaches equally far up the numbering (a grid's rows),
- * their 4 k springs form a lane group: stored in the order (j, node), with their
- * parameters as, for each j, the four rest lengths, then the four k, then the four c.  The
- * kernel evaluates the four springs of one j together, one lane per node, on every
- * processor: as one AVX2 vector, two SSE2 vectors or four plain doubles, with the same
- * operations in the same order, so every path gives the same bits.
+ * Nodes are ranked in an order that keeps the nodes of a spring close together: the
+ * user's own numbering when it already does (a grid's rows), else a breadth-first order
+ * of the network from a peripheral node (Cuthill and McKee 1969), so that the springs
+ * visited one after the other touch nearby nodes whatever the numbering.  The ranks are
+ * internal: x, v and f stay in the user's order.  In a ranked layout (one whose ranks
+ * are not the user's numbering) a step copies x and v into rank order, block by block,
+ * the kernel works on the copies and its forces go back to f node by node
+ * (ms_layout_load, ms_layout_gather): a node's data then sit beside its neighbours'.
+ * Everything below is in ranks.
+ *
+ * Springs are sorted by the rank of their lower-ranked end (their owner), then of the
+ * other end (each stored owner first).  Four owners with k springs each form a group of
+ * 4 k springs, stored in the order (j, owner), with their parameters as, for each j, the
+ * four rest lengths, then the four k, then the four c.  The kernel evaluates the four
+ * springs of one j together, one lane per owner, on every processor: as one AVX2 vector,
+ * two SSE2 vectors or four plain doubles, with the same operations in the same order, so
+ * every path gives the same bits.  A lane group (in the user's order only) is four
+ * consecutive nodes a..a+3 whose j-th springs reach equally far up the numbering, so their
+ * ends are read and written four at a time; a gathered group is any four owners of a
+ * block with the same k, their ends read and written one lane at a time.  The springs of
+ * owners left over stay single.
  *
  * Blocks are consecutive runs of about the same number of springs, cut between the
- * springs of two lower nodes (never inside a lane group), chosen from the network alone:
- * the same for any number of threads.  Block b owns the nodes [node_start[b],
+ * springs of two owners (never inside a lane group), chosen from the network alone: the
+ * same for any number of threads.  Block b owns the nodes of ranks [node_start[b],
  * node_start[b + 1]): its springs add their forces on owned nodes straight into the force
- * array, and on the higher nodes they reach beyond (its halo) into a buffer of its own,
- * added to the forces afterwards in block order.  No two blocks write the same memory, so
- * they can run at once, and every node's force is summed in an order fixed by the layout.
+ * array, and on the higher-ranked nodes they reach beyond (its halo) into a buffer of its
+ * own, added to the forces afterwards in block order.  No two blocks write the same
+ * memory, so they can run at once, and every node's force is summed in an order fixed by
+ * the layout.
  */
 #ifndef MSPRINGS_LAYOUT_H
 #define MSPRINGS_LAYOUT_H
@@ -25,7 +39,8 @@
 #include "portable.h"
 
 #define MS_LANES 4                 /* nodes per lane group */
-#define MS_MAX_LANE_SPRINGS 255    /* the most springs per node in a lane group */
+#define MS_MAX_LANE_SPRINGS 255    /* the most springs per node in a group */
+#define MS_GATHERED 0x100          /* in lanes: the group is gathered */
 
 typedef struct ms_layout ms_layout;
 
@@ -33,23 +48,38 @@ typedef struct ms_layout ms_layout;
    and to the block's halo (which it zeroes first). */
 typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
 
-/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x; every
-   path gives the same value. */
-typedef double (*ms_spring_energy_kernel)(const ms_layout* layout, int64_t b, const double* x);
+/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x (user
+   numbering), summed in the layout's order: the same bits on every path and thread count. */
+double ms_layout_spring_energy(const ms_model* m, const ms_layout* layout, int64_t b, const double* x);
 
 struct ms_layout {
     int64_t nnode, nspring;
     int32_t* order;      /* user index of the spring at each sorted position   (nspring)     */
-    int32_t* pairs;      /* (lower, upper) node of each sorted spring          (nspring x 2) */
-    double* params;      /* (rest, k, c) by sorted position, lane groups by kind (nspring x 3) */
-    uint8_t* lanes;      /* k at the first node of a lane group of 4 k springs, else 0 (nnode) */
+    int32_t* pairs;      /* (owner, other) rank of each sorted spring          (nspring x 2) */
+    int32_t* dest;       /* where the force on the other end goes: its rank if the block owns
+                            it, else -1 - its place in the block's halo        (nspring)     */
+    double* params;      /* (rest, k, c) by sorted position, groups by kind     (nspring x 3) */
+    uint16_t* lanes;     /* at the first owner of a group of 4 k springs: k, with MS_GATHERED
+                            if it is gathered; else 0                     (nnode, by rank) */
+    /* a ranked layout only (else all NULL): */
+    int32_t* node_order; /* the node of each rank                                 (nnode)  */
+    int32_t* rank;       /* the rank of each node                                 (nnode)  */
+    uint64_t* cover;     /* bit b set: node i is in block b's halo (at most 33 blocks)
+                                                                          (nnode)  */
+    double* x;           /* positions, velocities and the springs' forces by rank,
+                            loaded and zeroed by ms_layout_load         (nnode x 3 each) */
+    double* v;
+    double* f;
+    void* work;          /* the allocation they live in */
     int64_t nblock;
     int64_t* spring_start; /* block b's springs: [spring_start[b], spring_start[b + 1]) (nblock + 1) */
-    int64_t* node_start;   /* block b's nodes: [node_start[b], node_start[b + 1])   (nblock + 1) */
-    int64_t* halo_start;   /* block b's halo, nodes [node_start[b + 1], ... + halo length), at
+    int64_t* node_start;   /* block b's ranks: [node_start[b], node_start[b + 1])   (nblock + 1) */
+    int64_t* halo_start;   /* block b's halo, ranks [node_start[b + 1], ... + halo length), at
                               halo + 3 halo_start[b]; halo length halo_start[b + 1] - halo_start[b]
                                                                                  (nblock + 1) */
     double* halo;          /* (3 x halo_start[nblock]) */
+    int filled;            /* params hold the model's values (ms_layout_refresh ran) */
+    int dampers;           /* some spring has c > 0 (as of the last refresh) */
     int64_t node_block;    /* nodes per block of the node stages (the last may be shorter) */
     int64_t nnode_block;   /* blocks of node_block nodes */
     void* buffer;        /* the one allocation everything above lives in */
@@ -59,11 +89,18 @@ struct ms_layout {
 ms_layout* ms_layout_create(const ms_model* m, ms_error* err);
 void ms_layout_destroy(ms_layout* layout);
 
-/* Copies rest, k and c into the layout's order: done at every step call, after checking
-   the values, since views may have changed them. */
+/* Copies rest, k and c into the layout's order (and notes whether some c > 0): done by a
+   step call after checking the values, unless the caller vouches that they did not change
+   since the last call (ms_state.parameters_unchanged). */
 void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 
-/* Adds the halos of the blocks to the forces of the nodes [begin, end), in block order. */
+/* A ranked layout: copies x and v of the ranks block b owns into layout->x and v, and
+   zeroes their layout->f. */
+void ms_layout_load(const ms_layout* layout, int64_t b, const double* x, const double* v);
+
+/* Adds what the springs left aside to the forces f of the nodes [begin, end) (user
+   numbers): the halos of the blocks, in block order, after (in a ranked layout) the
+   forces by rank. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
@@ -74,10 +111,9 @@ typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const do
                                int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
 /* The kernels of each vector path (spring_kernel.h compiled once per path, with
-   MS_KERNEL(name) = name##_path): ms_springs_path, ms_springs_energy_path and ms_euler_path. */
+   MS_KERNEL(name) = name##_path): ms_springs_path and ms_euler_path. */
 #define MS_DECLARE_KERNELS(path)                                                                              \
     double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f); \
-    double ms_springs_energy_##path(const ms_layout* layout, int64_t b, const double* x);                      \
     int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
                         int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
 MS_DECLARE_KERNELS(plain);
@@ -119,7 +155,6 @@ double ms_spring_force(const double xa[3], const double xb[3], const double va[3
 
 /* The kernels this processor runs (the fastest path it has). */
 ms_spring_kernel ms_spring_kernel_path(void);
-ms_spring_energy_kernel ms_spring_energy_kernel_path(void);
 ms_euler_kernel ms_euler_kernel_path(void);
 
 /* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r

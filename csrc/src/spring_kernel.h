@@ -4,7 +4,7 @@
  *
  * Springs.  With d = x_b - x_a, l = |d|, n = d / l, the force on a is
  * [k (l - L) + c (v_b - v_a).n] n and the force on b is its opposite.  The damper removes
- * c ((v_b - v_a).n)^2 watts, and the spring holds k (l - L)^2 / 2 joules.
+ * c ((v_b - v_a).n)^2 watts.
  */
 #include "layout.h"
 #include "vector.h"
@@ -38,16 +38,29 @@
         power = V##_add(power, V##_mul(V##_mul(damping, counted_), counted_));                                  \
     } while (0)
 
-/* Where the force on node n goes: owned nodes straight into f, the block's halo into its
-   buffer. */
-static inline double* MS_KERNEL(target)(double* f, double* halo, int64_t own_end, int64_t n) {
-    return n < own_end ? f + 3 * n : halo + 3 * (n - own_end);
+/* One j of a group: the four springs from the owners at (xa, ya, za) with velocities
+   (ua, va, wa) (a[0..5]) to the ends b[0..5], with their parameters at p (four rest
+   lengths, four k, four c).  Their forces on the owners go to force[0..2] and are added to
+   sum[0..2], their damper power to power. */
+static inline v4 MS_KERNEL(lanes)(const v4 a[6], const v4 b[6], const double* p, v4 force[3], v4 sum[3], v4 power) {
+    SPRING_FORCE(v4, v4_sub(b[0], a[0]), v4_sub(b[1], a[1]), v4_sub(b[2], a[2]), v4_sub(b[3], a[3]),
+                 v4_sub(b[4], a[4]), v4_sub(b[5], a[5]), v4_load(p), v4_load(p + MS_LANES),
+                 v4_load(p + 2 * MS_LANES), force[0], force[1], force[2], power);
+    for (int c = 0; c < 3; ++c) sum[c] = v4_add(sum[c], force[c]);
+    return power;
 }
 
-/* The springs [s, e) of one lower node a, one at a time. */
-static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
-                                   int64_t e, int64_t a, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
-                                   double* f, double* halo, int64_t own_end, v1 power) {
+/* Where the force on a spring's other end goes (its dest in the layout): owned nodes
+   straight into f, the block's halo into its buffer. */
+static inline double* MS_KERNEL(target)(double* f, double* halo, int32_t dest) {
+    return dest >= 0 ? f + 3 * (int64_t)dest : halo + 3 * (int64_t)(-1 - dest);
+}
+
+/* The springs [s, e) of one owner a, one at a time. */
+static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                   const double* MS_RESTRICT params, int64_t s, int64_t e, int64_t a,
+                                   const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f, double* halo,
+                                   v1 power) {
     const double* xa = x + 3 * a;
     const double* va = v + 3 * a;
     v1 sum_x = 0.0, sum_y = 0.0, sum_z = 0.0;
@@ -63,7 +76,7 @@ static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const doubl
         sum_x += fx;
         sum_y += fy;
         sum_z += fz;
-        double* fb = MS_KERNEL(target)(f, halo, own_end, b);
+        double* fb = MS_KERNEL(target)(f, halo, dest[r]);
         fb[0] -= fx;
         fb[1] -= fy;
         fb[2] -= fz;
@@ -78,26 +91,21 @@ static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const doubl
 /* A lane group: nodes a..a+3 with k springs each, sorted springs [s, s + 4 k).  Spring j
    of the four nodes is one v4, one lane per node; each node's force is summed over j and
    added to f once at the end. */
-static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
-                                  int64_t k, int64_t a, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
-                                  double* f, double* halo, int64_t own_end, v4 power) {
-    v4 xa, ya, za, ua, va, wa;
-    v4_load_nodes(x + 3 * a, &xa, &ya, &za);
-    v4_load_nodes(v + 3 * a, &ua, &va, &wa);
-    v4 sum_x = v4_set(0.0), sum_y = v4_set(0.0), sum_z = v4_set(0.0);
+static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                  const double* MS_RESTRICT params, int64_t s, int64_t k, int64_t a,
+                                  const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f, double* halo,
+                                  int64_t own_end, v4 power) {
+    v4 ends[6], sum[3] = {v4_set(0.0), v4_set(0.0), v4_set(0.0)};
+    v4_load_nodes(x + 3 * a, &ends[0], &ends[1], &ends[2]);
+    v4_load_nodes(v + 3 * a, &ends[3], &ends[4], &ends[5]);
     for (int64_t j = 0; j < k; ++j) {
         const int64_t r = s + MS_LANES * j;
         const int64_t b = pairs[2 * r + 1]; /* the first node's other end; the others follow it */
-        v4 xb, yb, zb, ub, vb, wb;
-        v4_load_nodes(x + 3 * b, &xb, &yb, &zb);
-        v4_load_nodes(v + 3 * b, &ub, &vb, &wb);
-        const double* p = params + 3 * r;
-        v4 fx, fy, fz;
-        SPRING_FORCE(v4, v4_sub(xb, xa), v4_sub(yb, ya), v4_sub(zb, za), v4_sub(ub, ua), v4_sub(vb, va),
-                     v4_sub(wb, wa), v4_load(p), v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), fx, fy, fz, power);
-        sum_x = v4_add(sum_x, fx);
-        sum_y = v4_add(sum_y, fy);
-        sum_z = v4_add(sum_z, fz);
+        v4 others[6], force[3];
+        v4_load_nodes(x + 3 * b, &others[0], &others[1], &others[2]);
+        v4_load_nodes(v + 3 * b, &others[3], &others[4], &others[5]);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power);
+        const v4 fx = force[0], fy = force[1], fz = force[2];
         if (b + MS_LANES <= own_end) {
             v4_add_nodes(f + 3 * b, fx, fy, fz, 1);
         } else if (b >= own_end) {
@@ -108,14 +116,44 @@ static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const double
             v4_store(lane_y, fy);
             v4_store(lane_z, fz);
             for (int q = 0; q < MS_LANES; ++q) {
-                double* fb = MS_KERNEL(target)(f, halo, own_end, b + q);
+                double* fb = MS_KERNEL(target)(f, halo, dest[r + q]);
                 fb[0] -= lane_x[q];
                 fb[1] -= lane_y[q];
                 fb[2] -= lane_z[q];
             }
         }
     }
-    v4_add_nodes(f + 3 * a, sum_x, sum_y, sum_z, 0);
+    v4_add_nodes(f + 3 * a, sum[0], sum[1], sum[2], 0);
+    return power;
+}
+
+/* A gathered group: owners a_0..a_3 (the owners of springs s..s+3) with k springs each,
+   sorted springs [s, s + 4 k).  As a lane group, but every end is read and written on its
+   own, lane after lane. */
+static inline v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                     const double* MS_RESTRICT params, int64_t s, int64_t k, const double* MS_RESTRICT x,
+                                     const double* MS_RESTRICT v, double* f, double* halo, v4 power) {
+    int64_t owner[MS_LANES];
+    double* mine[MS_LANES];
+    for (int q = 0; q < MS_LANES; ++q) {
+        owner[q] = pairs[2 * (s + q)];
+        mine[q] = f + 3 * owner[q];
+    }
+    v4 ends[6], sum[3] = {v4_set(0.0), v4_set(0.0), v4_set(0.0)};
+    v4_gather_nodes(x, owner, &ends[0], &ends[1], &ends[2]);
+    v4_gather_nodes(v, owner, &ends[3], &ends[4], &ends[5]);
+    for (int64_t j = 0; j < k; ++j) {
+        const int64_t r = s + MS_LANES * j;
+        const int64_t other[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
+        double* const to[MS_LANES] = {MS_KERNEL(target)(f, halo, dest[r]), MS_KERNEL(target)(f, halo, dest[r + 1]),
+                                      MS_KERNEL(target)(f, halo, dest[r + 2]), MS_KERNEL(target)(f, halo, dest[r + 3])};
+        v4 others[6], force[3];
+        v4_gather_nodes(x, other, &others[0], &others[1], &others[2]);
+        v4_gather_nodes(v, other, &others[3], &others[4], &others[5]);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power);
+        v4_scatter_nodes(to, force[0], force[1], force[2], 1);
+    }
+    v4_scatter_nodes(mine, sum[0], sum[1], sum[2], 0);
     return power;
 }
 
@@ -123,7 +161,8 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
                              const double* MS_RESTRICT v, double* MS_RESTRICT f) {
     const int32_t* MS_RESTRICT pairs = layout->pairs;
     const double* MS_RESTRICT params = layout->params;
-    const uint8_t* MS_RESTRICT lanes = layout->lanes;
+    const int32_t* MS_RESTRICT dest = layout->dest;
+    const uint16_t* MS_RESTRICT lanes = layout->lanes;
     const int64_t own_end = layout->node_start[block + 1];
     double* halo = layout->halo + 3 * layout->halo_start[block];
     memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[block + 1] - layout->halo_start[block]));
@@ -132,15 +171,20 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
     const int64_t end = layout->spring_start[block + 1];
     for (int64_t s = layout->spring_start[block]; s < end;) {
         const int64_t a = pairs[2 * s];
-        const int64_t k = lanes[a];
+        const int64_t kind = lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
+        if (kind & MS_GATHERED) {
+            lane_power = MS_KERNEL(gathered)(pairs, dest, params, s, k, x, v, f, halo, lane_power);
+            s += MS_LANES * k;
+            continue;
+        }
         if (k > 0) {
-            lane_power = MS_KERNEL(group)(pairs, params, s, k, a, x, v, f, halo, own_end, lane_power);
+            lane_power = MS_KERNEL(group)(pairs, dest, params, s, k, a, x, v, f, halo, own_end, lane_power);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
-        single_power = MS_KERNEL(single)(pairs, params, s, e, a, x, v, f, halo, own_end, single_power);
+        single_power = MS_KERNEL(single)(pairs, dest, params, s, e, a, x, v, f, halo, single_power);
         s = e;
     }
     double power[MS_LANES];
@@ -148,58 +192,11 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
     return single_power + ((power[0] + power[1]) + (power[2] + power[3]));
 }
 
-/* Twice the elastic energy k (l - L)^2 of the springs [s, s + 4 k) of a lane group, added
-   lane by lane to sum. */
-static inline v4 MS_KERNEL(group_energy)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params, int64_t s,
-                                         int64_t k, int64_t a, const double* MS_RESTRICT x, v4 sum) {
-    v4 xa, ya, za;
-    v4_load_nodes(x + 3 * a, &xa, &ya, &za);
-    for (int64_t j = 0; j < k; ++j) {
-        const int64_t r = s + MS_LANES * j;
-        v4 xb, yb, zb;
-        v4_load_nodes(x + 3 * (int64_t)pairs[2 * r + 1], &xb, &yb, &zb);
-        const v4 dx = v4_sub(xb, xa), dy = v4_sub(yb, ya), dz = v4_sub(zb, za);
-        const v4 length = v4_sqrt(v4_add(v4_add(v4_mul(dx, dx), v4_mul(dy, dy)), v4_mul(dz, dz)));
-        const double* p = params + 3 * r;
-        const v4 stretch = v4_sub(length, v4_load(p));
-        sum = v4_add(sum, v4_mul(v4_mul(v4_load(p + MS_LANES), stretch), stretch));
-    }
-    return sum;
-}
-
-double MS_KERNEL(ms_springs_energy)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x) {
-    const int32_t* MS_RESTRICT pairs = layout->pairs;
-    const double* MS_RESTRICT params = layout->params;
-    v4 lane_sum = v4_set(0.0);
-    v1 single_sum = 0.0;
-    const int64_t end = layout->spring_start[block + 1];
-    for (int64_t s = layout->spring_start[block]; s < end;) {
-        const int64_t a = pairs[2 * s];
-        const int64_t k = layout->lanes[a];
-        if (k > 0) {
-            lane_sum = MS_KERNEL(group_energy)(pairs, params, s, k, a, x, lane_sum);
-            s += MS_LANES * k;
-            continue;
-        }
-        const double* xa = x + 3 * a;
-        for (; s < end && pairs[2 * s] == a; ++s) {
-            const double* xb = x + 3 * (int64_t)pairs[2 * s + 1];
-            const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
-            const v1 stretch = v1_sqrt(dx * dx + dy * dy + dz * dz) - params[3 * s];
-            single_sum += params[3 * s + 1] * stretch * stretch;
-        }
-    }
-    double sums[MS_LANES];
-    v4_store(sums, lane_sum);
-    return 0.5 * (single_sum + ((sums[0] + sums[1]) + (sums[2] + sums[3])));
-}
-
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),
    four nodes (twelve values, three v4) at a time, written to x_out and v_out (which may
    be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite. */
-int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v,
-                        const double* MS_RESTRICT f, double h, int explicit_euler, int64_t begin, int64_t end,
-                        double* x_out, double* v_out) {
+int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v, const double* MS_RESTRICT f,
+                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
     const v4 step = v4_set(h);
     v4 probe = v4_set(0.0);
     v1 tail_probe = 0.0;

@@ -53,18 +53,38 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     const double* external = ms_active_external(s);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
-    /* block by block: the owned nodes' own forces (gravity, drag, external) start their
-       sums, then the springs add to them and to the block's halo */
-    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-        flows[b] = no_flow;
-        const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
-        ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
-        if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
-        flows[b].dampers = tm->springs(layout, b, x, v, f);
+    if (layout->node_order == NULL) {
+        /* block by block: the owned nodes' own forces (gravity, drag, external) start
+           their sums, then the springs add to them and to the block's halo */
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+            flows[b] = no_flow;
+            const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
+            ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
+            if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
+            flows[b].dampers = tm->springs(layout, b, x, v, f);
+        }
+    } else {
+        /* a ranked layout: every node's own forces, and x and v copied into rank order;
+           the springs work on the copies, and their forces join f in the gather */
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            tm->nodes[b].forces[ticket] = no_flow;
+            ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
+            if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
+        }
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) ms_layout_load(layout, b, x, v);
+        ms_sync(w);
+        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+            flows[b] = no_flow;
+            flows[b].dampers = tm->springs(layout, b, layout->x, layout->v, layout->f);
+        }
     }
     ms_sync(w);
-    MS_FOR_MY_NODES(w, b, begin, end)
-    ms_layout_gather(layout, begin, end, f);
+    if (w->node_first < w->node_last) { /* the halos, for the worker's nodes at once */
+        int64_t begin, end, ignored;
+        ms_node_block(tm, w->node_first, &begin, &ignored);
+        ms_node_block(tm, w->node_last - 1, &ignored, &end);
+        ms_layout_gather(layout, begin, end, f);
+    }
     if (tm->face_forces) {
         ms_sync(w);
         if (w->id == 0) {
@@ -91,6 +111,8 @@ ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
     ms_flow rate = no_flow;
     const ms_flow* flows = tm->block_flow + ticket * tm->layout->nblock;
     for (int64_t b = 0; b < tm->layout->nblock; ++b) ms_flow_add(&rate, &flows[b], 1.0);
+    if (tm->layout->node_order != NULL)
+        for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].forces[ticket], 1.0);
     for (int64_t b = 0; b < tm->nnode_block; ++b) rate.pins += tm->nodes[b].pins[ticket];
     if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow[ticket], 1.0);
     return rate;
@@ -221,7 +243,8 @@ static double stage_energy(ms_worker* w, const double* x, const double* v) {
         ms_node_energy(m, x, v, begin, end, &kinetic, &gravity);
         tm->nodes[b].energy = kinetic + gravity;
     }
-    for (int64_t b = w->spring_first; b < w->spring_last; ++b) tm->block_energy[b] = tm->spring_energy(layout, b, x);
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b)
+        tm->block_energy[b] = ms_layout_spring_energy(m, layout, b, x);
     ms_sync(w);
     double energy = 0.0;
     for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].energy;
@@ -330,19 +353,20 @@ static void run_worker(void* context, int id) {
         run_buffered(c, &w);
 }
 
-/* Returns non-zero if some force depends on velocity (a damper or drag). */
-static int has_velocity_forces(const ms_model* m) {
+/* Returns non-zero if some force depends on velocity (a damper, as of the layout's last
+   refresh, or drag). */
+static int has_velocity_forces(const ms_model* m, const ms_layout* layout) {
     if (m->opt.drag > 0.0) return 1;
     const ms_air* air = &m->opt.air;
     if (m->nface > 0 && air->density > 0.0 && (air->drag_coefficient > 0.0 || air->lift_coefficient > 0.0)) return 1;
-    for (int64_t s = 0; s < m->nspring; ++s)
-        if (m->c[s] > 0.0) return 1;
-    return 0;
+    return layout->dampers;
 }
 
-void ms_state_prepare(const ms_model* m, ms_state* s) {
-    for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
-    s->velocity_forces = has_velocity_forces(m);
+/* ms_state_prepare; the inverse masses only if the parameters may have changed. */
+static void prepare(const ms_model* m, ms_state* s, int parameters) {
+    if (parameters)
+        for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+    s->velocity_forces = has_velocity_forces(m, s->layout);
     s->external_active = 0;
     for (int64_t q = 0; s->external != NULL && q < 3 * m->nnode && !s->external_active; ++q)
         s->external_active = s->external[q] != 0.0;
@@ -350,6 +374,8 @@ void ms_state_prepare(const ms_model* m, ms_state* s) {
     for (int64_t i = 0; i < m->nnode && !s->moving_pins; ++i)
         s->moving_pins = m->pinned[i] && (s->v[3 * i] != 0.0 || s->v[3 * i + 1] != 0.0 || s->v[3 * i + 2] != 0.0);
 }
+
+void ms_state_prepare(const ms_model* m, ms_state* s) { prepare(m, s, 1); }
 
 /* A team of one worker for forces outside a step call (ms_state_forces): the same
    blocks, so the same sums. */
@@ -359,7 +385,6 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->s = s;
     tm->layout = s->layout;
     tm->springs = ms_spring_kernel_path();
-    tm->spring_energy = ms_spring_energy_kernel_path();
     tm->euler = ms_euler_kernel_path();
     tm->count = 1;
     tm->nnode_block = s->layout->nnode_block;
@@ -417,12 +442,34 @@ static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error
     return MS_OK;
 }
 
+/* The values of the model a step depends on: all of them if the parameters (mass,
+   pinned, rest, k, c) may have changed, else the colliders and the options. */
+static int check_values(const ms_model* m, int parameters, ms_error* err) {
+    if (parameters) return ms_model_check_values(m, err);
+    for (int64_t k = 0; k < m->ncollider; ++k)
+        if (ms_collider_check(&m->colliders[k], err)) return MS_ERR_VALUE;
+    return ms_options_check(&m->opt, err);
+}
+
+/* The state's values a step depends on: all of them, or, if x and v are as the last step
+   left them (finite), the external force and the colliders. */
+static int check_state(const ms_model* m, const ms_state* s, int motion, ms_error* err) {
+    if (motion) return ms_state_check(m, s, err);
+    if (s->external != NULL && ms_check_finite_vectors(s->external, m->nnode, "external", err)) return MS_ERR_VALUE;
+    if (ms_state_same_colliders(m, s, err)) return MS_ERR_VALUE;
+    return ms_check_finite_vectors(s->collider_center, s->collider_count, "collider positions", err);
+}
+
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    /* the caller's word holds for this call only */
+    const int parameters = !s->parameters_unchanged || s->layout == NULL || !s->layout->filled;
+    const int motion = !s->motion_unchanged;
+    s->parameters_unchanged = s->motion_unchanged = 0;
     if (!isfinite(h) || h <= 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
-    if (ms_model_check_values(m, err)) return MS_ERR_VALUE;
-    if (ms_state_check(m, s, err)) return MS_ERR_VALUE;
+    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
+    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
@@ -434,9 +481,9 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
         const int status = ms_state_ensure_projective(m, s, h, err);
         if (status != MS_OK) return status;
     }
-    ms_layout_refresh(m, s->layout);
+    if (parameters) ms_layout_refresh(m, s->layout);
     if (m->ncollider > 0) ms_state_clear_contact(m, s);
-    ms_state_prepare(m, s);
+    prepare(m, s, parameters);
     if (integrator == MS_XPBD) ms_xpbd_prepare(m, s, h);
     /* What the caller changed since the state was watched (not before the first step,
        which is the set-up of the initial state). */

@@ -85,6 +85,34 @@ static inline void v4_transpose(const v4 r[4], v4 out[4]) {
     out[2] = _mm256_permute2f128_pd(t0, t2, 0x31);
     out[3] = _mm256_permute2f128_pd(t1, t3, 0x31);
 }
+/* nodes index[0..3] of p (x y z per node) as the vectors of their x, y, z */
+static inline void v4_gather_nodes(const double* p, const int64_t index[4], v4* x, v4* y, v4* z) {
+    const double *p0 = p + 3 * index[0], *p1 = p + 3 * index[1], *p2 = p + 3 * index[2], *p3 = p + 3 * index[3];
+    const __m256d a = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p0)), _mm_loadu_pd(p2), 1);
+    const __m256d b = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p1)), _mm_loadu_pd(p3), 1);
+    /* a = x0 y0 x2 y2, b = x1 y1 x3 y3 */
+    *x = _mm256_unpacklo_pd(a, b);
+    *y = _mm256_unpackhi_pd(a, b);
+    const __m128d z01 = _mm_loadh_pd(_mm_load_sd(p0 + 2), p1 + 2);
+    const __m128d z23 = _mm_loadh_pd(_mm_load_sd(p2 + 2), p3 + 2);
+    *z = _mm256_insertf128_pd(_mm256_castpd128_pd256(z01), z23, 1);
+}
+/* to[0..2] += or -= (xy[0], xy[1], z[0]) */
+static inline void avx2_scatter_one(double* to, __m128d xy, __m128d z, int subtract) {
+    const __m128d old = _mm_loadu_pd(to), old_z = _mm_load_sd(to + 2);
+    _mm_storeu_pd(to, subtract ? _mm_sub_pd(old, xy) : _mm_add_pd(old, xy));
+    _mm_store_sd(to + 2, subtract ? _mm_sub_sd(old_z, z) : _mm_add_sd(old_z, z));
+}
+/* to[q][0..2] += or -= lane q of (x, y, z), for q = 0..3 in turn */
+static inline void v4_scatter_nodes(double* const to[4], v4 x, v4 y, v4 z, int subtract) {
+    const __m256d low = _mm256_unpacklo_pd(x, y);  /* x0 y0 x2 y2 */
+    const __m256d high = _mm256_unpackhi_pd(x, y); /* x1 y1 x3 y3 */
+    const __m128d z01 = _mm256_castpd256_pd128(z), z23 = _mm256_extractf128_pd(z, 1);
+    avx2_scatter_one(to[0], _mm256_castpd256_pd128(low), z01, subtract);
+    avx2_scatter_one(to[1], _mm256_castpd256_pd128(high), _mm_unpackhi_pd(z01, z01), subtract);
+    avx2_scatter_one(to[2], _mm256_extractf128_pd(low, 1), z23, subtract);
+    avx2_scatter_one(to[3], _mm256_extractf128_pd(high, 1), _mm_unpackhi_pd(z23, z23), subtract);
+}
 #elif defined(MS_PATH_SSE2) || defined(MS_PATH_NEON)
 /* Two 128-bit registers: a two-lane type v2 per path, and v4 as its two halves below. */
 #if defined(MS_PATH_SSE2)
@@ -104,6 +132,24 @@ static inline v2 v2_low_twice(v2 a) { return _mm_unpacklo_pd(a, a); }
 static inline v2 v2_lows(v2 a, v2 b) { return _mm_unpacklo_pd(a, b); }
 static inline v2 v2_highs(v2 a, v2 b) { return _mm_unpackhi_pd(a, b); }
 static inline v2 v2_high_twice(v2 a) { return _mm_unpackhi_pd(a, a); }
+/* nodes p0 and p1 (x y z each) as (x0 x1), (y0 y1), (z0 z1) */
+static inline void v2_gather_pair(const double* p0, const double* p1, v2* x, v2* y, v2* z) {
+    const __m128d a = _mm_loadu_pd(p0), b = _mm_loadu_pd(p1);
+    *x = _mm_unpacklo_pd(a, b);
+    *y = _mm_unpackhi_pd(a, b);
+    *z = _mm_loadh_pd(_mm_load_sd(p0 + 2), p1 + 2);
+}
+/* to0[0..2] and then to1[0..2] += or -= lanes 0 and 1 of (x, y, z) */
+static inline void v2_scatter_pair(double* to0, double* to1, v2 x, v2 y, v2 z, int subtract) {
+    const __m128d part[2] = {_mm_unpacklo_pd(x, y), _mm_unpackhi_pd(x, y)};
+    const __m128d depth[2] = {z, _mm_unpackhi_pd(z, z)};
+    double* to[2] = {to0, to1};
+    for (int q = 0; q < 2; ++q) {
+        const __m128d old = _mm_loadu_pd(to[q]), old_z = _mm_load_sd(to[q] + 2);
+        _mm_storeu_pd(to[q], subtract ? _mm_sub_pd(old, part[q]) : _mm_add_pd(old, part[q]));
+        _mm_store_sd(to[q] + 2, subtract ? _mm_sub_sd(old_z, depth[q]) : _mm_add_sd(old_z, depth[q]));
+    }
+}
 /* two consecutive nodes p[0..5] as (x0 x1), (y0 y1), (z0 z1) */
 static inline void v2_load_nodes(const double* p, v2* x, v2* y, v2* z) {
     const __m128d a = _mm_loadu_pd(p), b = _mm_loadu_pd(p + 2), c = _mm_loadu_pd(p + 4);
@@ -137,6 +183,25 @@ static inline v2 v2_low_twice(v2 a) { return vdupq_laneq_f64(a, 0); }
 static inline v2 v2_lows(v2 a, v2 b) { return vzip1q_f64(a, b); }
 static inline v2 v2_highs(v2 a, v2 b) { return vzip2q_f64(a, b); }
 static inline v2 v2_high_twice(v2 a) { return vdupq_laneq_f64(a, 1); }
+/* nodes p0 and p1 (x y z each) as (x0 x1), (y0 y1), (z0 z1) */
+static inline void v2_gather_pair(const double* p0, const double* p1, v2* x, v2* y, v2* z) {
+    const v2 a = vld1q_f64(p0), b = vld1q_f64(p1);
+    *x = vzip1q_f64(a, b);
+    *y = vzip2q_f64(a, b);
+    *z = vcombine_f64(vld1_f64(p0 + 2), vld1_f64(p1 + 2));
+}
+/* to0[0..2] and then to1[0..2] += or -= lanes 0 and 1 of (x, y, z) */
+static inline void v2_scatter_pair(double* to0, double* to1, v2 x, v2 y, v2 z, int subtract) {
+    const v2 part[2] = {vzip1q_f64(x, y), vzip2q_f64(x, y)};
+    const float64x1_t depth[2] = {vget_low_f64(z), vget_high_f64(z)};
+    double* to[2] = {to0, to1};
+    for (int q = 0; q < 2; ++q) {
+        const v2 old = vld1q_f64(to[q]);
+        const float64x1_t old_z = vld1_f64(to[q] + 2);
+        vst1q_f64(to[q], subtract ? vsubq_f64(old, part[q]) : vaddq_f64(old, part[q]));
+        vst1_f64(to[q] + 2, subtract ? vsub_f64(old_z, depth[q]) : vadd_f64(old_z, depth[q]));
+    }
+}
 /* two consecutive nodes p[0..5]: vld3q_f64 deinterleaves them into (x0 x1), (y0 y1),
    (z0 z1), and vst3q_f64 interleaves them back */
 static inline void v2_load_nodes(const double* p, v2* x, v2* y, v2* z) {
@@ -190,6 +255,14 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
     v2_add_nodes(p, x.lo, y.lo, z.lo, subtract);
     v2_add_nodes(p + 6, x.hi, y.hi, z.hi, subtract);
 }
+static inline void v4_gather_nodes(const double* p, const int64_t index[4], v4* x, v4* y, v4* z) {
+    v2_gather_pair(p + 3 * index[0], p + 3 * index[1], &x->lo, &y->lo, &z->lo);
+    v2_gather_pair(p + 3 * index[2], p + 3 * index[3], &x->hi, &y->hi, &z->hi);
+}
+static inline void v4_scatter_nodes(double* const to[4], v4 x, v4 y, v4 z, int subtract) {
+    v2_scatter_pair(to[0], to[1], x.lo, y.lo, z.lo, subtract);
+    v2_scatter_pair(to[2], to[3], x.hi, y.hi, z.hi, subtract);
+}
 static inline void v4_transpose(const v4 r[4], v4 out[4]) {
     out[0] = v4_make(v2_lows(r[0].lo, r[1].lo), v2_lows(r[2].lo, r[3].lo));
     out[1] = v4_make(v2_highs(r[0].lo, r[1].lo), v2_highs(r[2].lo, r[3].lo));
@@ -217,16 +290,17 @@ static inline v4 v4_abs(v4 a) { V4_LANEWISE(fabs(a.q[q])); }
 static inline void v4_spread(v4 w, v4 out[3]) {
     for (int q = 0; q < 12; ++q) out[q / 4].q[q % 4] = w.q[q / 3];
 }
-static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
+static inline void v4_gather_nodes(const double* p, const int64_t index[4], v4* x, v4* y, v4* z) {
     for (int q = 0; q < 4; ++q) {
-        x->q[q] = p[3 * q];
-        y->q[q] = p[3 * q + 1];
-        z->q[q] = p[3 * q + 2];
+        const double* node = p + 3 * index[q];
+        x->q[q] = node[0];
+        y->q[q] = node[1];
+        z->q[q] = node[2];
     }
 }
-static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
+static inline void v4_scatter_nodes(double* const to[4], v4 x, v4 y, v4 z, int subtract) {
     for (int q = 0; q < 4; ++q) {
-        double* node = p + 3 * q;
+        double* node = to[q];
         if (subtract) {
             node[0] -= x.q[q];
             node[1] -= y.q[q];
@@ -237,6 +311,14 @@ static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
             node[2] += z.q[q];
         }
     }
+}
+static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
+    const int64_t consecutive[4] = {0, 1, 2, 3};
+    v4_gather_nodes(p, consecutive, x, y, z);
+}
+static inline void v4_add_nodes(double* p, v4 x, v4 y, v4 z, int subtract) {
+    double* const consecutive[4] = {p, p + 3, p + 6, p + 9};
+    v4_scatter_nodes(consecutive, x, y, z, subtract);
 }
 static inline void v4_transpose(const v4 r[4], v4 out[4]) {
     for (int q = 0; q < 16; ++q) out[q / 4].q[q % 4] = r[q % 4].q[q / 4];

@@ -49,7 +49,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-golden="$(sed -n 's/^#define GOLDEN_HASH \(0x[0-9a-f]*\)ULL$/\1/p' "$csrc/tests/test_threads.c")"
+# the recorded hashes, in the order the test prints them (plain, ranked, xpbd)
+golden="$(sed -n 's/^#define GOLDEN_[A-Z_]*HASH[A-Z_]* \(0x[0-9a-f]*\)ULL$/\1/p' "$csrc/tests/test_threads.c" | paste -sd' ')"
 tables="$(cd "$csrc/tests" && ls test_*.c | sed 's/^test_\(.*\)\.c$/\1/' | paste -sd' ')"
 failures=0
 
@@ -64,7 +65,7 @@ run() {
     "$@" "$work/$name/$program" 2>&1 | tr -d '\r' >"$log" || status=$?
     local line path layer hash summary match
     line="$(grep 'golden run hash' "$log" || true)"
-    hash="$(sed -n 's/.*golden run hash: \(0x[0-9a-f]*\).*/\1/p' <<<"$line")"
+    hash="$(grep -o '0x[0-9a-f]\{16\}' <<<"$line" | paste -sd' ' || true)"
     path="$(sed -n 's/.*vector path \([a-z0-9]*\).*/\1/p' <<<"$line")"
     layer="$(sed -n 's/.*thread layer \([a-z0-9]*\).*/\1/p' <<<"$line")"
     summary="$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" || echo "no summary")"

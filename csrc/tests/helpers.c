@@ -112,6 +112,41 @@ ms_model* make_cloth(int side, int pin, uint64_t seed) {
     return m;
 }
 
+int shuffle_nodes(ms_model* m, uint64_t seed) {
+    const int64_t n = m->nnode;
+    int32_t* place = malloc(sizeof(int32_t) * (size_t)n); /* the new number of node i */
+    double* old = malloc(sizeof(double) * 6 * (size_t)n + sizeof(double) * (size_t)n + (size_t)n);
+    if (place == NULL || old == NULL) {
+        free(place);
+        free(old);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; ++i) place[i] = (int32_t)i;
+    for (int64_t i = n - 1; i > 0; --i) { /* Fisher-Yates */
+        const int64_t j = (int64_t)((0.5 * lcg_uniform(&seed) + 0.5) * (double)(i + 1)) % (i + 1);
+        const int32_t swap = place[i];
+        place[i] = place[j];
+        place[j] = swap;
+    }
+    double* mass = old + 6 * n;
+    uint8_t* pinned = (uint8_t*)(mass + n);
+    memcpy(old, m->x_initial, sizeof(double) * 3 * (size_t)n);
+    memcpy(old + 3 * n, m->v_initial, sizeof(double) * 3 * (size_t)n);
+    memcpy(mass, m->mass, sizeof(double) * (size_t)n);
+    memcpy(pinned, m->pinned, (size_t)n);
+    for (int64_t i = 0; i < n; ++i) {
+        memcpy(m->x_initial + 3 * place[i], old + 3 * i, sizeof(double) * 3);
+        memcpy(m->v_initial + 3 * place[i], old + 3 * (n + i), sizeof(double) * 3);
+        m->mass[place[i]] = mass[i];
+        m->pinned[place[i]] = pinned[i];
+    }
+    for (int64_t e = 0; e < 2 * m->nspring; ++e) m->springs[e] = place[m->springs[e]];
+    for (int64_t e = 0; e < 3 * m->nface; ++e) m->faces[e] = place[m->faces[e]];
+    free(place);
+    free(old);
+    return 0;
+}
+
 double forces_power(const ms_model* m, const double* x, const double* v, const double* external, double t,
                     double* f) {
     ms_flow flow;

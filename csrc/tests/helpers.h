@@ -33,6 +33,11 @@ double lcg_uniform(uint64_t* seed);
    is non-zero the two corners of the first row are pinned.  Returns NULL on failure. */
 ms_model* make_cloth(int side, int pin, uint64_t seed);
 
+/* Numbers the nodes of m anew in a random order (positions, velocities, masses, pins and
+   springs follow them), as a network read from a file may come.  Returns 0, or -1 if out
+   of memory. */
+int shuffle_nodes(ms_model* m, uint64_t seed);
+
 /* The state's external force array, allocated on first use. */
 #define EXTERNAL(m, s) ms_state_external((m), (s), NULL)
 

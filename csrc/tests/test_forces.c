@@ -336,9 +336,14 @@ static int test_spring_layout(void) {
     ms_flow flow;
     ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK); /* lays out the springs */
     const ms_layout* layout = s->layout;
-    int groups = 0;
+    ENSURE(layout->node_order == NULL); /* a grid's rows are local already */
+    int groups = 0, gathered = 0;
     for (int64_t a = 0; a < m->nnode; ++a) {
         if (layout->lanes[a] == 0) continue;
+        if (layout->lanes[a] & MS_GATHERED) {
+            ++gathered;
+            continue;
+        }
         ++groups;
         const int64_t row = a / side, col = a % side;
         if (row < side - 1) {
@@ -350,9 +355,11 @@ static int test_spring_layout(void) {
         }
     }
     ENSURE(groups == 2 * side);
-    /* in a group, spring j of nodes a..a+3 sits at 4 j + q and reaches equally far */
+    ENSURE(gathered > 0); /* the other nodes with springs up the numbering, four at a time */
+    /* in a group, spring j of the four owners sits at 4 j + q; in a lane group the owners
+       are a..a+3 and their springs reach equally far */
     for (int64_t r = 0; r < m->nspring;) {
-        const int64_t a = layout->pairs[2 * r], k = layout->lanes[a];
+        const int64_t a = layout->pairs[2 * r], kind = layout->lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
         if (k == 0) {
             ++r;
             continue;
@@ -360,7 +367,11 @@ static int test_spring_layout(void) {
         for (int64_t j = 0; j < k; ++j)
             for (int64_t q = 0; q < 4; ++q) {
                 const int32_t* pair = layout->pairs + 2 * (r + 4 * j + q);
-                ENSURE(pair[0] == a + q && pair[1] - pair[0] == layout->pairs[2 * (r + 4 * j) + 1] - a);
+                ENSURE(pair[0] < pair[1]); /* owner first: the lower node in the user's numbering */
+                if (kind & MS_GATHERED)
+                    ENSURE(pair[0] == layout->pairs[2 * (r + q)]);
+                else
+                    ENSURE(pair[0] == a + q && pair[1] - pair[0] == layout->pairs[2 * (r + 4 * j) + 1] - a);
                 const int32_t* user = m->springs + 2 * (int64_t)layout->order[r + 4 * j + q];
                 ENSURE((user[0] == pair[0] && user[1] == pair[1]) || (user[0] == pair[1] && user[1] == pair[0]));
             }
@@ -406,6 +417,56 @@ static int test_spring_blocks_and_halos(void) {
     return 0;
 }
 
+/* The same cloth with its nodes numbered at random: the layout ranks them in an order of
+   its own (each spring's ends close in rank), every spring is visited once with its lower
+   rank first, almost all of them in groups of four, every block's springs start at its
+   ranks and reach no further than its halo, and the blocked sums equal the plain ones. */
+static int test_ranked_layout(void) {
+    ms_model* m = make_cloth(60, 1, 6u);
+    ENSURE(m != NULL);
+    ENSURE(shuffle_nodes(m, 79u) == 0);
+    ms_error err = fresh_error();
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    uint64_t seed = 80u;
+    for (int64_t q = 0; q < 3 * m->nnode; ++q) s->v[q] = lcg_uniform(&seed);
+    ms_flow flow;
+    ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK);
+    const ms_layout* layout = s->layout;
+    ENSURE(layout->node_order != NULL && layout->nblock >= 3);
+    int64_t spread = 0, grouped = 0;
+    for (int64_t i = 0; i < m->nnode; ++i) ENSURE(layout->node_order[layout->rank[i]] == i);
+    uint8_t* seen = calloc((size_t)m->nspring, 1);
+    ENSURE(seen != NULL);
+    for (int64_t b = 0; b < layout->nblock; ++b) {
+        const int64_t own_end = layout->node_start[b + 1];
+        const int64_t halo_end = own_end + (layout->halo_start[b + 1] - layout->halo_start[b]);
+        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+            const int32_t* pair = layout->pairs + 2 * r;
+            const int32_t* user = m->springs + 2 * (int64_t)layout->order[r];
+            ENSURE(pair[0] < pair[1] && pair[0] >= layout->node_start[b] && pair[0] < own_end && pair[1] < halo_end);
+            ENSURE((layout->node_order[pair[0]] == user[0] && layout->node_order[pair[1]] == user[1]) ||
+                   (layout->node_order[pair[0]] == user[1] && layout->node_order[pair[1]] == user[0]));
+            ENSURE(layout->dest[r] == (pair[1] < own_end ? pair[1] : -1 - (pair[1] - own_end)));
+            seen[layout->order[r]] += 1;
+            spread += pair[1] - pair[0];
+        }
+    }
+    for (int64_t r = 0; r < m->nspring;) {
+        const int64_t k = layout->lanes[layout->pairs[2 * r]] & MS_MAX_LANE_SPRINGS;
+        grouped += 4 * k;
+        r += k > 0 ? 4 * k : 1;
+    }
+    for (int64_t e = 0; e < m->nspring; ++e) ENSURE(seen[e] == 1);
+    free(seen);
+    ENSURE(spread < 4 * 60 * m->nspring); /* a random numbering spreads them over 1/3 of 3600 */
+    ENSURE(grouped > 95 * m->nspring / 100);
+    ENSURE(same_as_plain_forces(m, s, &flow, 1e-12) == 0);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 const test_case forces_tests[] = {
     TEST(test_diagnostics_two_nodes),
     TEST(test_newton_third_law),
@@ -414,5 +475,6 @@ const test_case forces_tests[] = {
     TEST(test_max_eigenvalues_chain),
     TEST(test_spring_layout),
     TEST(test_spring_blocks_and_halos),
+    TEST(test_ranked_layout),
     {NULL, NULL},
 };

@@ -10,10 +10,11 @@
 #include "helpers.h"
 #include "msprings/msprings.h"
 
-/* recorded from a run of test_golden_hash: symplectic Euler, and xpbd (whose ledger holds
-   the numerical part, from the spring energy kernel of each vector path) */
-#define GOLDEN_HASH 0x4b3cd1abeca746d3ULL
-#define GOLDEN_HASH_XPBD 0xc891e4ad13b58471ULL
+/* recorded from a run of test_golden_hash: symplectic Euler on the user's numbering and
+   on a shuffled one (a ranked layout), and xpbd (whose ledger holds the numerical part) */
+#define GOLDEN_HASH 0xf26ba2fc7d613054ULL
+#define GOLDEN_RANKED_HASH 0x27b8e087984b0159ULL
+#define GOLDEN_HASH_XPBD 0xb8bca810b14e4263ULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {
@@ -108,12 +109,17 @@ static uint64_t state_hash(const ms_model* m, const ms_state* s) {
 
 /* A 72 x 72 cloth (30,000 springs: large enough to run on several workers) with dampers,
    drag in a wind and a moving pin, and per variant: a sphere rising into it and a ground
-   plane, strain limiting, energy loss.  Returns the state hash after 40 steps with the
-   given worker count, or 0 on failure. */
-enum { WITH_COLLIDERS = 1, WITH_STRAIN_LIMIT = 2, WITH_ENERGY_LOSS = 4 };
+   plane, strain limiting, energy loss, its nodes numbered at random (so that the layout
+   ranks them in its own order).  Returns the state hash after 40 steps with the given
+   worker count, or 0 on failure. */
+enum { WITH_COLLIDERS = 1, WITH_STRAIN_LIMIT = 2, WITH_ENERGY_LOSS = 4, WITH_SHUFFLED = 8 };
 static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
     ms_model* m = make_cloth(72, 1, 2026u);
     if (m == NULL) return 0;
+    if ((variant & WITH_SHUFFLED) && shuffle_nodes(m, 2027u) != 0) {
+        ms_model_destroy(m);
+        return 0;
+    }
     m->opt.integrator = integrator;
     m->opt.threads = threads;
     m->opt.drag = 0.02;
@@ -139,7 +145,9 @@ static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
     ms_state* s = ms_state_create(m, &err);
     uint64_t hash = 0;
     if (s != NULL) {
-        s->v[0] = 0.1; /* node 0 is pinned: it moves */
+        int64_t pin = 0;
+        while (!m->pinned[pin]) ++pin;
+        s->v[3 * pin] = 0.1; /* the pin moves */
         const double h = integrator == MS_IMPLICIT_EULER ? 2e-3 : 2e-4;
         int ok = ms_step(m, s, h, 25, &err) == MS_OK && ms_step(m, s, h, 15, &err) == MS_OK;
         if (ok) hash = state_hash(m, s);
@@ -155,8 +163,9 @@ static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
    colliders, strain limiting and energy loss. */
 static int test_same_result_on_any_number_of_threads(void) {
     for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
-        const int variants[] = {0, WITH_COLLIDERS | WITH_STRAIN_LIMIT | WITH_ENERGY_LOSS};
-        for (int k = 0; k < 2; ++k) {
+        const int every = WITH_COLLIDERS | WITH_STRAIN_LIMIT | WITH_ENERGY_LOSS;
+        const int variants[] = {0, every, every | WITH_SHUFFLED};
+        for (int k = 0; k < 3; ++k) {
             const uint64_t one = run_hash((ms_integrator)integrator, variants[k], 1);
             ENSURE(one != 0);
             const int counts[] = {2, 3, 4};
@@ -170,10 +179,13 @@ static int test_same_result_on_any_number_of_threads(void) {
    the blocks are written so that they do): a hash recorded once. */
 static int test_golden_hash(void) {
     const uint64_t hash = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2);
+    const uint64_t ranked = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS | WITH_SHUFFLED, 2);
     const uint64_t xpbd = run_hash(MS_XPBD, WITH_COLLIDERS, 2); /* its projections run on the vector path too */
-    printf("    golden run hashes: 0x%016llx, xpbd 0x%016llx (vector path %s)\n", (unsigned long long)hash,
-           (unsigned long long)xpbd, ms_vector_path());
+    printf("    golden run hash: 0x%016llx, ranked 0x%016llx, xpbd 0x%016llx (vector path %s, thread layer %s)\n",
+           (unsigned long long)hash, (unsigned long long)ranked, (unsigned long long)xpbd, ms_vector_path(),
+           ms_thread_layer());
     ENSURE(hash == GOLDEN_HASH);
+    ENSURE(ranked == GOLDEN_RANKED_HASH);
     ENSURE(xpbd == GOLDEN_HASH_XPBD);
     return 0;
 }

@@ -215,6 +215,12 @@ typedef struct ms_state {
     int watch_after_step;  /* set by the caller: ms_step watches the state as it returns,
                               for callers that may change it at any time (e.g. through a
                               view they keep) */
+    int parameters_unchanged; /* set by the caller before ms_step when mass, pinned, rest, k
+                                 and c are as the previous step call left them: the step then
+                                 neither checks nor re-reads them (the Python binding sets it
+                                 when no writable view of them can have been written since).
+                                 Every step call clears it. */
+    int motion_unchanged;     /* the same for x and v: the step does not check them again */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
