@@ -252,8 +252,8 @@ def info() -> int:
           f"{platform.python_implementation()} {platform.python_version()}, numpy {np.__version__}")
     print(f"integrators: {', '.join(INTEGRATORS)}")
     print(f"threads: {os.cpu_count()} cores; systems whose threads is 0 use {get_num_threads()} "
-          f"(msprings.set_num_threads) for networks of >= 10,000 springs (every integrator but implicit "
-          f"Euler and projective dynamics); any thread count gives the same result, bit for bit")
+          f"(msprings.set_num_threads) for networks of >= 10,000 springs (every integrator but projective "
+          f"dynamics); any thread count gives the same result, bit for bit")
     print(f"vector path: {_core.vector_path()} (springs four nodes at a time in lane groups; "
           f"every path gives the same result, bit for bit)")
     layers = {"posix": "POSIX threads", "win32": "Windows threads"}

@@ -377,8 +377,8 @@ static const option_spec options[] = {
      "Strain limiting (Provot 1995): None (off, the default) or tau >= 0 (dimensionless); after each step every "
      "spring longer than (1 + tau) L is shortened to that length."},
     {"threads", OPTION_INTEGER, OFFSET(threads), 0, RANGE_INTEGERS(0, THREADS_MAX), 0,
-     "Worker threads for large networks (>= 10000 springs), with every integrator but implicit Euler and "
-     "projective dynamics (which run on one), "
+     "Worker threads for large networks (>= 10000 springs), with every integrator but projective dynamics "
+     "(which runs on one), "
      "in [0, 1024] (at most 64 are used): 0 (default) = the process-wide setting of "
      "msprings.set_num_threads (all online cores unless set), 1 = single-threaded. Any number of threads "
      "gives the same result, bit for bit; `workers` says how many the last step ran on."},

@@ -95,8 +95,8 @@ typedef struct ms_options {
     double chebyshev;    /* projective: Chebyshev acceleration of the rounds (Wang 2015) with this
                             estimate of their convergence rate rho in [0, 1); 0 (default) = off */
     int threads;         /* worker threads for networks of 10,000 springs or more (every
-                            integrator but implicit Euler and projective dynamics, which run
-                            on one); 0 (default) = the state's
+                            integrator but projective dynamics, which runs on one);
+                            0 (default) = the state's
                             default_threads (all online cores unless set), 1 = none.  Any
                             number of threads gives the same result, bit for bit */
 } ms_options;
