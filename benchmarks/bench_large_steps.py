@@ -17,8 +17,16 @@ The references are written here, one per solver family, and each is held to mspr
 
 Exit status 1 when a reference disagrees with msprings beyond its tolerance or a run stops being finite
 or bounded.  Rows of solvers this build does not have are reported as "not built yet".
+
+Run as a script, the suite gives NumPy's BLAS one thread (OPENBLAS_NUM_THREADS, when not set): the
+SciPy references then run on one thread as msprings' rows do, and idle BLAS threads spinning beside
+the timed steps no longer take a core from the rows that run on all cores.
 """
 from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # read when NumPy loads its BLAS, below
 
 import dataclasses
 import math

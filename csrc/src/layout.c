@@ -478,15 +478,26 @@ ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_KERNEL(ms_sprin
 
 ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_KERNEL(ms_euler); }
 
-double ms_layout_spring_energy(const ms_model* m, const ms_layout* layout, int64_t b, const double* x) {
+double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double* x) {
+    const int32_t* pairs = layout->pairs;
+    const double* params = layout->params;
+    const int32_t* node = layout->node_order; /* the node of each rank; NULL: ranks are nodes */
     double sum = 0.0;
-    for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
-        const int64_t s = layout->order[r];
-        const double* xi = x + 3 * (int64_t)m->springs[2 * s];
-        const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
-        const double dx = xj[0] - xi[0], dy = xj[1] - xi[1], dz = xj[2] - xi[2];
-        const double stretch = sqrt(dx * dx + dy * dy + dz * dz) - m->rest[s];
-        sum += m->k[s] * stretch * stretch;
+    const int64_t end = layout->spring_start[b + 1];
+    for (int64_t s = layout->spring_start[b]; s < end;) {
+        /* a group's parameters: for each j, four rest lengths then four k; a single's (rest, k, c) */
+        const int64_t k = layout->lanes[pairs[2 * s]] & MS_MAX_LANE_SPRINGS;
+        const int64_t count = k > 0 ? MS_LANES * k : 1;
+        for (int64_t r = s; r < s + count; ++r) {
+            const double* p = k > 0 ? params + 3 * (s + MS_LANES * ((r - s) / MS_LANES)) + (r - s) % MS_LANES
+                                    : params + 3 * r;
+            const int64_t i = node != NULL ? node[pairs[2 * r]] : pairs[2 * r];
+            const int64_t j = node != NULL ? node[pairs[2 * r + 1]] : pairs[2 * r + 1];
+            const double dx = x[3 * j] - x[3 * i], dy = x[3 * j + 1] - x[3 * i + 1], dz = x[3 * j + 2] - x[3 * i + 2];
+            const double stretch = sqrt(dx * dx + dy * dy + dz * dz) - p[0];
+            sum += p[k > 0 ? MS_LANES : 1] * stretch * stretch;
+        }
+        s += count;
     }
     return 0.5 * sum;
 }

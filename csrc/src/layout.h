@@ -49,8 +49,9 @@ typedef struct ms_layout ms_layout;
 typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
 
 /* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x (user
-   numbering), summed in the layout's order: the same bits on every path and thread count. */
-double ms_layout_spring_energy(const ms_model* m, const ms_layout* layout, int64_t b, const double* x);
+   numbering), summed in the layout's order from its parameters (after ms_layout_refresh):
+   the same bits on every path and thread count. */
+double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double* x);
 
 struct ms_layout {
     int64_t nnode, nspring;

@@ -244,7 +244,7 @@ static double stage_energy(ms_worker* w, const double* x, const double* v) {
         tm->nodes[b].energy = kinetic + gravity;
     }
     for (int64_t b = w->spring_first; b < w->spring_last; ++b)
-        tm->block_energy[b] = ms_layout_spring_energy(m, layout, b, x);
+        tm->block_energy[b] = ms_layout_spring_energy(layout, b, x);
     ms_sync(w);
     double energy = 0.0;
     for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].energy;
