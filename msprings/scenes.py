@@ -421,13 +421,17 @@ def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: 
 
     Material values make the cube behave the same at every ``n`` (for a fixed ``size``):
     ``density`` (kg/m^3) lumps each cell's mass rho h^3 (h = size / (n - 1)) onto its eight
-    corners (instead of ``mass``; the cube weighs rho size^3); ``youngs_modulus`` E (Pa)
-    gives the structural and shear springs the stiffnesses that make the lattice an
-    isotropic solid of modulus E and Poisson's ratio 1/4 (see :func:`_lattice_material`;
-    ``k`` then sets only the bend springs, which stiffen it along the axes: leave them out
-    with ``families=`` or keep their ``k`` small beside E h); ``damping_ratio`` zeta gives
-    every spring ``c = 2 zeta sqrt(k mu)`` (instead of ``c``; 0.9 with material values and
-    neither given).
+    corners (instead of ``mass``; the cube weighs rho size^3).  ``youngs_modulus`` E (Pa)
+    gives the sides k1 = 3/5 E h, the face diagonals k2 = 1/5 E h and the body diagonals
+    k3 = 3/20 E h inside the lattice (on its faces and edges, the shares of the cells that
+    are not there are left out).  A lattice of such springs has C11 = (k1 + 2 k2 + 4/3 k3) / h
+    and C12 = C44 = (k2 + 4/3 k3) / h, so these make it an isotropic solid of modulus E and
+    Poisson's ratio 1/4, the only ratio central springs allow (M. Kot, H. Nagahashi and
+    P. Szymczak, "Elastic moduli of simple mass spring models", The Visual Computer 31,
+    2015); the derivation is beside the code.  ``k`` then sets only the bend springs, which
+    stiffen the cube along its axes: leave them out with ``families=`` or keep their ``k``
+    small beside E h.  ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)``
+    (instead of ``c``; 0.9 with material values and neither given).
     """
     n = _positive_int(n, "n", 2, _SIDE_3D)
     size = _positive(size, "size")
@@ -469,7 +473,8 @@ def _lattice_material(n: int, spacing: float, pairs: Mapping[str, np.ndarray], d
     C12 = C44, so the lattice can only be an isotropic solid with Lame's lambda = mu, Poisson's
     ratio 1/4 and E = 5/2 mu (M. Kot, H. Nagahashi and P. Szymczak, "Elastic moduli of simple
     mass spring models", The Visual Computer 31, 2015, analyse these lattices; A. Lloyd,
-    G. Szekely and M. Harders, IEEE TVCG 13(5), 2007, match springs to elements the same way).
+    G. Szekely and M. Harders, "Identification of spring parameters for deformable object
+    simulation", IEEE TVCG 13(5), 2007, fit springs to a finite element's stiffness instead).
     Isotropy, C44 = (C11 - C12) / 2, needs k1 = k2 + 8/3 k3, and mu = 2/5 E fixes
     k2 + 4/3 k3 = 2/5 E h.  Splitting that equally between face and body diagonals:
 
