@@ -337,13 +337,11 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float |
     ``wind`` plus the flag reference's gust field of amplitude ``gust`` (m/s), so it streams
     and flaps.
 
-    Material values, as for :func:`cloth` (the same membrane): ``density`` (kg/m^3) with
-    ``thickness`` t (m) lumps each cell's mass rho t h^2 onto its corners (instead of
-    ``mass``; the flag weighs rho t times its area); ``youngs_modulus`` E (Pa) gives the
-    structural springs 3/4 E t inside and 3/8 E t on the rim and the shear springs 3/8 E t, an
-    isotropic membrane of modulus E and Poisson's ratio 1/3 (``k`` then sets only the bend
-    springs); ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)`` (instead of
-    ``c``).
+    Material values make the same membrane as :func:`cloth`'s: ``density`` (kg/m^3) with
+    ``thickness`` t (m) instead of ``mass`` (the flag weighs rho t times its area),
+    ``youngs_modulus`` E (Pa) instead of ``k`` for the structural and shear springs (an
+    isotropic membrane of modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of
+    ``c``.
     """
     rows = _positive_int(rows, "rows", 2, _SIDE_2D)
     columns = _positive_int(columns, "columns", 2, _SIDE_2D)
@@ -377,12 +375,10 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
     Contacts use ``friction`` and the cloth's ``thickness`` (m; default a tenth of the node
     spacing).
 
-    Material values, as for :func:`cloth` (the same membrane): ``density`` (kg/m^3) with the
-    ``thickness`` t lumps each cell's mass rho t h^2 onto its corners (instead of ``mass``;
-    the cloth weighs rho t size^2); ``youngs_modulus`` E (Pa) gives the structural springs
-    3/4 E t inside and 3/8 E t on the rim and the shear springs 3/8 E t, an isotropic
-    membrane of modulus E and Poisson's ratio 1/3 (``k`` then sets only the bend springs);
-    ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)`` (instead of ``c``).
+    Material values make the same membrane as :func:`cloth`'s: ``density`` (kg/m^3) with the
+    ``thickness`` t instead of ``mass`` (the cloth weighs rho t size^2), ``youngs_modulus`` E
+    (Pa) instead of ``k`` for the structural and shear springs (an isotropic membrane of
+    modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of ``c``.
     """
     n = _positive_int(n, "n", 2, _SIDE_2D)
     size = _positive(size, "size")
