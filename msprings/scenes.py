@@ -212,9 +212,10 @@ def _membrane_grid(rows: int, columns: int, spacing: float, pairs: Mapping[str, 
 
 
 def _material_keywords(density: float | None, thickness: float | None, youngs_modulus: float | None,
-                       damping_ratio: float | None, mass: Any, c: Any) -> None:
-    """Checks a grid scene's material values: each finite and > 0 (the ratio >= 0), a thickness
-    with a density or modulus, and no mass beside a density or c beside a damping ratio."""
+                       damping_ratio: float | None, mass: Any, c: Any, surface: bool = True) -> None:
+    """Checks a scene's material values: each finite and > 0 (the ratio >= 0), for a
+    ``surface`` a thickness with a density or modulus, and no mass beside a density or c
+    beside a damping ratio."""
     for value, name in ((density, "density"), (thickness, "thickness"), (youngs_modulus, "youngs_modulus")):
         if value is not None:
             _positive(value, name)
@@ -222,12 +223,30 @@ def _material_keywords(density: float | None, thickness: float | None, youngs_mo
         ratio = real_scalar(damping_ratio, "damping_ratio")
         if not (math.isfinite(ratio) and ratio >= 0.0):
             raise ValueError(f"damping_ratio = {damping_ratio} must be finite and >= 0")
-    if (density is not None or youngs_modulus is not None) and thickness is None:
+    if surface and (density is not None or youngs_modulus is not None) and thickness is None:
         raise ValueError("density and youngs_modulus need the membrane's thickness (m)")
     if density is not None and mass is not None:
         raise ValueError("give mass or density, not both")
     if damping_ratio is not None and c is not None:
         raise ValueError("give c or damping_ratio, not both")
+
+
+def _material_assemble(positions: np.ndarray, pairs: Mapping[str, np.ndarray], k: Parameter, c: Parameter,
+                       mass: Any, lumped: np.ndarray | None, material_k: Mapping[str, np.ndarray],
+                       damping_ratio: float | None, **options: Any) -> System:
+    """:func:`_assemble` with material values where given: the ``lumped`` node masses (kg)
+    instead of ``mass``, the ``material_k`` stiffnesses (N/m, an array per family) instead of
+    ``k`` for the families they cover, and ``c = 2 zeta sqrt(k mu)`` for a ``damping_ratio``
+    instead of ``c``."""
+    stiffness: Parameter | dict[str, Any] = k
+    if material_k:
+        stiffness = {family: material_k[family] if family in material_k else _family_value(k, family, "k")
+                     for family in pairs}
+    system = _assemble(positions, pairs, stiffness, 0.0 if damping_ratio is not None else c,
+                       mass=mass if lumped is None else lumped, **options)
+    if damping_ratio is not None:
+        system.c[:] = system.damping_for_ratio(damping_ratio)
+    return system
 
 
 def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
@@ -302,35 +321,40 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
     options.setdefault("pinned", pinned)
     pairs = grid_springs(rows, columns, families)
     lumped, material_k = _membrane_grid(rows, columns, spacing, pairs, thickness or 0.0, density, youngs_modulus)
-    stiffness: Parameter | dict[str, Any] = k
-    if material_k:
-        stiffness = {family: material_k.get(family, _family_value(k, family, "k")) if family != "bend"
-                     else _family_value(k, family, "k") for family in pairs}
-    system = _assemble(positions, pairs, stiffness, 0.0 if damping_ratio is not None else (1.0 if c is None else c),
-                       mass=lumped if lumped is not None else (1.0 if mass is None else mass),
-                       faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
-    if damping_ratio is not None:
-        system.c[:] = system.damping_for_ratio(damping_ratio)
-    return system
+    return _material_assemble(positions, pairs, k, 1.0 if c is None else c, 1.0 if mass is None else mass,
+                              lumped, material_k, damping_ratio, faces=_grid_faces(rows, columns),
+                              uv=_grid_uv(rows, columns), **options)
 
 
-def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float = 0.02,
-         k: Parameter = 2500.0, c: Parameter = 0.7, families: Sequence[str] = FAMILIES, gust: float = 6.0,
+def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float | None = None,
+         k: Parameter = 2500.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES, gust: float = 6.0,
          wind: ArrayLike = (2.0, 0.0, 0.0), drag_coefficient: float = 1.0, lift_coefficient: float = 0.2,
-         **options: Any) -> System:
+         density: float | None = None, thickness: float | None = None, youngs_modulus: float | None = None,
+         damping_ratio: float | None = None, **options: Any) -> System:
     """A flag in gusty wind: ``rows`` x ``columns`` nodes in the vertical x-y plane, ``width``
-    m long in x (square cells), pinned along its left edge (x = 0) to a pole, k = 2500 N/m,
-    c = 0.7 N s/m; the air (rho = 1.2 kg/m^3, C_d, C_l) blows with a uniform ``wind`` plus
-    the flag reference's gust field of amplitude ``gust`` (m/s), so it streams and flaps.
+    m long in x (square cells), pinned along its left edge (x = 0) to a pole, 0.02 kg nodes,
+    k = 2500 N/m, c = 0.7 N s/m; the air (rho = 1.2 kg/m^3, C_d, C_l) blows with a uniform
+    ``wind`` plus the flag reference's gust field of amplitude ``gust`` (m/s), so it streams
+    and flaps.
+
+    Material values make the same membrane as :func:`cloth`'s: ``density`` (kg/m^3) with
+    ``thickness`` t (m) instead of ``mass`` (the flag weighs rho t times its area),
+    ``youngs_modulus`` E (Pa) instead of ``k`` for the structural and shear springs (an
+    isotropic membrane of modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of
+    ``c``.
     """
     rows = _positive_int(rows, "rows", 2, _SIDE_2D)
     columns = _positive_int(columns, "columns", 2, _SIDE_2D)
     spacing = _positive(width, "width") / (columns - 1)
+    _material_keywords(density, thickness, youngs_modulus, damping_ratio, mass, c)
     i, j = np.meshgrid(np.arange(rows), np.arange(columns), indexing="ij")
     positions = np.column_stack([j.ravel() * spacing, -i.ravel() * spacing, np.zeros(rows * columns)])
     options.setdefault("pinned", list(range(0, rows * columns, columns)))
-    system = _assemble(positions, grid_springs(rows, columns, families), k, c, mass=mass,
-                       faces=_grid_faces(rows, columns), uv=_grid_uv(rows, columns), **options)
+    pairs = grid_springs(rows, columns, families)
+    lumped, material_k = _membrane_grid(rows, columns, spacing, pairs, thickness or 0.0, density, youngs_modulus)
+    system = _material_assemble(positions, pairs, k, 0.7 if c is None else c, 0.02 if mass is None else mass,
+                                lumped, material_k, damping_ratio, faces=_grid_faces(rows, columns),
+                                uv=_grid_uv(rows, columns), **options)
     system.drag_coefficient = drag_coefficient
     system.lift_coefficient = lift_coefficient
     system.wind = wind
@@ -338,22 +362,32 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float =
     return system
 
 
-def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: float = 3.0,
-               k: Parameter = 3000.0, c: Parameter = 8.0, families: Sequence[str] = FAMILIES,
+def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: float | None = None,
+               k: Parameter = 3000.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES,
                table_radius: float | None = None, table_height: float = 10.0, friction: float = 0.3,
-               thickness: float | None = None, **options: Any) -> System:
+               thickness: float | None = None, density: float | None = None, youngs_modulus: float | None = None,
+               damping_ratio: float | None = None, **options: Any) -> System:
     """A square tablecloth of ``n`` x ``n`` nodes and side ``size`` m, held flat ``height`` m
     above a round table and let go: it falls, drapes over the table and hangs down its
     sides.  The table is a capped cylinder of radius ``0.7 * size / 2`` (the references'
     0.7 x half-width) whose top is at ``table_height``, standing on a ground plane.  The
     references' scale and parameters: 25 m cloth, 3 kg nodes, k = 3000 N/m, c = 8 N s/m.
-    Contacts use ``friction`` and a ``thickness`` of a tenth of the node spacing.
+    Contacts use ``friction`` and the cloth's ``thickness`` (m; default a tenth of the node
+    spacing).
+
+    Material values make the same membrane as :func:`cloth`'s: ``density`` (kg/m^3) with the
+    ``thickness`` t instead of ``mass`` (the cloth weighs rho t size^2), ``youngs_modulus`` E
+    (Pa) instead of ``k`` for the structural and shear springs (an isotropic membrane of
+    modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of ``c``.
     """
     n = _positive_int(n, "n", 2, _SIDE_2D)
     size = _positive(size, "size")
     spacing = size / (n - 1)
     radius = 0.7 * size / 2.0 if table_radius is None else _positive(table_radius, "table_radius")
     table_height = _positive(table_height, "table_height")
+    # A thickness for contacts alone may be 0 (as before material values); a material one is > 0.
+    material = density is not None or youngs_modulus is not None
+    _material_keywords(density, thickness if material else None, youngs_modulus, damping_ratio, mass, c)
     gap = spacing / 10.0 if thickness is None else float(thickness)
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
     positions = np.column_stack([
@@ -361,35 +395,109 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
         np.full(n * n, table_height + float(height)),
         i.ravel() * spacing - size / 2.0,
     ])
-    system = _assemble(positions, grid_springs(n, n, families), k, c, mass=mass,
-                       faces=_grid_faces(n, n), uv=_grid_uv(n, n), **options)
+    pairs = grid_springs(n, n, families)
+    lumped, material_k = _membrane_grid(n, n, spacing, pairs, gap, density, youngs_modulus)
+    system = _material_assemble(positions, pairs, k, 8.0 if c is None else c, 3.0 if mass is None else mass,
+                                lumped, material_k, damping_ratio, faces=_grid_faces(n, n), uv=_grid_uv(n, n),
+                                **options)
     system.add_cylinder((0.0, table_height / 2.0, 0.0), radius, table_height, friction=friction, thickness=gap)
     system.add_plane((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), friction=friction, thickness=gap)
     return system
 
 
-def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float = 0.5, k: Parameter = 150.0,
+def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: Parameter = 150.0,
                c: Parameter | None = None, families: Sequence[str] = FAMILIES, height: float = 0.5,
-               ground: bool = True, restitution: float = 0.0, friction: float = 0.5, **options: Any) -> System:
+               ground: bool = True, restitution: float = 0.0, friction: float = 0.5, density: float | None = None,
+               youngs_modulus: float | None = None, damping_ratio: float | None = None, **options: Any) -> System:
     """A jelly cube: an ``n`` x ``n`` x ``n`` lattice of side ``size`` m with structural,
     shear (face and body diagonals) and bend springs, its lowest face ``height`` m above a
     ground plane (``ground=False`` leaves the plane out).  The references' jelly: 10^3 nodes
     of 0.5 kg, k = 150 N/m and ``c = 0.9 * 2 sqrt(m k)`` (90 % of critical) by default.
     The cube's surface triangles are its faces.
+
+    Material values make the cube behave the same at every ``n`` (for a fixed ``size``):
+    ``density`` (kg/m^3) lumps each cell's mass rho h^3 (h = size / (n - 1)) onto its eight
+    corners (instead of ``mass``; the cube weighs rho size^3).  ``youngs_modulus`` E (Pa)
+    gives the sides k1 = 3/5 E h, the face diagonals k2 = 1/5 E h and the body diagonals
+    k3 = 3/20 E h inside the lattice (on its faces and edges, the shares of the cells that
+    are not there are left out).  A lattice of such springs has C11 = (k1 + 2 k2 + 4/3 k3) / h
+    and C12 = C44 = (k2 + 4/3 k3) / h, so these make it an isotropic solid of modulus E and
+    Poisson's ratio 1/4, the only ratio central springs allow (M. Kot, H. Nagahashi and
+    P. Szymczak, "Elastic moduli of simple mass spring models", The Visual Computer 31,
+    2015); the derivation is beside the code.  ``k`` then sets only the bend springs, which
+    stiffen the cube along its axes: leave them out with ``families=`` or keep their ``k``
+    small beside E h.  ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)``
+    (instead of ``c``; 0.9 with material values and neither given).
     """
     n = _positive_int(n, "n", 2, _SIDE_3D)
     size = _positive(size, "size")
     spacing = size / (n - 1)
-    if c is None:
-        c = {family: 0.9 * 2.0 * math.sqrt(mass * _family_value(k, family, "k")) for family in FAMILIES}
+    _material_keywords(density, None, youngs_modulus, damping_ratio, mass, c, surface=False)
+    mass = 0.5 if mass is None else mass
+    if c is None and damping_ratio is None:
+        if density is None and youngs_modulus is None:
+            c = {family: 0.9 * 2.0 * math.sqrt(mass * _family_value(k, family, "k")) for family in FAMILIES}
+        else:
+            damping_ratio = 0.9
     a, b, d = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
     positions = np.column_stack([a.ravel(), b.ravel(), d.ravel()]) * spacing
     positions += (-size / 2.0, float(height), -size / 2.0)
-    system = _assemble(positions, lattice_springs(n, families), k, c, mass=mass,
-                       faces=_lattice_faces(n, positions), **options)
+    pairs = lattice_springs(n, families)
+    lumped, material_k = _lattice_material(n, spacing, pairs, density, youngs_modulus)
+    system = _material_assemble(positions, pairs, k, 0.0 if c is None else c, mass, lumped, material_k,
+                                damping_ratio, faces=_lattice_faces(n, positions), **options)
     if ground:
         system.add_plane(restitution=restitution, friction=friction)
     return system
+
+
+def _lattice_material(n: int, spacing: float, pairs: Mapping[str, np.ndarray], density: float | None,
+                      youngs_modulus: float | None) -> tuple[np.ndarray | None, dict[str, np.ndarray]]:
+    """Node masses (kg) and structural and shear stiffnesses (N/m) of an n^3 lattice solid.
+
+    Every cubic cell of side h weighs rho h^3, an eighth to each corner.
+
+    A spring of stiffness k and rest length L along the unit vector u stores
+    (1/2) k L^2 (u . e u)^2 under a small uniform strain e, so a lattice has the elastic
+    constants C_ijkl = sum k L^2 u_i u_j u_k u_l / h^3, summed over the springs of one cell's
+    worth of lattice.  With sides k1, face diagonals k2 and body diagonals k3 (their values
+    inside the lattice):
+
+        C11 = (k1 + 2 k2 + 4/3 k3) / h,    C12 = C44 = (k2 + 4/3 k3) / h.
+
+    Central springs between nodes that are centres of symmetry obey Cauchy's relation
+    C12 = C44, so the lattice can only be an isotropic solid with Lame's lambda = mu, Poisson's
+    ratio 1/4 and E = 5/2 mu (M. Kot, H. Nagahashi and P. Szymczak, "Elastic moduli of simple
+    mass spring models", The Visual Computer 31, 2015, analyse these lattices; A. Lloyd,
+    G. Szekely and M. Harders, "Identification of spring parameters for deformable object
+    simulation", IEEE TVCG 13(5), 2007, fit springs to a finite element's stiffness instead).
+    Isotropy, C44 = (C11 - C12) / 2, needs k1 = k2 + 8/3 k3, and mu = 2/5 E fixes
+    k2 + 4/3 k3 = 2/5 E h.  Splitting that equally between face and body diagonals:
+
+        k1 = 3/5 E h,    k2 = 1/5 E h,    k3 = 3/20 E h.
+
+    Every cell gives each of its 12 sides a quarter of k1, each of its 12 face diagonals half
+    of k2 and its 4 body diagonals k3 (3/20, 1/10 and 3/20 E h), so a side on a face of the
+    cube has half of k1, one on an edge a quarter, and a face diagonal on a face half of k2:
+    the cube is then exactly that solid, up to its boundary, under any uniform small strain.
+    """
+    index = np.indices((n, n, n)).reshape(3, -1).T
+    # How many cells meet a node along each axis: 1 on a face of the cube, 2 inside.
+    cells = (index > 0).astype(np.int64) + (index < n - 1)
+    mass = None if density is None else density * spacing**3 / 8.0 * cells.prod(axis=1)
+    stiffness: dict[str, np.ndarray] = {}
+    if youngs_modulus is not None:
+        # Each cell's share by the number of axes the spring crosses: a side, a face or a body diagonal.
+        share = youngs_modulus * spacing * np.array([0.0, 3.0 / 20.0, 1.0 / 10.0, 3.0 / 20.0])
+        for family in ("structural", "shear"):
+            if family not in pairs:
+                continue
+            springs = pairs[family]
+            crossed = index[springs[:, 0]] != index[springs[:, 1]]
+            # The spring lies in every cell its first end meets along the axes it does not cross.
+            holders = np.where(crossed, 1, cells[springs[:, 0]]).prod(axis=1)
+            stiffness[family] = share[crossed.sum(axis=1)] * holders
+    return mass, stiffness
 
 
 def _lattice_faces(n: int, positions: np.ndarray) -> np.ndarray:

@@ -2,7 +2,8 @@
 stiffnesses from a Young's modulus (k = E t A / L^2 on a surface, E V / L^2 in a solid) and
 damping from a ratio, checked against closed forms (a stretched strip's F L / (E A), a ball's
 dilation p / (2 E) under pressure) and for resolution independence: the same membrane and the
-same ball at three resolutions sag and ring alike, where per-node values do not.
+same ball at three resolutions sag and ring alike, where per-node values do not.  The scenes
+that take material values (cloth, flag, tablecloth, jelly cube) are checked the same way.
 """
 from __future__ import annotations
 
@@ -390,3 +391,163 @@ def test_cloth_material_values_are_checked() -> None:
     # Without material values the references' cloth is unchanged.
     plain = scenes.cloth(4)
     assert np.all(plain.mass == 1.0) and np.all(plain.k == 2500.0) and np.all(plain.c == 1.0)
+
+
+# ---- the flag, the tablecloth and the jelly cube of material values ----------------------
+
+
+@pytest.mark.parametrize("builder", ["flag", "tablecloth"])
+def test_a_material_flag_and_tablecloth_are_the_cloths_isotropic_membrane(builder: str) -> None:
+    # The same membrane as the cloth: rho t per unit area, and under a uniform small strain e
+    # with none across it an energy of 9/16 E t e^2 per unit area at any angle (nu = 1/3).
+    density, modulus, thickness, strain = 300.0, 1e6, 1e-3, 1e-7
+    material = {"density": density, "thickness": thickness, "youngs_modulus": modulus,
+                "families": ("structural", "shear"), "gravity": (0.0, 0.0, 0.0)}
+    if builder == "flag":
+        system = scenes.flag(7, 10, width=1.5, **material)
+        area = 1.5 * 1.5 * 6 / 9
+    else:
+        system = scenes.tablecloth(9, size=2.0, **material)
+        area = 2.0**2
+    assert system.mass.sum() == pytest.approx(density * thickness * area, rel=1e-12)
+    start = system.x.copy()
+    columns = 10 if builder == "flag" else 9
+    # The grid's two directions: along its rows and down its columns.
+    along = (start[1] - start[0]) / np.linalg.norm(start[1] - start[0])
+    down = (start[columns] - start[0]) / np.linalg.norm(start[columns] - start[0])
+    for angle in np.linspace(0.0, np.pi / 2, 7):
+        direction = math.cos(angle) * along + math.sin(angle) * down
+        system.x[:] = start + strain * np.outer((start - start[0]) @ direction, direction)
+        energy = 0.5 * float(np.sum(system.k * (system.lengths() - system.rest) ** 2))
+        assert energy / area == pytest.approx(9.0 / 16.0 * modulus * thickness * strain**2, rel=1e-5)
+
+
+def test_a_material_flag_strip_extends_by_f_l_over_e_a() -> None:
+    # A 1 m flag, 0.1 m high and 1 mm thick, of E = 10 MPa, held by its pole and pulled at its
+    # free edge by 1 N with no air and no gravity: F L / (E w t) = 1 mm, a little less since
+    # its clamped edge cannot narrow (as the cloth's strip).
+    modulus, thickness, force = 1e7, 1e-3, 1.0
+    flag = scenes.flag(5, 41, width=1.0, families=("structural", "shear"), density=1000.0, thickness=thickness,
+                       youngs_modulus=modulus, damping_ratio=1.0, wind=(0.0, 0.0, 0.0), gust=0.0,
+                       gravity=(0.0, 0.0, 0.0))
+    assert flag.mass.sum() == pytest.approx(1000.0 * thickness * 1.0 * 0.1, rel=1e-12)
+    pulled = np.arange(5) * 41 + 40
+    share = np.full(5, 1.0)
+    share[[0, -1]] = 0.5
+    flag.external[pulled, 0] = force * share / share.sum()
+    start = flag.x[pulled, 0].copy()
+    settle(flag, 0.1, 100)
+    extension = float(np.mean(flag.x[pulled, 0] - start))
+    expected = force * 1.0 / (modulus * 0.1 * thickness)
+    assert 0.97 * expected < extension < expected
+
+
+JELLY = {"size": 0.1, "density": 1000.0, "youngs_modulus": 1e5, "damping_ratio": 1.0,
+         "families": ("structural", "shear"), "ground": False, "gravity": (0.0, 0.0, 0.0)}
+
+
+def jelly_load(n: int, stress: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A jelly cube's bottom and top nodes (masks) and, for a stress (Pa) on its top or bottom
+    face, each face node's share of it (N): a quarter of every cell face it is a corner of."""
+    index = np.indices((n, n, n)).reshape(3, -1).T
+    cells = (index > 0).astype(int) + (index < n - 1)
+    spacing = JELLY["size"] / (n - 1)
+    return index[:, 1] == 0, index[:, 1] == n - 1, stress * cells[:, 0] * cells[:, 2] * spacing**2 / 4.0
+
+
+def test_a_material_jelly_cube_is_an_isotropic_solid_of_poissons_ratio_a_quarter() -> None:
+    # Squeezed between its top and bottom faces by 100 Pa (and nothing else holding it), the
+    # cube shortens by sigma / E = 1e-3 and widens by a quarter of that, at every resolution:
+    # a uniform strain is exact for the lattice.  (Its weight is rho size^3 = 1 kg.)
+    stress = 100.0
+    for n in (3, 5, 9):
+        cube = scenes.jelly_cube(n, **JELLY)
+        assert cube.mass.sum() == pytest.approx(1000.0 * 0.1**3, rel=1e-12)
+        bottom, top, share = jelly_load(n, stress)
+        cube.external[top, 1] = -share[top]
+        cube.external[bottom, 1] = share[bottom]
+        settle(cube, 0.05, 40)
+        index = np.indices((n, n, n)).reshape(3, -1).T
+        height = cube.x[top, 1].mean() - cube.x[bottom, 1].mean()
+        width = cube.x[index[:, 0] == n - 1, 0].mean() - cube.x[index[:, 0] == 0, 0].mean()
+        axial, lateral = height / 0.1 - 1.0, width / 0.1 - 1.0
+        # The springs turn as they shorten: the response is linear to about the strain, 1e-3.
+        assert -axial == pytest.approx(stress / 1e5, rel=2e-3)
+        assert -lateral / axial == pytest.approx(0.25, rel=1e-3)
+    # Isotropic to its boundary: stretched by a small strain e along any direction with none
+    # across it, the whole cube stores (1/2) C11 e^2 per unit volume, C11 = 6/5 E for nu = 1/4.
+    cube = scenes.jelly_cube(5, **JELLY)
+    start, strain = cube.x.copy(), 1e-7
+    rng = np.random.default_rng(7)
+    for direction in [(0, 1, 0), (1, 1, 0), (1, 1, 1), *rng.normal(size=(4, 3))]:
+        direction = np.asarray(direction, dtype=float) / np.linalg.norm(direction)
+        cube.x[:] = start + strain * np.outer(start @ direction, direction)
+        energy = 0.5 * float(np.sum(cube.k * (cube.lengths() - cube.rest) ** 2))
+        assert energy / 0.1**3 == pytest.approx(0.5 * 1.2e5 * strain**2, rel=1e-5)
+
+
+def test_a_material_jelly_cube_squashes_and_sways_alike_at_three_resolutions() -> None:
+    # Standing clamped on its bottom face with 100 Pa on its top, the cube shortens by a little
+    # less than sigma / E (its clamped base cannot widen); pushed sideways and let go, it sways
+    # in its lowest mode.  At 3^3, 5^3 and 9^3 nodes: 0.963, 0.974, 0.978 of sigma / E and
+    # periods of 88.6, 91.3 and 93.0 ms (the coarsest lattice, two cells a side, is stiffest;
+    # a modal analysis of the same lattices gives 88.8, 91.2, 92.9 and, at 13^3 nodes, 93.3 ms).
+    stress = 100.0
+    squash, periods = [], []
+    for n in (3, 5, 9):
+        bottom, top, share = jelly_load(n, stress)
+        cube = scenes.jelly_cube(n, pinned=bottom, **JELLY)
+        start = cube.x.copy()
+        cube.external[top, 1] = -share[top]
+        settle(cube, 0.05, 40)
+        squash.append(-float(np.mean(cube.x[top, 1] - start[top, 1])) / 0.1 / (stress / 1e5))
+        cube.external[:] = 0.0
+        cube.external[top, 0] = share[top]
+        settle(cube, 0.05, 40)
+        cube.external[:] = 0.0
+        cube.integrator = "symplectic_euler"
+        cube.c[:] = 0.0
+        dt = 0.5 * cube.critical_dt()
+        every = max(1, int(2e-4 / dt))
+        run = cube.run(dt, every * int(0.5 / (every * dt)), record_every=every)
+        periods.append(period(run.times, run.positions[:, top, 0].mean(axis=1)))
+    assert np.ptp(squash) / np.mean(squash) < 0.03
+    assert all(0.95 < value < 1.0 for value in squash)
+    assert abs(squash[2] - squash[1]) < abs(squash[1] - squash[0])
+    assert np.ptp(periods) / np.mean(periods) < 0.06
+    assert periods[0] < periods[1] < periods[2]
+    # A shear beam as tall as the cube would sway with 4 L / sqrt(G / rho) = 63 ms (G = 2/5 E);
+    # bending makes the squat cube slower.
+    assert 0.08 < np.mean(periods) < 0.1
+
+
+@pytest.mark.parametrize("builder", ["flag", "tablecloth", "jelly_cube"])
+def test_builder_material_values_are_checked_and_the_defaults_kept(builder: str) -> None:
+    build = {"flag": lambda **options: scenes.flag(4, 5, **options),
+             "tablecloth": lambda **options: scenes.tablecloth(4, **options),
+             "jelly_cube": lambda **options: scenes.jelly_cube(3, **options)}[builder]
+    sheet_ = {} if builder == "jelly_cube" else {"thickness": 1e-3}
+    for options, message in (({"density": 10.0, "mass": 1.0, **sheet_}, "mass or density"),
+                             ({"damping_ratio": 0.1, "c": 1.0}, "c or damping_ratio"),
+                             ({"youngs_modulus": -1.0, **sheet_}, "youngs_modulus = -1.0 must be finite and > 0"),
+                             ({"density": math.inf, **sheet_}, "density = inf must be finite and > 0"),
+                             ({"damping_ratio": math.nan}, "damping_ratio = nan must be finite and >= 0")):
+        with pytest.raises(ValueError, match=message):
+            build(**options)
+    if builder != "jelly_cube":
+        with pytest.raises(ValueError, match="thickness"):
+            build(density=10.0)
+    # Without material values the references' scenes are unchanged.
+    plain = build()
+    mass, k, c = {"flag": (0.02, 2500.0, 0.7), "tablecloth": (3.0, 3000.0, 8.0),
+                  "jelly_cube": (0.5, 150.0, 0.9 * 2.0 * math.sqrt(0.5 * 150.0))}[builder]
+    assert np.all(plain.mass == mass) and np.all(plain.k == k) and np.all(plain.c == c)
+    # A damping ratio damps every spring with a free end by it (for the cube, 0.9 with
+    # material values alone).
+    damped = build(damping_ratio=0.3, pinned=None)
+    np.testing.assert_allclose(damped.damping_ratio(), 0.3, rtol=1e-12)
+    if builder == "jelly_cube":
+        np.testing.assert_allclose(build(density=1000.0, youngs_modulus=1e5).damping_ratio(), 0.9, rtol=1e-12)
+    if builder == "tablecloth":
+        # A thickness for contacts alone may still be 0.
+        assert np.all(build(thickness=0.0).k == k)
