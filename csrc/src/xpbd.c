@@ -89,32 +89,26 @@ static int colour_springs(const ms_model* m, ms_colouring* c) {
    c->start turns from colour starts into segment starts. */
 static int group_by_region(const ms_model* m, ms_colouring* c) {
     const int64_t ns = m->nspring, ncolour = c->ncolour, nregion = c->nregion;
-    const int64_t nsegment = (nregion + 1) * ncolour;
     const size_t count = (size_t)(ns > 0 ? ns : 1);
-    int64_t* start = calloc((size_t)nsegment + 1, sizeof(int64_t));
-    int64_t* next = malloc(sizeof(int64_t) * (size_t)(nsegment + 1));
-    int64_t* segment = malloc(sizeof(int64_t) * count);
+    int64_t* start = malloc(sizeof(int64_t) * (size_t)((nregion + 1) * ncolour + 1));
+    int64_t* segment = malloc(sizeof(int64_t) * count); /* each spring's segment, by spring */
     int32_t* order = malloc(sizeof(int32_t) * count);
-    const int ok = start != NULL && next != NULL && segment != NULL && order != NULL;
+    const int ok = start != NULL && segment != NULL && order != NULL;
     if (ok) {
         for (int64_t q = 0; q < ncolour; ++q)
             for (int64_t r = c->start[q]; r < c->start[q + 1]; ++r) {
                 const int64_t sp = c->springs[r];
                 const int64_t gi = (int64_t)m->springs[2 * sp] * nregion / m->nnode;
                 const int64_t gj = (int64_t)m->springs[2 * sp + 1] * nregion / m->nnode;
-                segment[r] = (gi == gj ? gi : nregion) * ncolour + q;
-                ++start[segment[r] + 1];
+                segment[sp] = (gi == gj ? gi : nregion) * ncolour + q;
             }
-        for (int64_t g = 0; g < nsegment; ++g) start[g + 1] += start[g];
-        memcpy(next, start, sizeof(int64_t) * (size_t)(nsegment + 1));
-        for (int64_t r = 0; r < ns; ++r) order[next[segment[r]]++] = c->springs[r];
+        ms_counting_sort(segment, c->springs, ns, (nregion + 1) * ncolour, start, order);
         memcpy(c->springs, order, sizeof(int32_t) * (size_t)ns);
         free(c->start);
         c->start = start;
     } else {
         free(start);
     }
-    free(next);
     free(segment);
     free(order);
     return ok ? 0 : -1;
