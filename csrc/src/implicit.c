@@ -202,6 +202,18 @@ void ms_spring_blocks(const ms_model* m, const double* x, double* blocks) {
     spring_blocks(m, x, blocks, 0, m->nspring);
 }
 
+/* Spring s's block B = beta I + alpha n n^T (beta = c k_t, alpha = c (k - k_t) + b damping)
+   times p_i - p_j: what it adds to y_i and takes from y_j. */
+static inline void spring_product(const ms_model* m, const double* blocks, int64_t s, double damping_scale,
+                                  double stiffness_scale, const double* pi, const double* pj, double value[3]) {
+    const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
+    const double beta = stiffness_scale * b[3];
+    const double alpha = stiffness_scale * b[4] + damping_scale * m->c[s];
+    const double u[3] = {pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]};
+    const double along = alpha * (b[0] * u[0] + b[1] * u[1] + b[2] * u[2]);
+    for (int a = 0; a < 3; ++a) value[a] = beta * u[a] + along * b[a];
+}
+
 void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, const double* MS_RESTRICT blocks,
                        double mass_scale, double damping_scale, double stiffness_scale, const double* MS_RESTRICT p,
                        double* MS_RESTRICT y) {
@@ -212,16 +224,11 @@ void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, co
     }
     for (int64_t s = 0; s < m->nspring; ++s) {
         const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
-        const double* b = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
-        /* B = beta I + alpha n n^T */
-        const double beta = stiffness_scale * b[3];
-        const double alpha = stiffness_scale * b[4] + damping_scale * m->c[s];
-        const double u[3] = {p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]};
-        const double along = alpha * (b[0] * u[0] + b[1] * u[1] + b[2] * u[2]);
+        double value[3];
+        spring_product(m, blocks, s, damping_scale, stiffness_scale, p + 3 * i, p + 3 * j, value);
         for (int a = 0; a < 3; ++a) {
-            const double value = beta * u[a] + along * b[a];
-            y[3 * i + a] += value;
-            y[3 * j + a] -= value;
+            y[3 * i + a] += value[a];
+            y[3 * j + a] -= value[a];
         }
     }
     for (int64_t i = 0; i < m->nnode; ++i)
@@ -325,17 +332,13 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
             const int64_t s = layout->order[r], owner = layout->pairs[2 * r], dest = layout->dest[r];
             const int64_t i = node != NULL ? node[owner] : owner;
             const int64_t j = node != NULL ? node[layout->pairs[2 * r + 1]] : layout->pairs[2 * r + 1];
-            const double* k = blocks + MS_IMPLICIT_SPRING_DOUBLES * s;
-            const double beta = stiffness_scale * k[3];
-            const double alpha = stiffness_scale * k[4] + damping_scale * m->c[s];
-            const double u[3] = {p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]};
-            const double along = alpha * (k[0] * u[0] + k[1] * u[1] + k[2] * u[2]);
+            double value[3];
+            spring_product(m, blocks, s, damping_scale, stiffness_scale, p + 3 * i, p + 3 * j, value);
             double* yi = owned + 3 * owner;
             double* yj = dest >= 0 ? owned + 3 * dest : halo + 3 * (-1 - dest);
             for (int a = 0; a < 3; ++a) {
-                const double value = beta * u[a] + along * k[a];
-                yi[a] += value;
-                yj[a] -= value;
+                yi[a] += value[a];
+                yj[a] -= value[a];
             }
         }
     }
