@@ -484,7 +484,8 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     if (parameters) ms_layout_refresh(m, s->layout);
     if (m->ncollider > 0) ms_state_clear_contact(m, s);
     prepare(m, s, parameters);
-    if (integrator == MS_XPBD) ms_xpbd_prepare(m, s, h);
+    if (integrator == MS_XPBD && (parameters || ((const ms_colouring*)s->constraints)->h != h))
+        ms_xpbd_prepare(m, s, h);
     /* What the caller changed since the state was watched (not before the first step,
        which is the set-up of the initial state). */
     if (s->watched) {

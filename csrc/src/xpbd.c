@@ -150,6 +150,7 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
 
 void ms_xpbd_prepare(const ms_model* m, ms_state* s, double h) {
     ms_colouring* c = s->constraints;
+    c->h = h;
     const double* inv_mass = s->inv_mass;
     const int64_t ns = m->nspring;
     double* rest = c->params;

@@ -28,6 +28,7 @@ struct ms_colouring {
     int64_t* start;   /* segment starts in springs ((nregion + 1) ncolour + 1) */
     int32_t* springs; /* (nspring) */
     int32_t* pairs;   /* the nodes of springs[r] (nspring x 2), for locality */
+    double h;         /* the step size params were made for (0: none yet) */
     double* params;   /* rows of springs[r]'s rest length, alpha~, gamma, 1 / denominator,
                          w_i and w_j for the step size of the call, refreshed at every step
                          call (MS_XPBD_PARAMS x nspring) */
@@ -41,8 +42,8 @@ struct ms_colouring {
 
 /* s->constraints, coloured on first use. */
 int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err);
-/* The springs' parameters for steps of size h, in colour order: at every step call, after
-   s->inv_mass (views may have changed the model). */
+/* The springs' parameters for steps of size h, in colour order, after s->inv_mass: at a
+   step call whose parameters may have changed (a view was written) or whose h differs. */
 void ms_xpbd_prepare(const ms_model* m, ms_state* s, double h);
 void ms_colouring_free(void* colouring);
 
