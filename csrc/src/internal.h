@@ -45,6 +45,14 @@ double ms_pin_power(const ms_model* m, const double* x, const double* v, const d
    dampers). */
 void ms_state_prepare(const ms_model* m, ms_state* s);
 
+/* A step call on a network whose layout ranks its nodes (ranked.c): run by ms_step_call on
+   a copy of the model and state renumbered by rank, made by the first call; parameters: the
+   masses and pins may have changed since the last call.  ms_ranked_filled: that copy has
+   read the parameters.  ms_ranked_free frees s->ranked. */
+int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err);
+int ms_ranked_filled(const ms_state* s);
+void ms_ranked_free(void* ranked);
+
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 

@@ -103,6 +103,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->block_energy);
     ms_colouring_free(s->constraints);
     ms_projective_free(s->projective);
+    ms_ranked_free(s->ranked);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);

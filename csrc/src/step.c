@@ -460,16 +460,15 @@ static int check_state(const ms_model* m, const ms_state* s, int motion, ms_erro
     return ms_check_finite_vectors(s->collider_center, s->collider_count, "collider positions", err);
 }
 
-int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
-    /* the caller's word holds for this call only */
-    const int parameters = !s->parameters_unchanged || s->layout == NULL || !s->layout->filled;
-    const int motion = !s->motion_unchanged;
-    s->parameters_unchanged = s->motion_unchanged = 0;
-    if (!isfinite(h) || h <= 0.0)
-        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
-    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
-    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
-    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
+/* What the caller changed since the state was watched (not before the first step, which
+   is the set-up of the initial state) goes to the ledger. */
+static void book_watched(const ms_model* m, ms_state* s) {
+    if (!s->watched) return;
+    if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
+    s->watched = 0;
+}
+
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
@@ -486,12 +485,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     prepare(m, s, parameters);
     if (integrator == MS_XPBD && (parameters || ((const ms_colouring*)s->constraints)->h != h))
         ms_xpbd_prepare(m, s, h);
-    /* What the caller changed since the state was watched (not before the first step,
-       which is the set-up of the initial state). */
-    if (s->watched) {
-        if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
-        s->watched = 0;
-    }
+    book_watched(m, s);
 
     call c;
     memset(&c, 0, sizeof c);
@@ -532,22 +526,43 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
         memcpy(s->x, c.x_final, bytes);
         memcpy(s->v, c.v_final, bytes);
     }
-    int status = MS_OK;
-    if (c.completed < n) {
-        memcpy(s->f, s->f_saved, bytes);
-        if (c.out_of_memory)
-            status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
-        else
-            status = ms_error_set(err, MS_ERR_DIVERGED,
-                                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
-                                  "became non-finite; the state was rolled back to the step before. "
-                                  "Use a smaller dt, more damping, or a more stable integrator",
-                                  (long long)(s->steps + 1), s->t);
-        if (err != NULL && !c.out_of_memory) {
-            err->step = s->steps + 1;
-            err->time = s->t;
-        }
+    if (c.completed == n) return MS_OK;
+    memcpy(s->f, s->f_saved, bytes);
+    if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+    ms_error_set(err, MS_ERR_DIVERGED,
+                 "the simulation diverged at step %lld (t = %g s): a position or velocity "
+                 "became non-finite; the state was rolled back to the step before. "
+                 "Use a smaller dt, more damping, or a more stable integrator",
+                 (long long)(s->steps + 1), s->t);
+    if (err != NULL) {
+        err->step = s->steps + 1;
+        err->time = s->t;
     }
+    return MS_ERR_DIVERGED;
+}
+
+/* The parameters were checked and read by an earlier step call: into the layout, or into
+   the renumbered copy's. */
+static int parameters_read(const ms_state* s) {
+    if (s->layout == NULL) return 0;
+    return s->layout->node_order == NULL ? s->layout->filled : ms_ranked_filled(s);
+}
+
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    /* the caller's word holds for this call only */
+    const int parameters = !s->parameters_unchanged || !parameters_read(s);
+    const int motion = !s->motion_unchanged;
+    s->parameters_unchanged = s->motion_unchanged = 0;
+    if (!isfinite(h) || h <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
+    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
+    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
+    if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    book_watched(m, s);
+    /* A network whose layout ranks its nodes steps on a copy renumbered by rank. */
+    const int status = s->layout->node_order != NULL ? ms_ranked_step(m, s, h, n, parameters, err)
+                                                     : ms_step_call(m, s, h, n, parameters, err);
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
         s->watched = 1;

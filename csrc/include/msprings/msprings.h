@@ -239,6 +239,9 @@ typedef struct ms_state {
        the model's collider positions (where they start) on reset */
     void* constraints;   /* xpbd's spring colours and multipliers, made by its first step */
     void* projective;    /* projective dynamics' factored matrix and work, made by its first step */
+    void* ranked;        /* for a network whose numbering is not local (then without a layout
+                            of its own): its model and state renumbered by rank, which its
+                            steps run on; made by its first step */
     double* collider_center; /* current center of each collider        (ncollider x 3) */
     int64_t* collider_id;    /* the model collider each row belongs to  (ncollider)     */
     int64_t collider_count;  /* rows in use: m->ncollider */
