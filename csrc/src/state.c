@@ -205,7 +205,13 @@ void ms_state_move_colliders(const ms_model* m, ms_state* s, double h) {
 }
 
 int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->ranked != NULL) return MS_OK;
     if (s->layout == NULL) {
+        int32_t* node_order;
+        if (ms_rank_nodes(m, &node_order) != 0)
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory ordering %lld nodes for the step",
+                                (long long)m->nnode);
+        if (node_order != NULL) return ms_ranked_create(m, s, node_order, err);
         s->layout = ms_layout_create(m, err);
         if (s->layout == NULL) return MS_ERR_MEMORY;
     }

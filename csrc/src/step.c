@@ -53,30 +53,14 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     const double* external = ms_active_external(s);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
-    if (layout->node_order == NULL) {
-        /* block by block: the owned nodes' own forces (gravity, drag, external) start
-           their sums, then the springs add to them and to the block's halo */
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-            flows[b] = no_flow;
-            const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
-            ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
-            if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
-            flows[b].dampers = tm->springs(layout, b, x, v, f);
-        }
-    } else {
-        /* a ranked layout: every node's own forces, and x and v copied into rank order;
-           the springs work on the copies, and their forces join f in the gather */
-        MS_FOR_MY_NODES(w, b, begin, end) {
-            tm->nodes[b].forces[ticket] = no_flow;
-            ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
-            if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
-        }
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) ms_layout_load(layout, b, x, v);
-        ms_sync(w);
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-            flows[b] = no_flow;
-            flows[b].dampers = tm->springs(layout, b, layout->x, layout->v, layout->f);
-        }
+    /* block by block: the owned nodes' own forces (gravity, drag, external) start their
+       sums, then the springs add to them and to the block's halo */
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+        flows[b] = no_flow;
+        const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
+        ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
+        if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
+        flows[b].dampers = tm->springs(layout, b, x, v, f);
     }
     ms_sync(w);
     if (w->node_first < w->node_last) { /* the halos, for the worker's nodes at once */
@@ -111,8 +95,6 @@ ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
     ms_flow rate = no_flow;
     const ms_flow* flows = tm->block_flow + ticket * tm->layout->nblock;
     for (int64_t b = 0; b < tm->layout->nblock; ++b) ms_flow_add(&rate, &flows[b], 1.0);
-    if (tm->layout->node_order != NULL)
-        for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].forces[ticket], 1.0);
     for (int64_t b = 0; b < tm->nnode_block; ++b) rate.pins += tm->nodes[b].pins[ticket];
     if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow[ticket], 1.0);
     return rate;
@@ -408,6 +390,7 @@ void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const doubl
 
 int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err) {
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    if (s->ranked != NULL) return ms_ranked_forces(m, s, flow, err);
     ms_layout_refresh(m, s->layout);
     ms_state_prepare(m, s); /* as ms_step decides what is active */
     ms_flow flows;
@@ -544,8 +527,8 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
 /* The parameters were checked and read by an earlier step call: into the layout, or into
    the renumbered copy's. */
 static int parameters_read(const ms_state* s) {
-    if (s->layout == NULL) return 0;
-    return s->layout->node_order == NULL ? s->layout->filled : ms_ranked_filled(s);
+    if (s->ranked != NULL) return ms_ranked_filled(s);
+    return s->layout != NULL && s->layout->filled;
 }
 
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
@@ -560,9 +543,9 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
-    /* A network whose layout ranks its nodes steps on a copy renumbered by rank. */
-    const int status = s->layout->node_order != NULL ? ms_ranked_step(m, s, h, n, parameters, err)
-                                                     : ms_step_call(m, s, h, n, parameters, err);
+    /* A network whose numbering is not local steps on a copy renumbered by rank. */
+    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, err)
+                                         : ms_step_call(m, s, h, n, parameters, err);
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
         s->watched = 1;

@@ -18,9 +18,6 @@
 /* What a node block sums in a stage. */
 typedef struct ms_node_sums {
     double pins[2];     /* W: the pins' power, by forces ticket */
-    ms_flow forces[2];  /* W: the flows of the forces other than the springs', by forces
-                           ticket, when the layout ranks the nodes in its own order (else
-                           the spring blocks take them) */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
     double energy;      /* J: the kinetic and gravitational energy of these nodes */
