@@ -521,9 +521,10 @@ def test_a_material_jelly_cube_squashes_and_sways_alike_at_three_resolutions() -
     assert 0.08 < np.mean(periods) < 0.1
 
 
-@pytest.mark.parametrize("builder", ["flag", "tablecloth", "jelly_cube"])
+@pytest.mark.parametrize("builder", ["cloth", "flag", "tablecloth", "jelly_cube"])
 def test_builder_material_values_are_checked_and_the_defaults_kept(builder: str) -> None:
-    build = {"flag": lambda **options: scenes.flag(4, 5, **options),
+    build = {"cloth": lambda **options: scenes.cloth(5, **options),
+             "flag": lambda **options: scenes.flag(4, 5, **options),
              "tablecloth": lambda **options: scenes.tablecloth(4, **options),
              "jelly_cube": lambda **options: scenes.jelly_cube(3, **options)}[builder]
     sheet_ = {} if builder == "jelly_cube" else {"thickness": 1e-3}
@@ -539,7 +540,7 @@ def test_builder_material_values_are_checked_and_the_defaults_kept(builder: str)
             build(density=10.0)
     # Without material values the references' scenes are unchanged.
     plain = build()
-    mass, k, c = {"flag": (0.02, 2500.0, 0.7), "tablecloth": (3.0, 3000.0, 8.0),
+    mass, k, c = {"cloth": (1.0, 2500.0, 1.0), "flag": (0.02, 2500.0, 0.7), "tablecloth": (3.0, 3000.0, 8.0),
                   "jelly_cube": (0.5, 150.0, 0.9 * 2.0 * math.sqrt(0.5 * 150.0))}[builder]
     assert np.all(plain.mass == mass) and np.all(plain.k == k) and np.all(plain.c == c)
     # A damping ratio damps every spring with a free end by it (for the cube, 0.9 with
@@ -548,6 +549,16 @@ def test_builder_material_values_are_checked_and_the_defaults_kept(builder: str)
     np.testing.assert_allclose(damped.damping_ratio(), 0.3, rtol=1e-12)
     if builder == "jelly_cube":
         np.testing.assert_allclose(build(density=1000.0, youngs_modulus=1e5).damping_ratio(), 0.9, rtol=1e-12)
+    else:
+        # Material values alone damp a membrane as the reference scene's springs between two
+        # free nodes are damped, whether the fabric is light or heavy (fixed dampers would
+        # overdamp a light one by orders of magnitude).
+        free = ~np.asarray(plain.pinned)[plain.springs].any(axis=1)
+        reference = plain.damping_ratio()[free]
+        assert np.ptp(reference) < 1e-12 and 0.0 < reference[0] < 0.1
+        for density in (1.0, 1000.0):
+            fabric = build(density=density, youngs_modulus=1e6, thickness=1e-3, pinned=None)
+            np.testing.assert_allclose(fabric.damping_ratio(), reference[0], rtol=1e-12)
     if builder == "tablecloth":
         # A thickness for contacts alone may still be 0.
         assert np.all(build(thickness=0.0).k == k)
