@@ -180,6 +180,30 @@ def test_a_ball_under_pressure_dilates_by_p_over_2e_at_every_resolution() -> Non
         assert strain == pytest.approx(pressure / (2.0 * modulus), rel=5e-3)
 
 
+def test_implicit_euler_converges_on_a_ball_held_by_pressure_at_large_steps() -> None:
+    # At rest the external push and the tensions cancel, so Newton's residual must be judged
+    # against the load it holds, not the vanishing net force: every step converges, and
+    # the ball settles at the same radial strain p / (2E).
+    radius, modulus, pressure = 0.1, 1e6, 1e3
+    for subdivisions in (1, 2, 3):
+        sphere = mesh.icosphere(subdivisions, radius=radius)
+        n = sphere.n_vertices
+        ball = mesh.from_mesh(sphere.vertices, sphere.faces, density=1000.0, youngs_modulus=modulus,
+                              damping_ratio=1.0, stabilise="center", gravity=(0.0, 0.0, 0.0),
+                              integrator="implicit_euler")
+        push = mesh.face_normals(sphere.vertices, sphere.faces) * pressure / 6.0
+        for corner in range(3):
+            np.add.at(ball.external, sphere.faces[:, corner], push)
+        assert 0.1 > 100 * ball.critical_dt("symplectic_euler")  # far beyond the explicit limit
+        for _ in range(20):
+            ball.step(0.1)
+            stats = ball.solver_stats
+            assert stats["newton_converged"], stats
+            assert stats["newton_iterations"] <= 10
+        strain = np.linalg.norm(ball.x[:n] - ball.x[n], axis=1).mean() / radius - 1.0
+        assert strain == pytest.approx(pressure / (2.0 * modulus), rel=5e-3)
+
+
 # ---- the same object at three resolutions ------------------------------------------------
 
 

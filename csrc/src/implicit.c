@@ -519,7 +519,8 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
         ms_sync(w);
         rate = ms_forces_flow(tm, ticket);
         const double* g = m->opt.gravity;
-        const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
+        const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        const double* external = ms_active_external(tm->s);
         MS_FOR_MY_NODES(w, b, begin, end) {
             double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
             for (int64_t i = begin; i < end; ++i) {
@@ -527,7 +528,13 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
                     rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
                     continue;
                 }
-                weight2 += h * h * m->mass[i] * m->mass[i] * g2;
+                /* the loads the springs hold: the weight and the external force */
+                double load = m->mass[i] * g_norm;
+                if (external != NULL) {
+                    const double* e = external + 3 * i;
+                    load += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+                }
+                weight2 += h * h * load * load;
                 for (int a = 0; a < 3; ++a) {
                     const int64_t q = 3 * i + a;
                     const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
@@ -546,8 +553,9 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
         ms_sync(w);
         const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
         const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
-        /* At rest under gravity the net force is a cancellation of weights and tensions, so
-           the weight impulse sets the scale of its round-off too. */
+        /* At rest under a load (gravity, an external force) the net force is a cancellation
+           of the load and the tensions, so the load's impulse sets the scale of its
+           round-off too. */
         double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
         if (weight2 > scale2) scale2 = weight2;
         const double scale = sqrt(scale2);
