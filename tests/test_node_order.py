@@ -183,3 +183,25 @@ def test_a_renumbered_network_that_diverges_rolls_back_to_its_last_finite_step()
     assert np.all(np.isfinite(renumbered.x)) and np.all(np.isfinite(renumbered.v))
     assert renumbered.x.tobytes() == replay.x.tobytes() and renumbered.v.tobytes() == replay.v.tobytes()
     assert renumbered.ledger() == replay.ledger() and renumbered.t == replay.t
+
+
+def test_a_renumbered_network_sees_a_reset_and_writes_to_x_and_v_between_calls() -> None:
+    original, renumbered, place = twins("symplectic_euler", side=16)
+    fresh = renumbered.copy()
+    fresh.reset()  # the model's initial state (without the pin's velocity set after it)
+    for s in (original, renumbered):
+        s.step(2e-3, 10)
+    renumbered.reset()
+    renumbered.step(2e-3, 10)
+    fresh.step(2e-3, 10)
+    assert renumbered.x.tobytes() == fresh.x.tobytes() and renumbered.v.tobytes() == fresh.v.tobytes()
+    original, renumbered, place = twins("symplectic_euler", side=16)
+    for s in (original, renumbered):
+        s.step(2e-3, 10)
+    for s, order in ((original, np.arange(original.n_nodes)), (renumbered, place)):
+        s.x[order[5]] += (0.0, 0.05, 0.0)
+        s.v[order[7]] = (0.3, 0.0, 0.0)
+        s.step(2e-3, 10)
+    scale = 1.0 + np.abs(original.x).max()
+    assert np.abs(np.array(renumbered.x)[place] - original.x).max() <= 1e-12 * scale
+    assert np.abs(np.array(renumbered.v)[place] - original.v).max() <= 1e-9 * (1.0 + np.abs(original.v).max())

@@ -49,7 +49,8 @@ void ms_state_prepare(const ms_model* m, ms_state* s);
    copy of the model and the state renumbered by rank (ranked.c), s->ranked.
    ms_ranked_create makes it from the ranks' order node_order (ms_rank_nodes), which it
    takes over; ms_ranked_step is a step call on the copy after ms_step's checks
-   (parameters: the masses and pins may have changed since the last call);
+   (parameters: the masses and pins may have changed since the last call; motion: x and v
+   may have been written since);
    ms_ranked_forces is ms_state_forces on the copy; ms_ranked_filled: the copy read the
    parameters in an earlier call; ms_ranked_free frees s->ranked. */
 typedef struct ms_ranked {
@@ -58,10 +59,13 @@ typedef struct ms_ranked {
     int32_t* node_order; /* the node of each rank (nnode) */
     int32_t* rank;      /* the rank of each node (nnode) */
     void* buffer;       /* rank and the renumbered model's masses, pins, spring ends and triangles */
+    int current;        /* the copy's x and v are the state's (set as a call or ms_state_forces
+                           copies them, cleared by ms_state_reset) */
 } ms_ranked;
 
 int ms_ranked_create(const ms_model* m, ms_state* s, int32_t* node_order, ms_error* err);
-int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err);
+int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, int motion,
+                   ms_error* err);
 int ms_ranked_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err);
 int ms_ranked_filled(const ms_state* s);
 void ms_ranked_free(void* ranked);

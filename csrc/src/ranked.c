@@ -6,13 +6,14 @@
  * as the springs themselves on a large network with its nodes numbered at random, so the
  * copy is made once per call instead: the call copies x, v and the external force in, runs
  * every step on the copy, where the nodes of a spring sit close together and the step's
- * arrays are read in order, and copies x, v and f back.  The renumbered model shares the
- * springs' rest lengths, stiffnesses and dampers with the model (the springs keep their
- * order; only their ends are renumbered) and holds its own masses and pins, refreshed when
- * the parameters may have changed.  The copy's storage (its layout, the solvers' storage)
- * lives as long as the state; none of it carries anything from one call to the next but
- * what the model and the step size determine, so a state and a fresh copy of it step
- * alike.
+ * arrays are read in order, and copies x, v and f back.  x and v are not copied in again
+ * while the caller vouches that it did not write them (ms_state.motion_unchanged) and the
+ * state was not reset.  The renumbered model shares the springs' rest lengths, stiffnesses
+ * and dampers with the model (the springs keep their order; only their ends are
+ * renumbered) and holds its own masses and pins, refreshed when the parameters may have
+ * changed.  The copy's storage (its layout, the solvers' storage) lives as long as the
+ * state; none of it carries anything from one call to the next but the state itself and
+ * what the model and the step size determine, so a state and a fresh copy of it step alike.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -81,9 +82,10 @@ int ms_ranked_create(const ms_model* m, ms_state* s, int32_t* node_order, ms_err
 }
 
 /* Brings the copy up to date with the model and the state: the masses and pins if the
-   parameters may have changed, x, v, the external force, the clock, the ledger and the
-   colliders.  Returns MS_OK or MS_ERR_MEMORY. */
-static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int parameters, ms_error* err) {
+   parameters may have changed, x and v if they may have been written (motion) or the copy
+   does not hold them, the external force, the clock, the ledger and the colliders.
+   Returns MS_OK or MS_ERR_MEMORY. */
+static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int parameters, int motion, ms_error* err) {
     ms_state* rs = r->s;
     r->m.opt = m->opt;
     r->m.rest = m->rest;
@@ -98,8 +100,11 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
             r->m.mass[q] = m->mass[r->node_order[q]];
             r->m.pinned[q] = m->pinned[r->node_order[q]];
         }
-    gather_vectors(r->node_order, s->x, m->nnode, rs->x);
-    gather_vectors(r->node_order, s->v, m->nnode, rs->v);
+    if (motion || !r->current) {
+        gather_vectors(r->node_order, s->x, m->nnode, rs->x);
+        gather_vectors(r->node_order, s->v, m->nnode, rs->v);
+        r->current = 1;
+    }
     if (s->external != NULL) {
         if (ms_state_external(&r->m, rs, err) == NULL) return MS_ERR_MEMORY;
         gather_vectors(r->node_order, s->external, m->nnode, rs->external);
@@ -122,10 +127,11 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
     return MS_OK;
 }
 
-int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
+int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, int motion,
+                   ms_error* err) {
     ms_ranked* r = s->ranked;
     ms_state* rs = r->s;
-    if (copy_in(m, s, r, parameters, err)) return MS_ERR_MEMORY;
+    if (copy_in(m, s, r, parameters, motion, err)) return MS_ERR_MEMORY;
     const int status = ms_step_call(&r->m, rs, h, n, parameters, err);
     /* a diverged call rolled the copy back to its last finite state and keeps the f it
        found (s->f as it is) */
@@ -144,7 +150,7 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
 
 int ms_ranked_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err) {
     ms_ranked* r = s->ranked;
-    if (copy_in(m, s, r, 1, err)) return MS_ERR_MEMORY;
+    if (copy_in(m, s, r, 1, 1, err)) return MS_ERR_MEMORY;
     const int status = ms_state_forces(&r->m, r->s, flow, err);
     if (status == MS_OK) gather_vectors(r->rank, r->s->f, m->nnode, s->f);
     return status;

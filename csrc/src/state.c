@@ -120,6 +120,7 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     memset(&s->ledger, 0, sizeof s->ledger);
     s->watched = 0;
     memset(&s->solver, 0, sizeof s->solver);
+    if (s->ranked != NULL) ((ms_ranked*)s->ranked)->current = 0;
     for (int64_t k = 0; k < s->collider_count && k < m->ncollider; ++k)
         memcpy(s->collider_center + 3 * k, m->colliders[k].center, sizeof(double) * 3);
 }

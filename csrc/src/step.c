@@ -544,7 +544,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
     /* A network whose numbering is not local steps on a copy renumbered by rank. */
-    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, err)
+    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
                                          : ms_step_call(m, s, h, n, parameters, err);
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);

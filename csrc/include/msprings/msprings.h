@@ -220,7 +220,9 @@ typedef struct ms_state {
                                  neither checks nor re-reads them (the Python binding sets it
                                  when no writable view of them can have been written since).
                                  Every step call clears it. */
-    int motion_unchanged;     /* the same for x and v: the step does not check them again */
+    int motion_unchanged;     /* the same for x and v (as the previous step call or reset left
+                                 them): the step does not check them, nor copy them into the
+                                 renumbered copy, again */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
