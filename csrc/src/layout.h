@@ -45,8 +45,11 @@
 typedef struct ms_layout ms_layout;
 
 /* Damper power (W) of the springs of block b, whose forces are added to f (owned nodes)
-   and to the block's halo (which it zeroes first). */
-typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+   and to the block's halo (which it zeroes first).  Unless energy is NULL, *energy receives
+   their elastic energy k (l - L)^2 / 2 (J), summed in the block's order: the same bits on
+   every path. */
+typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,
+                                   double* energy);
 
 /* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x (user
    numbering), summed in the layout's order from its parameters (after ms_layout_refresh):
@@ -114,7 +117,8 @@ typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const do
 /* The kernels of each vector path (spring_kernel.h compiled once per path, with
    MS_KERNEL(name) = name##_path): ms_springs_path and ms_euler_path. */
 #define MS_DECLARE_KERNELS(path)                                                                              \
-    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f); \
+    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,   \
+                             double* energy);                                                                  \
     int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
                         int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
 MS_DECLARE_KERNELS(plain);

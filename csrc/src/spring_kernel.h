@@ -4,7 +4,8 @@
  *
  * Springs.  With d = x_b - x_a, l = |d|, n = d / l, the force on a is
  * [k (l - L) + c (v_b - v_a).n] n and the force on b is its opposite.  The damper removes
- * c ((v_b - v_a).n)^2 watts.
+ * c ((v_b - v_a).n)^2 watts.  Asked for it, the kernel also sums the springs' elastic energy
+ * k (l - L)^2 / 2 from the same l - L; otherwise that code is compiled out.
  */
 #include "layout.h"
 #include "vector.h"
@@ -21,31 +22,35 @@
 
 /* The force (fx, fy, fz) on the lower end of springs with separation (dx, dy, dz) and
    relative velocity (du, dv, dw), in type V (v1 or v4); their damper power is added to
-   power. */
-#define SPRING_FORCE(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power)                     \
+   power and, unless energy is NULL, k (l - L)^2 to *energy. */
+#define SPRING_FORCE(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power, energy)             \
     do {                                                                                                        \
         const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                   \
         const V length_ = V##_sqrt(length2_);                                                                   \
         const V inv_length_ =                                                                                   \
             V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));           \
         const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_); \
-        const V magnitude_ =                                                                                    \
-            V##_mul(V##_add(V##_mul(stiffness, V##_sub(length_, rest)), V##_mul(damping, closing_)), inv_length_); \
+        const V stretch_ = V##_sub(length_, rest);                                                              \
+        const V tension_ = V##_mul(stiffness, stretch_);                                                        \
+        const V magnitude_ = V##_mul(V##_add(tension_, V##_mul(damping, closing_)), inv_length_);              \
         fx = V##_mul(magnitude_, dx);                                                                           \
         fy = V##_mul(magnitude_, dy);                                                                           \
         fz = V##_mul(magnitude_, dz);                                                                           \
         const V counted_ = V##_if_greater(V##_abs(closing_), V##_set(MS_MIN_POWER_SPEED), closing_);            \
         power = V##_add(power, V##_mul(V##_mul(damping, counted_), counted_));                                  \
+        if ((energy) != NULL) *(energy) = V##_add(*(energy), V##_mul(tension_, stretch_));                      \
     } while (0)
 
 /* One j of a group: the four springs from the owners at (xa, ya, za) with velocities
    (ua, va, wa) (a[0..5]) to the ends b[0..5], with their parameters at p (four rest
    lengths, four k, four c).  Their forces on the owners go to force[0..2] and are added to
-   sum[0..2], their damper power to power. */
-static inline v4 MS_KERNEL(lanes)(const v4 a[6], const v4 b[6], const double* p, v4 force[3], v4 sum[3], v4 power) {
+   sum[0..2], their damper power to power (and k (l - L)^2 to *energy unless it is NULL).
+   The functions below are inlined into the kernel twice, with energy NULL and not. */
+MS_ALWAYS_INLINE v4 MS_KERNEL(lanes)(const v4 a[6], const v4 b[6], const double* p, v4 force[3], v4 sum[3], v4 power,
+                                     v4* energy) {
     SPRING_FORCE(v4, v4_sub(b[0], a[0]), v4_sub(b[1], a[1]), v4_sub(b[2], a[2]), v4_sub(b[3], a[3]),
                  v4_sub(b[4], a[4]), v4_sub(b[5], a[5]), v4_load(p), v4_load(p + MS_LANES),
-                 v4_load(p + 2 * MS_LANES), force[0], force[1], force[2], power);
+                 v4_load(p + 2 * MS_LANES), force[0], force[1], force[2], power, energy);
     for (int c = 0; c < 3; ++c) sum[c] = v4_add(sum[c], force[c]);
     return power;
 }
@@ -57,10 +62,10 @@ static inline double* MS_KERNEL(target)(double* f, double* halo, int32_t dest) {
 }
 
 /* The springs [s, e) of one owner a, one at a time. */
-static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
-                                   const double* MS_RESTRICT params, int64_t s, int64_t e, int64_t a,
-                                   const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f, double* halo,
-                                   v1 power) {
+MS_ALWAYS_INLINE v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                      const double* MS_RESTRICT params, int64_t s, int64_t e, int64_t a,
+                                      const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
+                                      double* halo, v1 power, v1* energy) {
     const double* xa = x + 3 * a;
     const double* va = v + 3 * a;
     v1 sum_x = 0.0, sum_y = 0.0, sum_z = 0.0;
@@ -72,7 +77,7 @@ static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32
         const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
         const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
         v1 fx, fy, fz;
-        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, power);
+        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, power, energy);
         sum_x += fx;
         sum_y += fy;
         sum_z += fz;
@@ -91,10 +96,10 @@ static inline v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32
 /* A lane group: nodes a..a+3 with k springs each, sorted springs [s, s + 4 k).  Spring j
    of the four nodes is one v4, one lane per node; each node's force is summed over j and
    added to f once at the end. */
-static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
-                                  const double* MS_RESTRICT params, int64_t s, int64_t k, int64_t a,
-                                  const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f, double* halo,
-                                  int64_t own_end, v4 power) {
+MS_ALWAYS_INLINE v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                     const double* MS_RESTRICT params, int64_t s, int64_t k, int64_t a,
+                                     const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
+                                     double* halo, int64_t own_end, v4 power, v4* energy) {
     v4 ends[6], sum[3] = {v4_set(0.0), v4_set(0.0), v4_set(0.0)};
     v4_load_nodes(x + 3 * a, &ends[0], &ends[1], &ends[2]);
     v4_load_nodes(v + 3 * a, &ends[3], &ends[4], &ends[5]);
@@ -104,7 +109,7 @@ static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_
         v4 others[6], force[3];
         v4_load_nodes(x + 3 * b, &others[0], &others[1], &others[2]);
         v4_load_nodes(v + 3 * b, &others[3], &others[4], &others[5]);
-        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy);
         const v4 fx = force[0], fy = force[1], fz = force[2];
         if (b + MS_LANES <= own_end) {
             v4_add_nodes(f + 3 * b, fx, fy, fz, 1);
@@ -130,9 +135,10 @@ static inline v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_
 /* A gathered group: owners a_0..a_3 (the owners of springs s..s+3) with k springs each,
    sorted springs [s, s + 4 k).  As a lane group, but every end is read and written on its
    own, lane after lane. */
-static inline v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
-                                     const double* MS_RESTRICT params, int64_t s, int64_t k, const double* MS_RESTRICT x,
-                                     const double* MS_RESTRICT v, double* f, double* halo, v4 power) {
+MS_ALWAYS_INLINE v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
+                                        const double* MS_RESTRICT params, int64_t s, int64_t k,
+                                        const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
+                                        double* halo, v4 power, v4* energy) {
     int64_t owner[MS_LANES];
     double* mine[MS_LANES];
     for (int q = 0; q < MS_LANES; ++q) {
@@ -150,15 +156,17 @@ static inline v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const int
         v4 others[6], force[3];
         v4_gather_nodes(x, other, &others[0], &others[1], &others[2]);
         v4_gather_nodes(v, other, &others[3], &others[4], &others[5]);
-        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy);
         v4_scatter_nodes(to, force[0], force[1], force[2], 1);
     }
     v4_scatter_nodes(mine, sum[0], sum[1], sum[2], 0);
     return power;
 }
 
-double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
-                             const double* MS_RESTRICT v, double* MS_RESTRICT f) {
+/* The springs of one block (the kernel below), summing their energy into *energy unless
+   it is NULL. */
+MS_ALWAYS_INLINE double MS_KERNEL(block)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
+                                         const double* MS_RESTRICT v, double* MS_RESTRICT f, double* energy) {
     const int32_t* MS_RESTRICT pairs = layout->pairs;
     const double* MS_RESTRICT params = layout->params;
     const int32_t* MS_RESTRICT dest = layout->dest;
@@ -166,30 +174,44 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
     const int64_t own_end = layout->node_start[block + 1];
     double* halo = layout->halo + 3 * layout->halo_start[block];
     memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[block + 1] - layout->halo_start[block]));
-    v4 lane_power = v4_set(0.0);
-    v1 single_power = 0.0;
+    v4 lane_power = v4_set(0.0), lane_energy = v4_set(0.0);
+    v1 single_power = 0.0, single_energy = 0.0;
+    v4* const lanes_energy = energy != NULL ? &lane_energy : NULL;
+    v1* const singles_energy = energy != NULL ? &single_energy : NULL;
     const int64_t end = layout->spring_start[block + 1];
     for (int64_t s = layout->spring_start[block]; s < end;) {
         const int64_t a = pairs[2 * s];
         const int64_t kind = lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
         if (kind & MS_GATHERED) {
-            lane_power = MS_KERNEL(gathered)(pairs, dest, params, s, k, x, v, f, halo, lane_power);
+            lane_power = MS_KERNEL(gathered)(pairs, dest, params, s, k, x, v, f, halo, lane_power, lanes_energy);
             s += MS_LANES * k;
             continue;
         }
         if (k > 0) {
-            lane_power = MS_KERNEL(group)(pairs, dest, params, s, k, a, x, v, f, halo, own_end, lane_power);
+            lane_power =
+                MS_KERNEL(group)(pairs, dest, params, s, k, a, x, v, f, halo, own_end, lane_power, lanes_energy);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
-        single_power = MS_KERNEL(single)(pairs, dest, params, s, e, a, x, v, f, halo, single_power);
+        single_power = MS_KERNEL(single)(pairs, dest, params, s, e, a, x, v, f, halo, single_power, singles_energy);
         s = e;
     }
     double power[MS_LANES];
     v4_store(power, lane_power);
+    if (energy != NULL) {
+        double lane[MS_LANES];
+        v4_store(lane, lane_energy);
+        *energy = 0.5 * (single_energy + ((lane[0] + lane[1]) + (lane[2] + lane[3])));
+    }
     return single_power + ((power[0] + power[1]) + (power[2] + power[3]));
+}
+
+double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
+                             const double* MS_RESTRICT v, double* MS_RESTRICT f, double* energy) {
+    if (energy == NULL) return MS_KERNEL(block)(layout, block, x, v, f, NULL);
+    return MS_KERNEL(block)(layout, block, x, v, f, energy);
 }
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),

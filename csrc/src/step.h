@@ -23,11 +23,19 @@ typedef struct ms_node_sums {
                            the spring blocks take them) */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
-    double energy;      /* J: the kinetic and gravitational energy of these nodes */
+    double kinetic;     /* J: the kinetic energy of these nodes' free nodes */
+    double gravity;     /* J: their gravitational energy */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
     double reduce[7];   /* the implicit solver's dot products and residual parts */
 } ms_node_sums;
+
+/* What a spring block sums of the mechanical energy: its springs' elastic energy and, in a
+   layout that keeps the user's numbering, the kinetic and gravitational energy of the nodes
+   it owns (else the node blocks sum those). */
+typedef struct ms_block_energy {
+    double spring, kinetic, gravity; /* J */
+} ms_block_energy;
 
 typedef struct ms_team {
     const ms_model* m;
@@ -41,7 +49,7 @@ typedef struct ms_team {
     int64_t nnode_block;
     ms_node_sums* nodes;    /* (nnode_block) */
     ms_flow* block_flow;    /* per spring block and ticket: its nodes' own forces and dampers (2 x nblock) */
-    double* block_energy;   /* per spring block: its springs' energy (nblock) */
+    ms_block_energy* block_energy; /* per spring block (nblock) */
     int face_forces;        /* the air acts on the triangles */
     ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
     /* what the finished nodes of a step go through (ms_finish_nodes) */
@@ -57,6 +65,8 @@ typedef struct ms_worker {
     int id;
     int sense;                      /* its side of the barrier */
     int tickets;                    /* forces evaluations so far: the next ticket is tickets & 1 */
+    int start_energy;               /* the first forces evaluation also sums the mechanical energy
+                                       of the state it is at, into the block sums */
     int64_t node_first, node_last;  /* its node blocks [first, last) */
     int64_t spring_first, spring_last; /* its spring blocks */
 } ms_worker;
