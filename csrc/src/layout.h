@@ -114,13 +114,23 @@ void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, doubl
 typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
                                int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
 
+/* The kinetic energy 1/2 m |v|^2 and the gravitational energy -m g.x (J) of the free nodes
+   (inv_mass > 0) of [begin, end) into *kinetic and *gravity, four nodes at a time: the same
+   bits on every path. */
+typedef void (*ms_node_energy_kernel)(const double* mass, const double* inv_mass, const double gravity[3],
+                                      const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
+                                      double* potential);
+
 /* The kernels of each vector path (spring_kernel.h compiled once per path, with
-   MS_KERNEL(name) = name##_path): ms_springs_path and ms_euler_path. */
+   MS_KERNEL(name) = name##_path): ms_springs_path, ms_euler_path and ms_node_energy_path. */
 #define MS_DECLARE_KERNELS(path)                                                                              \
     double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,   \
                              double* energy);                                                                  \
     int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
-                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
+                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);   \
+    void ms_node_energy_##path(const double* mass, const double* inv_mass, const double gravity[3],           \
+                               const double* x, const double* v, int64_t begin, int64_t end, double* kinetic, \
+                               double* potential)
 MS_DECLARE_KERNELS(plain);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
 #define MS_SSE2_PATH 1
@@ -161,6 +171,7 @@ double ms_spring_force(const double xa[3], const double xb[3], const double va[3
 /* The kernels this processor runs (the fastest path it has). */
 ms_spring_kernel ms_spring_kernel_path(void);
 ms_euler_kernel ms_euler_kernel_path(void);
+ms_node_energy_kernel ms_node_energy_kernel_path(void);
 
 /* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r
    itself if items is NULL) sorted by key[item] in [0, nkey); start (nkey + 1) receives

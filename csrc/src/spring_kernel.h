@@ -270,3 +270,36 @@ int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, con
     v4_store(lanes, probe);
     return tail_probe + lanes[0] + lanes[1] + lanes[2] + lanes[3] == 0.0;
 }
+
+void MS_KERNEL(ms_node_energy)(const double* MS_RESTRICT mass, const double* MS_RESTRICT inv_mass,
+                               const double gravity[3], const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                               int64_t begin, int64_t end, double* kinetic, double* potential) {
+    /* lane q sums m |v|^2 and m g.x over the nodes i = begin + q (mod 4); a pinned node's
+       mass counts as 0 */
+    const v4 gx = v4_set(gravity[0]), gy = v4_set(gravity[1]), gz = v4_set(gravity[2]);
+    v4 moving = v4_set(0.0), height = v4_set(0.0);
+    int64_t i = begin;
+    for (; i + MS_LANES <= end; i += MS_LANES) {
+        const v4 m = v4_if_greater(v4_load(inv_mass + i), v4_set(0.0), v4_load(mass + i));
+        v4 px, py, pz, vx, vy, vz;
+        v4_load_nodes(x + 3 * i, &px, &py, &pz);
+        v4_load_nodes(v + 3 * i, &vx, &vy, &vz);
+        const v4 speed2 = v4_add(v4_add(v4_mul(vx, vx), v4_mul(vy, vy)), v4_mul(vz, vz));
+        const v4 lift = v4_add(v4_add(v4_mul(gx, px), v4_mul(gy, py)), v4_mul(gz, pz));
+        moving = v4_add(moving, v4_mul(m, speed2));
+        height = v4_add(height, v4_mul(m, lift));
+    }
+    v1 tail_moving = 0.0, tail_height = 0.0;
+    for (; i < end; ++i) {
+        if (inv_mass[i] == 0.0) continue;
+        const double* xi = x + 3 * i;
+        const double* vi = v + 3 * i;
+        tail_moving += mass[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+        tail_height += mass[i] * (gravity[0] * xi[0] + gravity[1] * xi[1] + gravity[2] * xi[2]);
+    }
+    double lanes[MS_LANES];
+    v4_store(lanes, moving);
+    *kinetic = 0.5 * (((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail_moving);
+    v4_store(lanes, height);
+    *potential = -(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail_height);
+}

@@ -65,7 +65,8 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
             ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
             if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
             ms_block_energy* sums = energy ? &tm->block_energy[b] : NULL;
-            if (sums != NULL) ms_node_energy(m, x, v, first, last, &sums->kinetic, &sums->gravity);
+            if (sums != NULL)
+                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic, &sums->gravity);
             flows[b].dampers = tm->springs(layout, b, x, v, f, sums != NULL ? &sums->spring : NULL);
         }
     } else {
@@ -75,7 +76,9 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
             tm->nodes[b].forces[ticket] = no_flow;
             ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
             if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
-            if (energy) ms_node_energy(m, x, v, begin, end, &tm->nodes[b].kinetic, &tm->nodes[b].gravity);
+            if (energy)
+                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, begin, end, &tm->nodes[b].kinetic,
+                                &tm->nodes[b].gravity);
         }
         for (int64_t b = w->spring_first; b < w->spring_last; ++b) ms_layout_load(layout, b, x, v);
         ms_sync(w);
@@ -426,6 +429,7 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->layout = s->layout;
     tm->springs = ms_spring_kernel_path();
     tm->euler = ms_euler_kernel_path();
+    tm->node_energy = ms_node_energy_kernel_path();
     tm->count = 1;
     tm->nnode_block = s->layout->nnode_block;
     tm->nodes = s->node_sums;

@@ -43,6 +43,7 @@ typedef struct ms_team {
     const ms_layout* layout;
     ms_spring_kernel springs;
     ms_euler_kernel euler;
+    ms_node_energy_kernel node_energy;
     double h;
     int count;              /* workers */
     ms_barrier* barrier;    /* NULL for one worker */
