@@ -42,6 +42,8 @@ typedef struct {
                                   lives */
     int parameters_written; /* a parameter view was handed out since the last step */
     int energy_written;     /* an energy view was handed out since the last step */
+    int keep_start_energy;  /* each step call keeps the mechanical energy of the state it
+                               starts from (state->start_energy), for a recording */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -697,10 +699,13 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     self->parameters_written = self->energy_written = 0;
     self->stepping = ms_process_id();
     int interrupted = 0; /* a signal handler raised between chunks */
+    int start_energy_valid = 0; /* the first chunk's, which the call starts with */
+    double start_energy[3] = {0.0, 0.0, 0.0};
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         state->parameters_unchanged = parameters_unchanged;
         state->motion_unchanged = motion_unchanged;
+        state->keep_start_energy = self->keep_start_energy && done == 0;
         parameters_unchanged = !parameter_views;
         motion_unchanged = !energy_views;
         if (release) {
@@ -710,10 +715,16 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         } else {
             status = ms_step(model, state, dt, count, &err);
         }
+        if (done == 0) {
+            start_energy_valid = state->start_energy_valid;
+            memcpy(start_energy, state->start_energy, sizeof start_energy);
+        }
         done += count;
         if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
+    state->start_energy_valid = start_energy_valid;
+    memcpy(state->start_energy, start_energy, sizeof start_energy);
     if (interrupted) return NULL;
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
@@ -1037,6 +1048,20 @@ static PyObject* System_watched_energy(SystemObject* self, PyObject* Py_UNUSED(i
     return PyFloat_FromDouble(self->state->watched ? self->state->watched_energy : NAN);
 }
 
+static PyObject* System_keep_start_energy(SystemObject* self, PyObject* flag) {
+    const int keep = PyObject_IsTrue(flag);
+    if (keep < 0) return NULL;
+    self->keep_start_energy = keep;
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_start_energy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    const ms_state* s = self->state;
+    if (!s->start_energy_valid) Py_RETURN_NONE;
+    return Py_BuildValue("(ddd)", s->start_energy[0], s->start_energy[1], s->start_energy[2]);
+}
+
 static PyObject* System_check_values(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     ms_error err;
@@ -1090,6 +1115,12 @@ static PyMethodDef System_methods[] = {
      "the energy ledger need not watch (for recording)."},
     {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
      "The mechanical energy (J) the next step books the caller's changes against, or nan."},
+    {"_keep_start_energy", (PyCFunction)System_keep_start_energy, METH_O,
+     "_keep_start_energy(flag): from now on, whether each step call keeps the mechanical energy of the state it "
+     "starts from for _start_energy (a by-product of its first forces)."},
+    {"_start_energy", (PyCFunction)System_start_energy, METH_NOARGS,
+     "(kinetic, spring, gravity) in J of the state the last step call started from, as energy() has them to "
+     "rounding, or None if that call did not keep them."},
     {"_check_values", (PyCFunction)System_check_values, METH_NOARGS,
      "_check_values(): ValueError if a value written through a view is invalid (the check step() makes)."},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,
