@@ -107,12 +107,23 @@ void ms_layout_load(const ms_layout* layout, int64_t b, const double* x, const d
    forces by rank. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
+/* What an Euler update can sum beside: the kinetic energy 1/2 m |v|^2 into *kinetic and the
+   gravitational energy -m g.x into *potential (J) of the free nodes (inv_mass > 0) at the
+   (x, v) it reads, for masses mass and gravity g (3 values). */
+typedef struct ms_energy_request {
+    const double* mass;
+    const double* gravity;
+    double* kinetic;
+    double* potential;
+} ms_energy_request;
+
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
    from x, v and f with step h, written to x_out and v_out (which may be x and v) or, with
-   x_out NULL, only checked: 1 if every new value is finite.  Every path gives the same
-   values. */
+   x_out NULL, only checked: 1 if every new value is finite; and, unless energy is NULL, the
+   energies it asks for.  Every path gives the same values. */
 typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                               int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+                               int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out,
+                               const ms_energy_request* energy);
 
 /* The kinetic energy 1/2 m |v|^2 and the gravitational energy -m g.x (J) of the free nodes
    (inv_mass > 0) of [begin, end) into *kinetic and *gravity, four nodes at a time: the same
@@ -123,13 +134,14 @@ typedef void (*ms_node_energy_kernel)(const double* mass, const double* inv_mass
 
 /* The kernels of each vector path (spring_kernel.h compiled once per path, with
    MS_KERNEL(name) = name##_path): ms_springs_path, ms_euler_path and ms_node_energy_path. */
-#define MS_DECLARE_KERNELS(path)                                                                              \
-    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,   \
-                             double* energy);                                                                  \
-    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
-                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);   \
-    void ms_node_energy_##path(const double* mass, const double* inv_mass, const double gravity[3],           \
-                               const double* x, const double* v, int64_t begin, int64_t end, double* kinetic, \
+#define MS_DECLARE_KERNELS(path)                                                                                     \
+    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,        \
+                             double* energy);                                                                        \
+    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,         \
+                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out,                \
+                        const ms_energy_request* energy);                                                            \
+    void ms_node_energy_##path(const double* mass, const double* inv_mass, const double gravity[3],                  \
+                               const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,        \
                                double* potential)
 MS_DECLARE_KERNELS(plain);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)

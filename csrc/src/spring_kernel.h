@@ -216,21 +216,39 @@ double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const doubl
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),
    four nodes (twelve values, three v4) at a time, written to x_out and v_out (which may
-   be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite. */
-int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v, const double* MS_RESTRICT f,
-                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out) {
+   be x and v) or, with x_out NULL, only checked.  Returns 1 if every new value is finite.
+   Unless energy is NULL, it also sums the energies of (x, v) that it asks for. */
+MS_ALWAYS_INLINE int MS_KERNEL(euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v,
+                                      const double* MS_RESTRICT f, double h, int explicit_euler, int64_t begin,
+                                      int64_t end, double* x_out, double* v_out, const ms_energy_request* energy) {
     const v4 step = v4_set(h);
     v4 probe = v4_set(0.0);
     v1 tail_probe = 0.0;
+    /* the energies: lane q of part p sums m |v_c|^2 and m g_c x_c over the components c of
+       the nodes' values 4 p + q (mod 12); a pinned node's mass counts as 0 */
+    v4 moving = v4_set(0.0), height = v4_set(0.0), pull[3];
+    v1 tail_moving = 0.0, tail_height = 0.0;
+    if (energy != NULL) {
+        const double* g = energy->gravity;
+        const double pattern[3 * MS_LANES] = {g[0], g[1], g[2], g[0], g[1], g[2], g[0], g[1], g[2], g[0], g[1], g[2]};
+        for (int part = 0; part < 3; ++part) pull[part] = v4_load(pattern + MS_LANES * part);
+    }
     int64_t i = begin;
     for (; i + MS_LANES <= end; i += MS_LANES) {
         v4 weight[3]; /* h / m of nodes i..i+3, spread over their components */
         v4_spread(v4_mul(step, v4_load(inv_mass + i)), weight);
+        v4 mass[3];
+        if (energy != NULL)
+            v4_spread(v4_if_greater(v4_load(inv_mass + i), v4_set(0.0), v4_load(energy->mass + i)), mass);
         v4 position[3], velocity[3];
         for (int part = 0; part < 3; ++part) {
             const int64_t q = 3 * i + MS_LANES * part;
             const v4 xq = v4_load(x + q), vq = v4_load(v + q), fq = v4_load(f + q);
             const v4 w = weight[part];
+            if (energy != NULL) {
+                moving = v4_add(moving, v4_mul(mass[part], v4_mul(vq, vq)));
+                height = v4_add(height, v4_mul(mass[part], v4_mul(pull[part], xq)));
+            }
             if (explicit_euler) { /* x' = x + h v;  v' = v + h a(x, v) */
                 position[part] = v4_add(xq, v4_mul(step, vq));
                 velocity[part] = v4_add(vq, v4_mul(w, fq));
@@ -249,6 +267,13 @@ int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, con
     }
     for (; i < end; ++i) {
         const double w = h * inv_mass[i];
+        if (energy != NULL && inv_mass[i] > 0.0) {
+            const double* xi = x + 3 * i;
+            const double* vi = v + 3 * i;
+            const double* g = energy->gravity;
+            tail_moving += energy->mass[i] * (vi[0] * vi[0] + vi[1] * vi[1] + vi[2] * vi[2]);
+            tail_height += energy->mass[i] * (g[0] * xi[0] + g[1] * xi[1] + g[2] * xi[2]);
+        }
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             double position, velocity;
@@ -267,8 +292,21 @@ int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, con
         }
     }
     double lanes[MS_LANES];
+    if (energy != NULL) {
+        v4_store(lanes, moving);
+        *energy->kinetic = 0.5 * (((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail_moving);
+        v4_store(lanes, height);
+        *energy->potential = -(((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + tail_height);
+    }
     v4_store(lanes, probe);
     return tail_probe + lanes[0] + lanes[1] + lanes[2] + lanes[3] == 0.0;
+}
+
+int MS_KERNEL(ms_euler)(const double* MS_RESTRICT inv_mass, const double* x, const double* v, const double* MS_RESTRICT f,
+                        double h, int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out,
+                        const ms_energy_request* energy) {
+    if (energy == NULL) return MS_KERNEL(euler)(inv_mass, x, v, f, h, explicit_euler, begin, end, x_out, v_out, NULL);
+    return MS_KERNEL(euler)(inv_mass, x, v, f, h, explicit_euler, begin, end, x_out, v_out, energy);
 }
 
 void MS_KERNEL(ms_node_energy)(const double* MS_RESTRICT mass, const double* MS_RESTRICT inv_mass,

@@ -53,7 +53,8 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     const ms_state* s = tm->s;
     const ms_layout* layout = tm->layout;
     const double* external = ms_active_external(s);
-    const int energy = w->start_energy && w->tickets == 0;
+    const int energy = (w->start_energy & MS_START_FORCES) && w->tickets == 0;
+    const int nodes = energy && !(w->start_energy & MS_START_UPDATE);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
     if (layout->node_order == NULL) {
@@ -65,8 +66,9 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
             ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
             if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
             ms_block_energy* sums = energy ? &tm->block_energy[b] : NULL;
-            if (sums != NULL)
-                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic, &sums->gravity);
+            if (nodes)
+                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic,
+                                &sums->gravity);
             flows[b].dampers = tm->springs(layout, b, x, v, f, sums != NULL ? &sums->spring : NULL);
         }
     } else {
@@ -76,7 +78,7 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
             tm->nodes[b].forces[ticket] = no_flow;
             ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
             if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
-            if (energy)
+            if (nodes)
                 tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, begin, end, &tm->nodes[b].kinetic,
                                 &tm->nodes[b].gravity);
         }
@@ -107,6 +109,16 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     MS_FOR_MY_NODES(w, b, begin, end)
     tm->nodes[b].pins[ticket] = s->moving_pins ? ms_pin_power(m, x, v, external, t, f, begin, end) : 0.0;
     return ticket;
+}
+
+const ms_energy_request* ms_start_request(const ms_worker* w, int64_t b, ms_energy_request* request) {
+    if (!(w->start_energy & MS_START_UPDATE) || w->tickets != 1) return NULL;
+    ms_team* tm = w->team;
+    request->mass = tm->m->mass;
+    request->gravity = tm->m->opt.gravity;
+    request->kinetic = &tm->nodes[b].kinetic;
+    request->potential = &tm->nodes[b].gravity;
+    return request;
 }
 
 int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
@@ -281,10 +293,11 @@ static void sum_energies(const ms_team* tm, int node_blocks, double out[3]) {
 }
 
 /* Worker 0 keeps the energy of the state the call started from in the state, once the
-   sums by block are complete (after a barrier). */
-static void keep_start_energy(ms_worker* w, int node_blocks) {
+   sums by block of w->start_energy are complete (after a barrier). */
+static void keep_start_energy(ms_worker* w) {
     if (w->id != 0) return;
     ms_state* s = w->team->s;
+    const int node_blocks = w->team->layout->node_order != NULL || (w->start_energy & MS_START_UPDATE);
     sum_energies(w->team, node_blocks, s->start_energy);
     s->start_energy_valid = 1;
 }
@@ -312,16 +325,19 @@ static void run_in_place(call* c, ms_worker* w) {
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
         const int ticket = ms_stage_forces(w, s->x, s->v, t, s->f);
-        MS_FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL, NULL);
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            ms_energy_request request;
+            tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL,
+                                          NULL, ms_start_request(w, b, &request));
+        }
         ms_sync(w);
-        if (step == 0 && w->start_energy) keep_start_energy(w, tm->layout->node_order != NULL);
+        if (step == 0 && w->start_energy) keep_start_energy(w);
         const ms_flow rate = ms_forces_flow(tm, ticket);
         ms_flow flow = no_flow;
         ms_flow_add(&flow, &rate, tm->h);
         if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
         MS_FOR_MY_NODES(w, b, begin, end)
-        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v);
+        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v, NULL);
         t += tm->h;
         if (w->id == 0) {
             s->t += tm->h;
@@ -342,12 +358,15 @@ static void run_buffered(call* c, ms_worker* w) {
     double *x = s->x, *v = s->v, *x_next = s->x_next, *v_next = s->v_next;
     /* the mechanical energy of (x, v), carried from step to step when numerical is booked */
     double energy = c->book_numerical ? stage_energy(w, x, v) : 0.0;
-    if (c->book_numerical && c->keep_start) keep_start_energy(w, 1);
+    if (c->book_numerical && c->keep_start && w->id == 0) {
+        sum_energies(tm, 1, s->start_energy);
+        s->start_energy_valid = 1;
+    }
     for (int64_t step = 0; step < c->n; ++step) {
         ms_flow flow = no_flow;
         ms_ledger booked = {0};
         int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
-        if (step == 0 && w->start_energy) keep_start_energy(w, tm->layout->node_order != NULL);
+        if (step == 0 && w->start_energy) keep_start_energy(w);
         ms_ledger_add_flow(&booked, &flow);
         if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
         if (finite > 0 && c->book_numerical) {
@@ -388,8 +407,11 @@ static void run_worker(void* context, int id) {
     call* c = context;
     ms_worker w;
     share(&c->team, &w, id);
-    /* the large-step solvers sum the energy anyway (stage_energy) */
-    w.start_energy = c->keep_start && !c->book_numerical;
+    /* the large-step solvers sum the energy anyway (stage_energy); the Euler updates read
+       every node's x and v */
+    const ms_integrator integrator = c->team.m->opt.integrator;
+    const int euler = integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER;
+    if (c->keep_start && !c->book_numerical) w.start_energy = MS_START_FORCES | (euler ? MS_START_UPDATE : 0);
     if (c->in_place)
         run_in_place(c, &w);
     else

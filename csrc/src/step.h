@@ -61,16 +61,28 @@ typedef struct ms_team {
     double serial_work;     /* the constraints' work (J) */
 } ms_team;
 
+/* What sums the mechanical energy of the state a step call starts from (ms_worker's
+   start_energy), when the caller asks for it: the first forces evaluation sums the springs'
+   and, unless the update does, the nodes' kinetic and gravitational energy (by spring block
+   in a layout in the user's numbering, else by node block); the Euler update of the first
+   step sums the nodes' by node block (ms_start_request), from the x and v it reads anyway. */
+enum { MS_START_FORCES = 1, MS_START_UPDATE = 2 };
+
 typedef struct ms_worker {
     ms_team* team;
     int id;
     int sense;                      /* its side of the barrier */
     int tickets;                    /* forces evaluations so far: the next ticket is tickets & 1 */
-    int start_energy;               /* the first forces evaluation also sums the mechanical energy
-                                       of the state it is at, into the block sums */
+    int start_energy;               /* what sums the energy of the state the call starts from
+                                       (MS_START_FORCES, MS_START_UPDATE), into the block sums */
     int64_t node_first, node_last;  /* its node blocks [first, last) */
     int64_t spring_first, spring_last; /* its spring blocks */
 } ms_worker;
+
+/* The request for an Euler update of node block b to sum the energy of the state a call
+   starts from (filled into *request), or NULL if this update is not to; call it after the
+   step's first forces evaluation. */
+const ms_energy_request* ms_start_request(const ms_worker* w, int64_t b, ms_energy_request* request);
 
 /* Waits until every worker of the team has arrived (nothing with one worker). */
 void ms_sync(ms_worker* w);

@@ -16,7 +16,7 @@
 #define GOLDEN_RANKED_HASH 0x27b8e087984b0159ULL
 #define GOLDEN_HASH_XPBD 0xb8bca810b14e4263ULL
 /* and of the energies the last step call of the first two kept of the state it started from */
-#define GOLDEN_START_ENERGY_HASH 0x73dcb7c421919f4bULL
+#define GOLDEN_START_ENERGY_HASH 0x5c0f71bbaee44400ULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {
