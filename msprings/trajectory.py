@@ -323,8 +323,6 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
                           "record_every)") from None
 
-    # views that change nothing, so the energy ledger need not watch them
-    x, v = system._readonly_state()
     last = count - 1
 
     def keep(r: int) -> bool:
@@ -333,9 +331,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         next step call keeps that as it starts.  Returns True if it is left to that call."""
         times[r] = system.t
         step_counts[r] = system.steps
-        positions[r] = x
-        if speeds is not None:
-            speeds[r] = v
+        system._record_state(positions[r], None if speeds is None else speeds[r])
         for c, collider in enumerate(colliders):
             centers[r, c] = system._get_collider(collider.id)[1]
         if r == last or (system.steps > 0 and not math.isnan(system._watched_energy())):

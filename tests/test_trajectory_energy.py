@@ -47,14 +47,17 @@ INTEGRATORS = ("symplectic_euler", "explicit_euler", "velocity_verlet", "rk4", "
 
 
 def expected_records(system: msprings.System, dt: float, trajectory: msprings.Trajectory) -> tuple[np.ndarray, ...]:
-    """Positions, energy and ledger of a copy stepped to each record's step count as one call per record."""
-    positions, energy, ledger = [np.array(system.x)], [system.energy()], [system.ledger()]
+    """Positions, velocities, energy and ledger of a copy stepped to each record's step count as
+    one call per record."""
+    positions, velocities = [np.array(system.x)], [np.array(system.v)]
+    energy, ledger = [system.energy()], [system.ledger()]
     for r in range(1, len(trajectory)):
         system.step(dt, int(trajectory.steps[r] - trajectory.steps[r - 1]))
         positions.append(np.array(system.x))
+        velocities.append(np.array(system.v))
         energy.append(system.energy())
         ledger.append(system.ledger())
-    return np.array(positions), np.array(energy), np.array(ledger)
+    return np.array(positions), np.array(velocities), np.array(energy), np.array(ledger)
 
 
 def assert_energy_close(recorded: np.ndarray, expected: np.ndarray) -> None:
@@ -73,10 +76,11 @@ def test_recorded_energy_is_the_energy_of_each_recorded_state(scene: str, integr
     reference = system.copy()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", msprings.StabilityWarning)
-        trajectory = system.run(dt, 23, record_every=4)
-        positions, energy, ledger = expected_records(reference, dt, trajectory)
+        trajectory = system.run(dt, 23, record_every=4, velocities=True)
+        positions, velocities, energy, ledger = expected_records(reference, dt, trajectory)
     assert len(trajectory) == 7
     np.testing.assert_array_equal(trajectory.positions, positions)
+    np.testing.assert_array_equal(trajectory.velocities, velocities)
     np.testing.assert_array_equal(trajectory.ledger, ledger)
     assert_energy_close(trajectory.energy, energy)
     kinetic, spring = ENERGY_FIELDS.index("kinetic"), ENERGY_FIELDS.index("spring")
@@ -93,7 +97,7 @@ def test_a_step_call_split_into_chunks_keeps_the_energy_it_started_from() -> Non
     system = scenes.cloth(256, velocities=np.random.default_rng(2).normal(0.0, 0.1, (256 * 256, 3)))
     reference = system.copy()
     trajectory = system.run(1e-3, 300, record_every=150)
-    positions, energy, ledger = expected_records(reference, 1e-3, trajectory)
+    positions, _, energy, ledger = expected_records(reference, 1e-3, trajectory)
     np.testing.assert_array_equal(trajectory.positions, positions)
     np.testing.assert_array_equal(trajectory.ledger, ledger)
     assert_energy_close(trajectory.energy, energy)
@@ -108,7 +112,7 @@ def test_a_watched_state_is_recorded_with_the_callers_change_booked() -> None:
     x[:, 1] -= 0.01  # everything 1 cm lower: the gravitational energy falls
     reference = system.copy()
     trajectory = system.run(1e-3, 12, record_every=3)
-    positions, energy, ledger = expected_records(reference, 1e-3, trajectory)
+    positions, _, energy, ledger = expected_records(reference, 1e-3, trajectory)
     user = list(msprings.Ledger._fields).index("user")
     assert trajectory.ledger[0, user] < 0.0
     np.testing.assert_array_equal(trajectory.positions, positions)
@@ -125,3 +129,16 @@ def test_recording_leaves_later_steps_as_they_were() -> None:
     copy.step(1e-3, 4)
     np.testing.assert_array_equal(system.x, copy.x)
     assert system._start_energy() is None
+
+
+def test_recorded_rows_must_fit_the_system() -> None:
+    system = scenes.cloth(4)
+    with pytest.raises(TypeError, match="positions must be a float64 array"):
+        system._record_state(np.zeros((16, 3), dtype=np.float32))
+    with pytest.raises(ValueError, match="velocities must be a writable C-contiguous array of 48 values"):
+        system._record_state(np.zeros((16, 3)), np.zeros((15, 3)))
+    with pytest.raises(ValueError, match="positions must be a writable C-contiguous"):
+        system._record_state(np.zeros((16, 6))[:, ::2])
+    row = np.zeros((16, 3))
+    system._record_state(row)
+    np.testing.assert_array_equal(row, system.x)
