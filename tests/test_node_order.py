@@ -4,6 +4,8 @@ and a renumbered network moves as the original does."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -98,3 +100,108 @@ def test_a_renumbered_network_moves_as_the_original() -> None:
     moved = np.abs(original.x - positions).max()
     assert moved > 1e-3
     assert np.abs(np.array(renumbered.x)[place] - original.x).max() <= 1e-12 * (1.0 + np.abs(positions).max())
+
+
+def twins(integrator: str, side: int = 24, seed: int = 7) -> tuple[msprings.System, msprings.System, np.ndarray]:
+    """A flag-like cloth in its grid numbering and the same cloth numbered at random (which
+    steps on its renumbered copy), with every mechanism on: triangles in gusty wind, drag, an
+    external force, a moving sphere, a moving pin and the integrator's options.  Returns both
+    and the new number of each node."""
+    positions, springs = cloth(side)
+    rows, cols = np.meshgrid(np.arange(side - 1), np.arange(side - 1), indexing="ij")
+    a = (rows * side + cols).ravel()
+    faces = np.concatenate([np.column_stack([a, a + 1, a + side]), np.column_stack([a + 1, a + side + 1, a + side])])
+    shuffled, shuffled_springs, place = renumber(positions, springs, seed)
+    rng = np.random.default_rng(3)
+    m = len(springs)
+    k, c = rng.uniform(40.0, 60.0, m), rng.uniform(0.0, 0.02, m)
+    external = rng.normal(0.0, 0.01, positions.shape)
+    built = []
+    for x, pairs, order in ((positions, springs, np.arange(len(positions))), (shuffled, shuffled_springs, place)):
+        s = msprings.System(x, pairs, mass=0.01, k=k, c=c, pinned=[int(order[0]), int(order[side - 1])], drag=0.001,
+                            integrator=integrator, faces=order[faces])
+        s.wind, s.gust, s.drag_coefficient, s.lift_coefficient = (1.0, 0.0, 0.5), 2.0, 1.0, 0.2
+        s.external[order] = external
+        s.v[int(order[0])] = (0.0, 0.0, 0.05)  # a pin moving with its velocity
+        s.add_sphere((1.1, -0.45, 1.0), 0.4, friction=0.2, velocity=(0.0, 0.5, 0.0))
+        s.threads = 2
+        built.append(s)
+    return built[0], built[1], place
+
+
+@pytest.mark.parametrize("integrator", ["symplectic_euler", "velocity_verlet", "rk4", "implicit_euler", "xpbd",
+                                        "projective"])
+def test_a_renumbered_network_with_every_mechanism_moves_and_books_as_the_original(integrator: str) -> None:
+    original, renumbered, place = twins(integrator)
+    for s in (original, renumbered):
+        s.step(2e-3, 40)
+        s.mass[:] = 0.012  # parameters written between calls are read again
+        s.k[:] *= 1.1
+    for s in (original, renumbered):
+        s.step(2e-3, 40)
+    scale = 1.0 + np.abs(original.x).max()
+    assert np.abs(original.x - np.array(original.x)[0]).max() > 0.1  # it moved
+    assert np.abs(np.array(renumbered.x)[place] - original.x).max() <= 1e-9 * scale
+    assert np.abs(np.array(renumbered.v)[place] - original.v).max() <= 1e-7 * (1.0 + np.abs(original.v).max())
+    assert np.abs(np.array(renumbered.f)[place] - original.f).max() <= 1e-7 * (1.0 + np.abs(original.f).max())
+    assert renumbered.t == original.t and renumbered.steps == original.steps
+    for a, b in zip(renumbered.ledger(), original.ledger()):
+        assert a == pytest.approx(b, rel=1e-6, abs=1e-12)
+    assert renumbered.colliders[0].center == pytest.approx(original.colliders[0].center, abs=1e-15)
+    assert original.ledger().colliders != 0.0 and original.ledger().pins != 0.0 and original.ledger().wind != 0.0
+
+
+def test_a_renumbered_network_steps_alike_in_one_call_many_calls_and_copies() -> None:
+    _, first, _ = twins("symplectic_euler", side=16)
+    second, third = first.copy(), first.copy()
+    first.step(2e-3, 30)
+    for _ in range(30):
+        second.step(2e-3)
+    third.step(2e-3, 10)
+    fourth = third.copy()
+    fourth.step(2e-3, 20)
+    for s in (second, fourth):
+        assert s.x.tobytes() == first.x.tobytes() and s.v.tobytes() == first.v.tobytes()
+        assert s.f.tobytes() == first.f.tobytes() and s.ledger() == first.ledger()
+
+
+def test_a_renumbered_network_that_diverges_rolls_back_to_its_last_finite_step() -> None:
+    _, renumbered, _ = twins("symplectic_euler", side=16)
+    renumbered.step(2e-3, 10)
+    replay = renumbered.copy()
+    f = np.array(renumbered.f)
+    for s in (renumbered, replay):
+        s.k[:] = 1e9  # far beyond the explicit limit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", msprings.StabilityWarning)
+        with pytest.raises(msprings.DivergenceError):
+            renumbered.step(2e-3, 500)
+        taken = renumbered.steps - replay.steps
+        assert 0 < taken < 500
+        assert np.array_equal(renumbered.f, f)  # the force the call found
+        replay.step(2e-3, taken)  # the same steps, to the last finite one
+    assert np.all(np.isfinite(renumbered.x)) and np.all(np.isfinite(renumbered.v))
+    assert renumbered.x.tobytes() == replay.x.tobytes() and renumbered.v.tobytes() == replay.v.tobytes()
+    assert renumbered.ledger() == replay.ledger() and renumbered.t == replay.t
+
+
+def test_a_renumbered_network_sees_a_reset_and_writes_to_x_and_v_between_calls() -> None:
+    original, renumbered, place = twins("symplectic_euler", side=16)
+    fresh = renumbered.copy()
+    fresh.reset()  # the model's initial state (without the pin's velocity set after it)
+    for s in (original, renumbered):
+        s.step(2e-3, 10)
+    renumbered.reset()
+    renumbered.step(2e-3, 10)
+    fresh.step(2e-3, 10)
+    assert renumbered.x.tobytes() == fresh.x.tobytes() and renumbered.v.tobytes() == fresh.v.tobytes()
+    original, renumbered, place = twins("symplectic_euler", side=16)
+    for s in (original, renumbered):
+        s.step(2e-3, 10)
+    for s, order in ((original, np.arange(original.n_nodes)), (renumbered, place)):
+        s.x[order[5]] += (0.0, 0.05, 0.0)
+        s.v[order[7]] = (0.3, 0.0, 0.0)
+        s.step(2e-3, 10)
+    scale = 1.0 + np.abs(original.x).max()
+    assert np.abs(np.array(renumbered.x)[place] - original.x).max() <= 1e-12 * scale
+    assert np.abs(np.array(renumbered.v)[place] - original.v).max() <= 1e-9 * (1.0 + np.abs(original.v).max())

@@ -307,35 +307,30 @@ static double block_sum(const ms_team* tm, int slot) {
 }
 
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
-   in the layout's ranks (a block starts its own ranks' sums, in y or, in a ranked layout,
-   in layout->f, and writes past them into its halo), then gathered as the forces are: p
-   must be complete (after a barrier); y is complete for the worker's node blocks on
-   return (after a barrier of its own), for all after the next. */
+   (a block starts its own nodes' sums in y and writes past them into its halo), then
+   gathered as the forces are: p must be complete (after a barrier); y is complete for the
+   worker's node blocks on return (after a barrier of its own), for all after the next. */
 static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double mass_scale, double damping_scale,
                          double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y) {
     const ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
-    const int32_t* node = layout->node_order; /* the node of each rank; NULL: ranks are nodes */
-    double* owned = node != NULL ? layout->f : y;
     const double node_scale = damping_scale * m->opt.drag;
     for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-        for (int64_t rank = layout->node_start[b]; rank < layout->node_start[b + 1]; ++rank) {
-            const int64_t i = node != NULL ? node[rank] : rank;
+        for (int64_t i = layout->node_start[b]; i < layout->node_start[b + 1]; ++i) {
             const double diagonal = mass_scale * m->mass[i] + node_scale;
-            for (int a = 0; a < 3; ++a) owned[3 * rank + a] = diagonal * p[3 * i + a];
+            for (int a = 0; a < 3; ++a) y[3 * i + a] = diagonal * p[3 * i + a];
         }
         double* halo = layout->halo + 3 * layout->halo_start[b];
         memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
         for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
             /* the block is the same for either orientation of the spring */
-            const int64_t s = layout->order[r], owner = layout->pairs[2 * r], dest = layout->dest[r];
-            const int64_t i = node != NULL ? node[owner] : owner;
-            const int64_t j = node != NULL ? node[layout->pairs[2 * r + 1]] : layout->pairs[2 * r + 1];
+            const int64_t s = layout->order[r], i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
+            const int64_t dest = layout->dest[r];
             double value[3];
             spring_product(m, blocks, s, damping_scale, stiffness_scale, p + 3 * i, p + 3 * j, value);
-            double* yi = owned + 3 * owner;
-            double* yj = dest >= 0 ? owned + 3 * dest : halo + 3 * (-1 - dest);
+            double* yi = y + 3 * i;
+            double* yj = dest >= 0 ? y + 3 * dest : halo + 3 * (-1 - dest);
             for (int a = 0; a < 3; ++a) {
                 yi[a] += value[a];
                 yj[a] -= value[a];
@@ -345,7 +340,6 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
     ms_sync(w);
     const double* inv_mass = tm->s->inv_mass;
     MS_FOR_MY_NODES(w, b, begin, end) {
-        if (node != NULL) memset(y + 3 * begin, 0, sizeof(double) * 3 * (size_t)(end - begin));
         ms_layout_gather(layout, begin, end, y);
         for (int64_t i = begin; i < end; ++i)
             if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
@@ -525,7 +519,8 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
         ms_sync(w);
         rate = ms_forces_flow(tm, ticket);
         const double* g = m->opt.gravity;
-        const double g2 = g[0] * g[0] + g[1] * g[1] + g[2] * g[2];
+        const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        const double* external = ms_active_external(tm->s);
         MS_FOR_MY_NODES(w, b, begin, end) {
             double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
             for (int64_t i = begin; i < end; ++i) {
@@ -533,7 +528,13 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
                     rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
                     continue;
                 }
-                weight2 += h * h * m->mass[i] * m->mass[i] * g2;
+                /* the loads the springs hold: the weight and the external force */
+                double load = m->mass[i] * g_norm;
+                if (external != NULL) {
+                    const double* e = external + 3 * i;
+                    load += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+                }
+                weight2 += h * h * load * load;
                 for (int a = 0; a < 3; ++a) {
                     const int64_t q = 3 * i + a;
                     const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
@@ -552,8 +553,9 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
         ms_sync(w);
         const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
         const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
-        /* At rest under gravity the net force is a cancellation of weights and tensions, so
-           the weight impulse sets the scale of its round-off too. */
+        /* At rest under a load (gravity, an external force) the net force is a cancellation
+           of the load and the tensions, so the load's impulse sets the scale of its
+           round-off too. */
         double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
         if (weight2 > scale2) scale2 = weight2;
         const double scale = sqrt(scale2);

@@ -45,6 +45,31 @@ double ms_pin_power(const ms_model* m, const double* x, const double* v, const d
    dampers). */
 void ms_state_prepare(const ms_model* m, ms_state* s);
 
+/* A network whose numbering does not keep the nodes of a spring close together steps on a
+   copy of the model and the state renumbered by rank (ranked.c), s->ranked.
+   ms_ranked_create makes it from the ranks' order node_order (ms_rank_nodes), which it
+   takes over; ms_ranked_step is a step call on the copy after ms_step's checks
+   (parameters: the masses and pins may have changed since the last call; motion: x and v
+   may have been written since);
+   ms_ranked_forces is ms_state_forces on the copy; ms_ranked_filled: the copy read the
+   parameters in an earlier call; ms_ranked_free frees s->ranked. */
+typedef struct ms_ranked {
+    ms_model m;         /* the model renumbered by rank */
+    ms_state* s;        /* the state renumbered by rank, with its layout */
+    int32_t* node_order; /* the node of each rank (nnode) */
+    int32_t* rank;      /* the rank of each node (nnode) */
+    void* buffer;       /* rank and the renumbered model's masses, pins, spring ends and triangles */
+    int current;        /* the copy's x and v are the state's (set as a call or ms_state_forces
+                           copies them, cleared by ms_state_reset) */
+} ms_ranked;
+
+int ms_ranked_create(const ms_model* m, ms_state* s, int32_t* node_order, ms_error* err);
+int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, int motion,
+                   ms_error* err);
+int ms_ranked_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err);
+int ms_ranked_filled(const ms_state* s);
+void ms_ranked_free(void* ranked);
+
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 
@@ -73,8 +98,8 @@ int ms_state_ensure_next(const ms_model* m, ms_state* s, ms_error* err);
 /* Stage storage for Verlet and RK4, allocated on first use: 3 arrays of nnode x 3. */
 int ms_state_ensure_work(const ms_model* m, ms_state* s, ms_error* err);
 
-/* The step's layout and block sums (s->layout, node_sums, block_flow, block_energy), made on
-   first use. */
+/* The step's layout and block sums (s->layout, node_sums, block_flow, block_energy), or for
+   a network that steps renumbered, its renumbered copy (s->ranked), made on first use. */
 int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Forgets what contact knew between steps: every gap bound in s->clearance (sized for the

@@ -9,14 +9,6 @@
 #include <intrin.h>
 #endif
 
-/* A hint that the line at p will be read soon (nothing where the compiler has no way to
-   say it). */
-#if defined(__GNUC__) || defined(__clang__)
-#define MS_PREFETCH(p) __builtin_prefetch(p)
-#else
-#define MS_PREFETCH(p) ((void)(p))
-#endif
-
 void ms_counting_sort(const int64_t* key, const int32_t* items, int64_t count, int64_t nkey, int64_t* start,
                       int32_t* order) {
     memset(start, 0, sizeof(int64_t) * (size_t)(nkey + 1));
@@ -109,30 +101,27 @@ static double spread(const ms_model* m, const int32_t* rank) {
     return m->nspring > 0 ? sum / (double)m->nspring : 0.0;
 }
 
-/* The ranks of the nodes: the breadth-first order unless the user's numbering is about
-   as local (its springs span at most half as much again).  In a ranked layout, fills
-   layout->node_order and layout->rank; else frees them (NULL) and rank (nnode) receives
-   the identity.  Returns 0, or -1 if out of memory. */
-static int rank_nodes(const ms_model* m, ms_layout* layout, int32_t* rank) {
-    if (breadth_first_order(m, layout->node_order) != 0) return -1;
-    for (int64_t r = 0; r < m->nnode; ++r) rank[layout->node_order[r]] = (int32_t)r;
-    if (spread(m, NULL) <= 1.5 * spread(m, rank)) {
-        free(layout->work);
-        layout->work = NULL;
-        layout->node_order = layout->rank = NULL;
-        layout->cover = NULL;
-        for (int64_t i = 0; i < m->nnode; ++i) rank[i] = (int32_t)i;
-    } else {
-        memcpy(layout->rank, rank, sizeof(int32_t) * (size_t)m->nnode);
+int ms_rank_nodes(const ms_model* m, int32_t** node_order) {
+    *node_order = NULL;
+    int32_t* order = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
+    int32_t* rank = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
+    const int ok = order != NULL && rank != NULL && breadth_first_order(m, order) == 0;
+    if (ok) {
+        for (int64_t r = 0; r < m->nnode; ++r) rank[order[r]] = (int32_t)r;
+        if (spread(m, NULL) > 1.5 * spread(m, rank)) {
+            *node_order = order;
+            order = NULL;
+        }
     }
-    return 0;
+    free(order);
+    free(rank);
+    return ok ? 0 : -1;
 }
 
-/* The number k of springs of each of the ranks a..a+3 if they can form a lane group: their
+/* The number k of springs of each of the nodes a..a+3 if they can form a lane group: their
    groups (at start[a], in owner order) have the same size 1 <= k <= 255 and their j-th
-   springs reach equally far up the ranks; else 0. */
-static int64_t lane_group_size(const ms_model* m, const int32_t* rank, const int32_t* sorted, const int64_t* start,
-                               int64_t a) {
+   springs reach equally far up the numbering; else 0. */
+static int64_t lane_group_size(const ms_model* m, const int32_t* sorted, const int64_t* start, int64_t a) {
     if (a + MS_LANES > m->nnode) return 0;
     const int64_t k = start[a + 1] - start[a];
     if (k < 1 || k > MS_MAX_LANE_SPRINGS) return 0;
@@ -142,7 +131,7 @@ static int64_t lane_group_size(const ms_model* m, const int32_t* rank, const int
         int64_t reach = 0;
         for (int64_t q = 0; q < MS_LANES; ++q) {
             const int32_t* spring = m->springs + 2 * (int64_t)sorted[start[a + q] + j];
-            const int64_t i = rank[spring[0]], o = rank[spring[1]];
+            const int64_t i = spring[0], o = spring[1];
             const int64_t up = (i > o ? i : o) - (a + q);
             if (q == 0) reach = up;
             else if (up != reach) return 0;
@@ -151,10 +140,10 @@ static int64_t lane_group_size(const ms_model* m, const int32_t* rank, const int
     return k;
 }
 
-/* Sorts the springs into sorted (by owner rank, then other rank, then user order) and
-   leaves in start (nnode + 1) where each rank's springs begin.  Returns 0, or -1 if out
-   of memory. */
-static int sort_springs(const ms_model* m, const int32_t* rank, int64_t* start, int32_t* sorted) {
+/* Sorts the springs into sorted (by owner, then other end, then spring order) and leaves
+   in start (nnode + 1) where each node's springs begin.  Returns 0, or -1 if out of
+   memory. */
+static int sort_springs(const ms_model* m, int64_t* start, int32_t* sorted) {
     const int64_t n = m->nnode, ns = m->nspring;
     int64_t* key = malloc(sizeof(int64_t) * (size_t)(2 * ns > 0 ? 2 * ns : 1));
     int32_t* by_other = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
@@ -163,7 +152,7 @@ static int sort_springs(const ms_model* m, const int32_t* rank, int64_t* start, 
         int64_t* owner = key;
         int64_t* other = key + ns;
         for (int64_t s = 0; s < ns; ++s) {
-            const int32_t i = rank[m->springs[2 * s]], j = rank[m->springs[2 * s + 1]];
+            const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
             owner[s] = i < j ? i : j;
             other[s] = i < j ? j : i;
         }
@@ -176,12 +165,11 @@ static int sort_springs(const ms_model* m, const int32_t* rank, int64_t* start, 
     return ok ? 0 : -1;
 }
 
-/* Marks the lane groups in layout->lanes, each at its first rank. */
-static void find_lane_groups(const ms_model* m, ms_layout* layout, const int32_t* rank, const int64_t* start,
-                             const int32_t* sorted) {
+/* Marks the lane groups in layout->lanes, each at its first node. */
+static void find_lane_groups(const ms_model* m, ms_layout* layout, const int64_t* start, const int32_t* sorted) {
     memset(layout->lanes, 0, sizeof(uint16_t) * (size_t)m->nnode);
     for (int64_t a = 0; a + MS_LANES <= m->nnode;) {
-        const int64_t k = lane_group_size(m, rank, sorted, start, a);
+        const int64_t k = lane_group_size(m, sorted, start, a);
         layout->lanes[a] = (uint16_t)k;
         a += k > 0 ? MS_LANES : 1;
     }
@@ -209,7 +197,7 @@ static int64_t cut_blocks(const ms_model* m, const ms_layout* layout, const int6
     return nblock;
 }
 
-/* Writes the springs of the ranks group[0..3] (k each), interleaved, at out; returns the
+/* Writes the springs of the nodes group[0..3] (k each), interleaved, at out; returns the
    springs written. */
 static int64_t put_group(const int32_t* sorted, const int64_t* start, const int64_t* group, int64_t k,
                          int32_t* out) {
@@ -219,12 +207,11 @@ static int64_t put_group(const int32_t* sorted, const int64_t* start, const int6
 }
 
 /* layout->order: the sorted springs of each block in the order the kernel visits them.
-   Going up the ranks, a lane group keeps its place; any other owner waits with those of
+   Going up the nodes, a lane group keeps its place; any other owner waits with those of
    its number of springs until four are there, which then form a gathered group; the
    owners left waiting at the end of the block stay single, by number of springs.  Then
-   pairs, in ranks. */
-static void arrange_blocks(const ms_model* m, ms_layout* layout, const int64_t* start, const int32_t* sorted,
-                           const int32_t* rank) {
+   pairs. */
+static void arrange_blocks(const ms_model* m, ms_layout* layout, const int64_t* start, const int32_t* sorted) {
     int64_t waiting[MS_MAX_LANE_SPRINGS + 1][MS_LANES];
     int count[MS_MAX_LANE_SPRINGS + 1];
     int32_t* out = layout->order;
@@ -232,7 +219,7 @@ static void arrange_blocks(const ms_model* m, ms_layout* layout, const int64_t* 
         memset(count, 0, sizeof count);
         for (int64_t r = layout->node_start[b]; r < layout->node_start[b + 1];) {
             const int64_t k = start[r + 1] - start[r];
-            if (layout->lanes[r] != 0) { /* a lane group: ranks r..r+3 */
+            if (layout->lanes[r] != 0) { /* a lane group: nodes r..r+3 */
                 const int64_t group[MS_LANES] = {r, r + 1, r + 2, r + 3};
                 out += put_group(sorted, start, group, k, out);
                 r += MS_LANES;
@@ -261,17 +248,16 @@ static void arrange_blocks(const ms_model* m, ms_layout* layout, const int64_t* 
        round negates its d and its force exactly, so the forces do not change. */
     for (int64_t r = 0; r < m->nspring; ++r) {
         const int32_t* spring = m->springs + 2 * (int64_t)layout->order[r];
-        const int32_t i = rank[spring[0]], j = rank[spring[1]];
+        const int32_t i = spring[0], j = spring[1];
         layout->pairs[2 * r] = i < j ? i : j;
         layout->pairs[2 * r + 1] = i < j ? j : i;
     }
 }
 
-/* Each block's halo, from its last owned rank to the highest it reaches, where the force
-   on each spring's other end goes, and in a ranked layout which halos cover each rank. */
+/* Each block's halo, from its last owned node to the highest it reaches, and where the
+   force on each spring's other end goes. */
 static void place_halos(ms_layout* layout) {
     layout->halo_start[0] = 0;
-    if (layout->cover != NULL) memset(layout->cover, 0, sizeof(uint64_t) * (size_t)layout->nnode);
     for (int64_t b = 0; b < layout->nblock; ++b) {
         const int64_t own_end = layout->node_start[b + 1];
         int64_t high = own_end;
@@ -281,8 +267,6 @@ static void place_halos(ms_layout* layout) {
             layout->dest[r] = reach < own_end ? reach : (int32_t)(-1 - (reach - own_end));
         }
         layout->halo_start[b + 1] = layout->halo_start[b] + (high - own_end);
-        if (layout->cover != NULL)
-            for (int64_t r = own_end; r < high; ++r) layout->cover[layout->node_order[r]] |= (uint64_t)1 << b;
     }
 }
 
@@ -291,15 +275,12 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
     const int64_t most_blocks = ns / block_springs(ns) + 2;
     ms_layout* layout = calloc(1, sizeof *layout);
     int64_t* start = malloc(sizeof(int64_t) * (size_t)(n + 1));
-    int32_t* rank = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
     int32_t* sorted = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
     /* params, the block arrays, order, pairs and dest, lanes: widest first, each aligned */
     const size_t bytes = sizeof(double) * 3 * (size_t)ns + sizeof(int64_t) * 3 * (size_t)(most_blocks + 1) +
                          sizeof(int32_t) * 4 * (size_t)ns + sizeof(uint16_t) * (size_t)n;
     void* buffer = malloc(bytes);
-    /* a ranked layout's x, v and f by rank, cover, node_order and rank */
-    void* work = malloc(sizeof(double) * 9 * (size_t)n + sizeof(uint64_t) * (size_t)n + sizeof(int32_t) * 2 * (size_t)n + 1);
-    int ok = layout != NULL && start != NULL && rank != NULL && sorted != NULL && buffer != NULL && work != NULL;
+    int ok = layout != NULL && start != NULL && sorted != NULL && buffer != NULL;
     if (ok) {
         layout->buffer = buffer;
         layout->nnode = n;
@@ -312,20 +293,12 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
         layout->pairs = layout->order + ns;
         layout->dest = layout->pairs + 2 * ns;
         layout->lanes = (uint16_t*)(layout->dest + ns);
-        layout->work = work;
-        layout->x = work;
-        layout->v = layout->x + 3 * n;
-        layout->f = layout->v + 3 * n;
-        layout->cover = (uint64_t*)(layout->f + 3 * n);
-        layout->node_order = (int32_t*)(layout->cover + n);
-        layout->rank = layout->node_order + n;
-        work = NULL; /* the layout owns it now */
-        ok = rank_nodes(m, layout, rank) == 0 && sort_springs(m, rank, start, sorted) == 0;
+        ok = sort_springs(m, start, sorted) == 0;
     }
     if (ok) {
-        find_lane_groups(m, layout, rank, start, sorted);
+        find_lane_groups(m, layout, start, sorted);
         layout->nblock = cut_blocks(m, layout, start);
-        arrange_blocks(m, layout, start, sorted, rank);
+        arrange_blocks(m, layout, start, sorted);
         place_halos(layout);
         layout->node_block = block_nodes(n);
         layout->nnode_block = (n + layout->node_block - 1) / layout->node_block;
@@ -334,10 +307,8 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
         ok = layout->halo != NULL;
     }
     free(start);
-    free(rank);
     free(sorted);
     if (!ok) {
-        free(work);
         if (layout == NULL) free(buffer);
         else layout->buffer = buffer;
         ms_layout_destroy(layout);
@@ -350,7 +321,6 @@ ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
 void ms_layout_destroy(ms_layout* layout) {
     if (layout == NULL) return;
     free(layout->halo);
-    free(layout->work);
     free(layout->buffer);
     free(layout);
 }
@@ -385,47 +355,7 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout) {
     }
 }
 
-/* How far ahead the copies between the orders ask for memory (nodes). */
-#define MS_PREFETCH_AHEAD 16
-
-void ms_layout_load(const ms_layout* layout, int64_t b, const double* x, const double* v) {
-    const int64_t end = layout->node_start[b + 1];
-    for (int64_t r = layout->node_start[b]; r < end; ++r) {
-        if (r + MS_PREFETCH_AHEAD < end) {
-            const int64_t ahead = layout->node_order[r + MS_PREFETCH_AHEAD];
-            MS_PREFETCH(x + 3 * ahead);
-            MS_PREFETCH(v + 3 * ahead);
-        }
-        const int64_t node = layout->node_order[r];
-        for (int a = 0; a < 3; ++a) {
-            layout->x[3 * r + a] = x[3 * node + a];
-            layout->v[3 * r + a] = v[3 * node + a];
-            layout->f[3 * r + a] = 0.0;
-        }
-    }
-}
-
-/* The halo of block b holding rank r (node_start[b + 1] <= r < the halo's end). */
-static const double* halo_of(const ms_layout* layout, int64_t b, int64_t r) {
-    return layout->halo + 3 * (layout->halo_start[b] + r - layout->node_start[b + 1]);
-}
-
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f) {
-    if (layout->node_order != NULL) {
-        for (int64_t i = begin; i < end; ++i) {
-            if (i + MS_PREFETCH_AHEAD < end) MS_PREFETCH(layout->f + 3 * (int64_t)layout->rank[i + MS_PREFETCH_AHEAD]);
-            const int64_t r = layout->rank[i];
-            double* fi = f + 3 * i;
-            for (int a = 0; a < 3; ++a) fi[a] += layout->f[3 * r + a];
-            for (uint64_t cover = layout->cover[i]; cover != 0; cover &= cover - 1) {
-                int64_t b = 0;
-                while (!(cover >> b & 1)) ++b;
-                const double* halo = halo_of(layout, b, r);
-                for (int a = 0; a < 3; ++a) fi[a] += halo[a];
-            }
-        }
-        return;
-    }
     for (int64_t b = 0; b < layout->nblock; ++b) {
         const int64_t first = layout->node_start[b + 1];
         const int64_t last = first + (layout->halo_start[b + 1] - layout->halo_start[b]);
@@ -483,7 +413,6 @@ ms_node_energy_kernel ms_node_energy_kernel_path(void) { return MS_FASTEST_KERNE
 double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double* x) {
     const int32_t* pairs = layout->pairs;
     const double* params = layout->params;
-    const int32_t* node = layout->node_order; /* the node of each rank; NULL: ranks are nodes */
     double sum = 0.0;
     const int64_t end = layout->spring_start[b + 1];
     for (int64_t s = layout->spring_start[b]; s < end;) {
@@ -493,8 +422,7 @@ double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double*
         for (int64_t r = s; r < s + count; ++r) {
             const double* p = k > 0 ? params + 3 * (s + MS_LANES * ((r - s) / MS_LANES)) + (r - s) % MS_LANES
                                     : params + 3 * r;
-            const int64_t i = node != NULL ? node[pairs[2 * r]] : pairs[2 * r];
-            const int64_t j = node != NULL ? node[pairs[2 * r + 1]] : pairs[2 * r + 1];
+            const int64_t i = pairs[2 * r], j = pairs[2 * r + 1];
             const double dx = x[3 * j] - x[3 * i], dy = x[3 * j + 1] - x[3 * i + 1], dz = x[3 * j + 2] - x[3 * i + 2];
             const double stretch = sqrt(dx * dx + dy * dy + dz * dz) - p[0];
             sum += p[k > 0 ? MS_LANES : 1] * stretch * stretch;

@@ -1,34 +1,28 @@
 /* The spring layout: the copy of the springs that a step visits, ordered for the spring
  * kernel, and the fixed blocks that the step's spring stage is cut into.
  *
- * Nodes are ranked in an order that keeps the nodes of a spring close together: the
- * user's own numbering when it already does (a grid's rows), else a breadth-first order
- * of the network from a peripheral node (Cuthill and McKee 1969), so that the springs
- * visited one after the other touch nearby nodes whatever the numbering.  The ranks are
- * internal: x, v and f stay in the user's order.  In a ranked layout (one whose ranks
- * are not the user's numbering) a step copies x and v into rank order, block by block,
- * the kernel works on the copies and its forces go back to f node by node
- * (ms_layout_load, ms_layout_gather): a node's data then sit beside its neighbours'.
- * Everything below is in ranks.
+ * The layout works in its model's numbering, which a step needs to keep the nodes of a
+ * spring close together: a grid's rows do.  A network whose numbering does not (nodes
+ * numbered at random, a mesh in its exporter's order) steps on a copy renumbered in the
+ * order of ms_rank_nodes (ranked.c), and the layout is the copy's.
  *
- * Springs are sorted by the rank of their lower-ranked end (their owner), then of the
- * other end (each stored owner first).  Four owners with k springs each form a group of
- * 4 k springs, stored in the order (j, owner), with their parameters as, for each j, the
+ * Springs are sorted by their lower-numbered end (their owner), then by the other end
+ * (each stored owner first).  Four owners with k springs each form a group of 4 k
+ * springs, stored in the order (j, owner), with their parameters as, for each j, the
  * four rest lengths, then the four k, then the four c.  The kernel evaluates the four
  * springs of one j together, one lane per owner, on every processor: as one AVX2 vector,
  * two SSE2 vectors or four plain doubles, with the same operations in the same order, so
- * every path gives the same bits.  A lane group (in the user's order only) is four
- * consecutive nodes a..a+3 whose j-th springs reach equally far up the numbering, so their
- * ends are read and written four at a time; a gathered group is any four owners of a
- * block with the same k, their ends read and written one lane at a time.  The springs of
- * owners left over stay single.
+ * every path gives the same bits.  A lane group is four consecutive nodes a..a+3 whose
+ * j-th springs reach equally far up the numbering, so their ends are read and written
+ * four at a time; a gathered group is any four owners of a block with the same k, their
+ * ends read and written one lane at a time.  The springs of owners left over stay single.
  *
  * Blocks are consecutive runs of about the same number of springs, cut between the
  * springs of two owners (never inside a lane group), chosen from the network alone: the
- * same for any number of threads.  Block b owns the nodes of ranks [node_start[b],
+ * same for any number of threads.  Block b owns the nodes [node_start[b],
  * node_start[b + 1]): its springs add their forces on owned nodes straight into the force
- * array, and on the higher-ranked nodes they reach beyond (its halo) into a buffer of its
- * own, added to the forces afterwards in block order.  No two blocks write the same
+ * array, and on the higher-numbered nodes they reach beyond (its halo) into a buffer of
+ * its own, added to the forces afterwards in block order.  No two blocks write the same
  * memory, so they can run at once, and every node's force is summed in an order fixed by
  * the layout.
  */
@@ -51,34 +45,23 @@ typedef struct ms_layout ms_layout;
 typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,
                                    double* energy);
 
-/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x (user
-   numbering), summed in the layout's order from its parameters (after ms_layout_refresh):
+/* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x, summed in the layout's order from its parameters (after ms_layout_refresh):
    the same bits on every path and thread count. */
 double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double* x);
 
 struct ms_layout {
     int64_t nnode, nspring;
     int32_t* order;      /* user index of the spring at each sorted position   (nspring)     */
-    int32_t* pairs;      /* (owner, other) rank of each sorted spring          (nspring x 2) */
-    int32_t* dest;       /* where the force on the other end goes: its rank if the block owns
+    int32_t* pairs;      /* (owner, other) node of each sorted spring          (nspring x 2) */
+    int32_t* dest;       /* where the force on the other end goes: its node if the block owns
                             it, else -1 - its place in the block's halo        (nspring)     */
     double* params;      /* (rest, k, c) by sorted position, groups by kind     (nspring x 3) */
     uint16_t* lanes;     /* at the first owner of a group of 4 k springs: k, with MS_GATHERED
-                            if it is gathered; else 0                     (nnode, by rank) */
-    /* a ranked layout only (else all NULL): */
-    int32_t* node_order; /* the node of each rank                                 (nnode)  */
-    int32_t* rank;       /* the rank of each node                                 (nnode)  */
-    uint64_t* cover;     /* bit b set: node i is in block b's halo (at most 33 blocks)
-                                                                          (nnode)  */
-    double* x;           /* positions, velocities and the springs' forces by rank,
-                            loaded and zeroed by ms_layout_load         (nnode x 3 each) */
-    double* v;
-    double* f;
-    void* work;          /* the allocation they live in */
+                            if it is gathered; else 0                              (nnode) */
     int64_t nblock;
     int64_t* spring_start; /* block b's springs: [spring_start[b], spring_start[b + 1]) (nblock + 1) */
-    int64_t* node_start;   /* block b's ranks: [node_start[b], node_start[b + 1])   (nblock + 1) */
-    int64_t* halo_start;   /* block b's halo, ranks [node_start[b + 1], ... + halo length), at
+    int64_t* node_start;   /* block b's nodes: [node_start[b], node_start[b + 1])   (nblock + 1) */
+    int64_t* halo_start;   /* block b's halo, nodes [node_start[b + 1], ... + halo length), at
                               halo + 3 halo_start[b]; halo length halo_start[b + 1] - halo_start[b]
                                                                                  (nblock + 1) */
     double* halo;          /* (3 x halo_start[nblock]) */
@@ -98,13 +81,8 @@ void ms_layout_destroy(ms_layout* layout);
    since the last call (ms_state.parameters_unchanged). */
 void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 
-/* A ranked layout: copies x and v of the ranks block b owns into layout->x and v, and
-   zeroes their layout->f. */
-void ms_layout_load(const ms_layout* layout, int64_t b, const double* x, const double* v);
-
-/* Adds what the springs left aside to the forces f of the nodes [begin, end) (user
-   numbers): the halos of the blocks, in block order, after (in a ranked layout) the
-   forces by rank. */
+/* Adds what the springs left aside to the forces f of the nodes [begin, end): the halos
+   of the blocks, in block order. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
 /* What an Euler update can sum beside: the kinetic energy 1/2 m |v|^2 into *kinetic and the
@@ -190,6 +168,13 @@ ms_node_energy_kernel ms_node_energy_kernel_path(void);
    where each key's items begin, start[nkey] = count. */
 void ms_counting_sort(const int64_t* key, const int32_t* items, int64_t count, int64_t nkey, int64_t* start,
                       int32_t* order);
+
+/* The order a network steps in when its own numbering does not keep the nodes of a spring
+   close together: a breadth-first order from a node as far as possible from its first
+   (Cuthill and McKee 1969), unless the numbering is about as local already (its springs
+   span at most half as much again).  *node_order receives the node of each rank (nnode,
+   malloc'd), or NULL when the numbering is kept.  Returns 0, or -1 if out of memory. */
+int ms_rank_nodes(const ms_model* m, int32_t** node_order);
 
 /* The springs of each node: those of node i are list[start[i] .. start[i + 1]), in spring
    order; start has nnode + 1 entries, list 2 nspring.  Returns 0, or -1 if out of memory. */

@@ -105,6 +105,7 @@ void ms_state_destroy(ms_state* s) {
     free(s->block_energy);
     ms_colouring_free(s->constraints);
     ms_projective_free(s->projective);
+    ms_ranked_free(s->ranked);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);
@@ -121,6 +122,7 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     memset(&s->ledger, 0, sizeof s->ledger);
     s->watched = 0;
     memset(&s->solver, 0, sizeof s->solver);
+    if (s->ranked != NULL) ((ms_ranked*)s->ranked)->current = 0;
     for (int64_t k = 0; k < s->collider_count && k < m->ncollider; ++k)
         memcpy(s->collider_center + 3 * k, m->colliders[k].center, sizeof(double) * 3);
 }
@@ -206,7 +208,13 @@ void ms_state_move_colliders(const ms_model* m, ms_state* s, double h) {
 }
 
 int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
+    if (s->ranked != NULL) return MS_OK;
     if (s->layout == NULL) {
+        int32_t* node_order;
+        if (ms_rank_nodes(m, &node_order) != 0)
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory ordering %lld nodes for the step",
+                                (long long)m->nnode);
+        if (node_order != NULL) return ms_ranked_create(m, s, node_order, err);
         s->layout = ms_layout_create(m, err);
         if (s->layout == NULL) return MS_ERR_MEMORY;
     }

@@ -57,38 +57,17 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     const int nodes = energy && !(w->start_energy & MS_START_UPDATE);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
-    if (layout->node_order == NULL) {
-        /* block by block: the owned nodes' own forces (gravity, drag, external) start
-           their sums, then the springs add to them and to the block's halo */
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-            flows[b] = no_flow;
-            const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
-            ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
-            if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
-            ms_block_energy* sums = energy ? &tm->block_energy[b] : NULL;
-            if (nodes)
-                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic,
-                                &sums->gravity);
-            flows[b].dampers = tm->springs(layout, b, x, v, f, sums != NULL ? &sums->spring : NULL);
-        }
-    } else {
-        /* a ranked layout: every node's own forces, and x and v copied into rank order;
-           the springs work on the copies, and their forces join f in the gather */
-        MS_FOR_MY_NODES(w, b, begin, end) {
-            tm->nodes[b].forces[ticket] = no_flow;
-            ms_node_forces(m, x, v, external, t, begin, end, f, &tm->nodes[b].forces[ticket]);
-            if (own != NULL) memcpy(own + 3 * begin, f + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
-            if (nodes)
-                tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, begin, end, &tm->nodes[b].kinetic,
-                                &tm->nodes[b].gravity);
-        }
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) ms_layout_load(layout, b, x, v);
-        ms_sync(w);
-        for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
-            flows[b] = no_flow;
-            flows[b].dampers =
-                tm->springs(layout, b, layout->x, layout->v, layout->f, energy ? &tm->block_energy[b].spring : NULL);
-        }
+    /* block by block: the owned nodes' own forces (gravity, drag, external) start their
+       sums, then the springs add to them and to the block's halo */
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+        flows[b] = no_flow;
+        const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
+        ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
+        if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
+        ms_block_energy* sums = energy ? &tm->block_energy[b] : NULL;
+        if (nodes)
+            tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic, &sums->gravity);
+        flows[b].dampers = tm->springs(layout, b, x, v, f, sums != NULL ? &sums->spring : NULL);
     }
     ms_sync(w);
     if (w->node_first < w->node_last) { /* the halos, for the worker's nodes at once */
@@ -133,8 +112,6 @@ ms_flow ms_forces_flow(const ms_team* tm, int ticket) {
     ms_flow rate = no_flow;
     const ms_flow* flows = tm->block_flow + ticket * tm->layout->nblock;
     for (int64_t b = 0; b < tm->layout->nblock; ++b) ms_flow_add(&rate, &flows[b], 1.0);
-    if (tm->layout->node_order != NULL)
-        for (int64_t b = 0; b < tm->nnode_block; ++b) ms_flow_add(&rate, &tm->nodes[b].forces[ticket], 1.0);
     for (int64_t b = 0; b < tm->nnode_block; ++b) rate.pins += tm->nodes[b].pins[ticket];
     if (tm->face_forces) ms_flow_add(&rate, &tm->face_flow[ticket], 1.0);
     return rate;
@@ -297,7 +274,7 @@ static void sum_energies(const ms_team* tm, int node_blocks, double out[3]) {
 static void keep_start_energy(ms_worker* w) {
     if (w->id != 0) return;
     ms_state* s = w->team->s;
-    const int node_blocks = w->team->layout->node_order != NULL || (w->start_energy & MS_START_UPDATE);
+    const int node_blocks = (w->start_energy & MS_START_UPDATE) != 0;
     sum_energies(w->team, node_blocks, s->start_energy);
     s->start_energy_valid = 1;
 }
@@ -474,6 +451,7 @@ void ms_step_forces(const ms_model* m, ms_state* s, const double* x, const doubl
 
 int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err) {
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    if (s->ranked != NULL) return ms_ranked_forces(m, s, flow, err);
     ms_layout_refresh(m, s->layout);
     ms_state_prepare(m, s); /* as ms_step decides what is active */
     ms_flow flows;
@@ -526,17 +504,18 @@ static int check_state(const ms_model* m, const ms_state* s, int motion, ms_erro
     return ms_check_finite_vectors(s->collider_center, s->collider_count, "collider positions", err);
 }
 
-int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+/* What the caller changed since the state was watched (not before the first step, which
+   is the set-up of the initial state) goes to the ledger. */
+static void book_watched(const ms_model* m, ms_state* s) {
+    if (!s->watched) return;
+    if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
+    s->watched = 0;
+}
+
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
     /* the caller's word holds for this call only */
-    const int parameters = !s->parameters_unchanged || s->layout == NULL || !s->layout->filled;
-    const int motion = !s->motion_unchanged;
     const int keep_start = s->keep_start_energy;
-    s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->start_energy_valid = 0;
-    if (!isfinite(h) || h <= 0.0)
-        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
-    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
-    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
-    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
+    s->keep_start_energy = s->start_energy_valid = 0;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
@@ -553,12 +532,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     prepare(m, s, parameters);
     if (integrator == MS_XPBD && (parameters || ((const ms_colouring*)s->constraints)->h != h))
         ms_xpbd_prepare(m, s, h);
-    /* What the caller changed since the state was watched (not before the first step,
-       which is the set-up of the initial state). */
-    if (s->watched) {
-        if (s->steps > 0) s->ledger.user += ms_mechanical_energy(m, s->x, s->v) - s->watched_energy;
-        s->watched = 0;
-    }
+    book_watched(m, s);
 
     call c;
     memset(&c, 0, sizeof c);
@@ -600,22 +574,43 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
         memcpy(s->x, c.x_final, bytes);
         memcpy(s->v, c.v_final, bytes);
     }
-    int status = MS_OK;
-    if (c.completed < n) {
-        memcpy(s->f, s->f_saved, bytes);
-        if (c.out_of_memory)
-            status = ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
-        else
-            status = ms_error_set(err, MS_ERR_DIVERGED,
-                                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
-                                  "became non-finite; the state was rolled back to the step before. "
-                                  "Use a smaller dt, more damping, or a more stable integrator",
-                                  (long long)(s->steps + 1), s->t);
-        if (err != NULL && !c.out_of_memory) {
-            err->step = s->steps + 1;
-            err->time = s->t;
-        }
+    if (c.completed == n) return MS_OK;
+    memcpy(s->f, s->f_saved, bytes);
+    if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+    ms_error_set(err, MS_ERR_DIVERGED,
+                 "the simulation diverged at step %lld (t = %g s): a position or velocity "
+                 "became non-finite; the state was rolled back to the step before. "
+                 "Use a smaller dt, more damping, or a more stable integrator",
+                 (long long)(s->steps + 1), s->t);
+    if (err != NULL) {
+        err->step = s->steps + 1;
+        err->time = s->t;
     }
+    return MS_ERR_DIVERGED;
+}
+
+/* The parameters were checked and read by an earlier step call: into the layout, or into
+   the renumbered copy's. */
+static int parameters_read(const ms_state* s) {
+    if (s->ranked != NULL) return ms_ranked_filled(s);
+    return s->layout != NULL && s->layout->filled;
+}
+
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    /* the caller's word holds for this call only */
+    const int parameters = !s->parameters_unchanged || !parameters_read(s);
+    const int motion = !s->motion_unchanged;
+    s->parameters_unchanged = s->motion_unchanged = 0;
+    if (!isfinite(h) || h <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
+    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
+    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
+    if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    book_watched(m, s);
+    /* A network whose numbering is not local steps on a copy renumbered by rank. */
+    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
+                                         : ms_step_call(m, s, h, n, parameters, err);
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
         s->watched = 1;

@@ -18,9 +18,6 @@
 /* What a node block sums in a stage. */
 typedef struct ms_node_sums {
     double pins[2];     /* W: the pins' power, by forces ticket */
-    ms_flow forces[2];  /* W: the flows of the forces other than the springs', by forces
-                           ticket, when the layout ranks the nodes in its own order (else
-                           the spring blocks take them) */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
     double kinetic;     /* J: the kinetic energy of these nodes' free nodes */
@@ -30,9 +27,8 @@ typedef struct ms_node_sums {
     double reduce[7];   /* the implicit solver's dot products and residual parts */
 } ms_node_sums;
 
-/* What a spring block sums of the mechanical energy: its springs' elastic energy and, in a
-   layout that keeps the user's numbering, the kinetic and gravitational energy of the nodes
-   it owns (else the node blocks sum those). */
+/* What a spring block sums of the mechanical energy: its springs' elastic energy and the
+   kinetic and gravitational energy of the nodes it owns (unless the node blocks sum those). */
 typedef struct ms_block_energy {
     double spring, kinetic, gravity; /* J */
 } ms_block_energy;
@@ -63,9 +59,9 @@ typedef struct ms_team {
 
 /* What sums the mechanical energy of the state a step call starts from (ms_worker's
    start_energy), when the caller asks for it: the first forces evaluation sums the springs'
-   and, unless the update does, the nodes' kinetic and gravitational energy (by spring block
-   in a layout in the user's numbering, else by node block); the Euler update of the first
-   step sums the nodes' by node block (ms_start_request), from the x and v it reads anyway. */
+   and, unless the update does, the nodes' kinetic and gravitational energy by spring block;
+   the Euler update of the first step sums the nodes' by node block (ms_start_request), from
+   the x and v it reads anyway. */
 enum { MS_START_FORCES = 1, MS_START_UPDATE = 2 };
 
 typedef struct ms_worker {
@@ -133,5 +129,11 @@ extern const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT];
    caller finishes the nodes. */
 int ms_implicit_stages(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                        ms_flow* flow);
+
+/* A step call after ms_step's checks of its arguments, with the state's layout made:
+   n steps of h on s; parameters: the model's parameters may have changed since the last
+   call (they are read again).  Returns MS_OK, or MS_ERR_DIVERGED with the state rolled
+   back to its last finite step, or MS_ERR_MEMORY. */
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err);
 
 #endif

@@ -13,10 +13,10 @@
 /* recorded from a run of test_golden_hash: symplectic Euler on the user's numbering and
    on a shuffled one (a ranked layout), and xpbd (whose ledger holds the numerical part) */
 #define GOLDEN_HASH 0xf26ba2fc7d613054ULL
-#define GOLDEN_RANKED_HASH 0x27b8e087984b0159ULL
+#define GOLDEN_RANKED_HASH 0x3d3384248484f48dULL
 #define GOLDEN_HASH_XPBD 0xb8bca810b14e4263ULL
 /* and of the energies the last step call of the first two kept of the state it started from */
-#define GOLDEN_START_ENERGY_HASH 0x5c0f71bbaee44400ULL
+#define GOLDEN_START_ENERGY_HASH 0xe5e656e6cfb27a4bULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {

@@ -220,10 +220,13 @@ typedef struct ms_state {
                                  neither checks nor re-reads them (the Python binding sets it
                                  when no writable view of them can have been written since).
                                  Every step call clears it. */
-    int motion_unchanged;     /* the same for x and v: the step does not check them again */
+    int motion_unchanged;     /* the same for x and v (as the previous step call or reset left
+                                 them): the step does not check them, nor copy them into the
+                                 renumbered copy, again */
     int keep_start_energy;    /* set by the caller before ms_step: the step call keeps the
                                  mechanical energy of the state it starts from in start_energy,
-                                 as a by-product of its first forces.  Every step call clears it. */
+                                 as a by-product of its first forces.  Every step call that steps clears it
+                                 (a renumbered copy's call: the state's). */
     int start_energy_valid;   /* start_energy is that of the last step call (set by ms_step) */
     double start_energy[3];   /* kinetic, spring and gravitational energy (J) of the state the
                                  last step call started from: as ms_state_energy's but summed
@@ -247,6 +250,9 @@ typedef struct ms_state {
        the model's collider positions (where they start) on reset */
     void* constraints;   /* xpbd's spring colours and multipliers, made by its first step */
     void* projective;    /* projective dynamics' factored matrix and work, made by its first step */
+    void* ranked;        /* for a network whose numbering is not local (then without a layout
+                            of its own): its model and state renumbered by rank, which its
+                            steps run on; made by its first step */
     double* collider_center; /* current center of each collider        (ncollider x 3) */
     int64_t* collider_id;    /* the model collider each row belongs to  (ncollider)     */
     int64_t collider_count;  /* rows in use: m->ncollider */
