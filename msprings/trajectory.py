@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import mmap
 import os
 import sys
@@ -322,18 +323,22 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
                           "record_every)") from None
 
-    # views that change nothing, so the energy ledger need not watch them
-    x, v = system._readonly_state()
+    last = count - 1
 
-    def keep(r: int) -> None:
+    def keep(r: int) -> bool:
+        """Records the state but, unless it is the last record or the caller changed the energy
+        since the last step (pending for the ledger's user part), its mechanical energy: the
+        next step call keeps that as it starts.  Returns True if it is left to that call."""
         times[r] = system.t
         step_counts[r] = system.steps
-        positions[r] = x
-        if speeds is not None:
-            speeds[r] = v
-        energy[r], ledger[r] = system._energy_and_ledger()
+        system._record_state(positions[r], None if speeds is None else speeds[r])
         for c, collider in enumerate(colliders):
             centers[r, c] = system._get_collider(collider.id)[1]
+        if r == last or (system.steps > 0 and not math.isnan(system._watched_energy())):
+            energy[r], ledger[r] = system._energy_and_ledger()
+            return False
+        ledger[r] = system._ledger(False)
+        return True
 
     show = progress if progress is not None else (_interactive() and steps * (n + system.n_springs) > 5e8)
     bar = _Progress(steps) if show else None
@@ -341,13 +346,34 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                             system.pinned.copy(), system.rest.copy(),
                             None if system.uv is None else system.uv.copy(), _collider_dicts(system), centers,
                             float(dt))
-    keep(0)
+    left = keep(0)
     done = 0
-    for r in range(1, count):
-        chunk = min(record_every, steps - done)
-        system.step(dt, chunk)
-        done += chunk
-        keep(r)
-        if bar is not None:
-            bar.update(done)
+    system._keep_start_energy(True)
+    try:
+        for r in range(1, count):
+            chunk = min(record_every, steps - done)
+            system.step(dt, chunk)
+            if left:
+                energy[r - 1, :3] = system._start_energy()
+            done += chunk
+            left = keep(r)
+            if bar is not None:
+                bar.update(done)
+    finally:
+        system._keep_start_energy(False)
+    _energy_sums(energy, ledger)
     return trajectory
+
+
+def _energy_sums(energy: np.ndarray, ledger: np.ndarray) -> None:
+    """Fills the energy columns dissipated, work, mechanical and total from kinetic, spring,
+    gravity and the ledger, summed as :meth:`System.energy` sums them (the same bits)."""
+    columns = {name: energy[:, i] for i, name in enumerate(ENERGY_FIELDS)}
+    parts = {name: ledger[:, i] for i, name in enumerate(LEDGER_FIELDS)}
+    dissipated = parts["dampers"] + parts["drag"] + parts["contact"] + parts["energy_loss"] + parts["numerical"]
+    work = parts["wind"] + parts["external"] + parts["pins"] + parts["colliders"] + parts["constraints"] + parts["user"]
+    mechanical = columns["kinetic"] + columns["spring"] + columns["gravity"]
+    columns["dissipated"][:] = dissipated
+    columns["work"][:] = work
+    columns["mechanical"][:] = mechanical
+    columns["total"][:] = mechanical + dissipated - work

@@ -16,7 +16,11 @@
 
 #include <limits.h>
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#endif
 
 #include "msprings/msprings.h"
 
@@ -42,6 +46,8 @@ typedef struct {
                                   lives */
     int parameters_written; /* a parameter view was handed out since the last step */
     int energy_written;     /* an energy view was handed out since the last step */
+    int keep_start_energy;  /* each step call keeps the mechanical energy of the state it
+                               starts from (state->start_energy), for a recording */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -697,10 +703,13 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     self->parameters_written = self->energy_written = 0;
     self->stepping = ms_process_id();
     int interrupted = 0; /* a signal handler raised between chunks */
+    int start_energy_valid = 0; /* the first chunk's, which the call starts with */
+    double start_energy[3] = {0.0, 0.0, 0.0};
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
         int64_t count = n - done < chunk ? n - done : chunk;
         state->parameters_unchanged = parameters_unchanged;
         state->motion_unchanged = motion_unchanged;
+        state->keep_start_energy = self->keep_start_energy && done == 0;
         parameters_unchanged = !parameter_views;
         motion_unchanged = !energy_views;
         if (release) {
@@ -710,10 +719,16 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         } else {
             status = ms_step(model, state, dt, count, &err);
         }
+        if (done == 0) {
+            start_energy_valid = state->start_energy_valid;
+            memcpy(start_energy, state->start_energy, sizeof start_energy);
+        }
         done += count;
         if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
+    state->start_energy_valid = start_energy_valid;
+    memcpy(state->start_energy, start_energy, sizeof start_energy);
     if (interrupted) return NULL;
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
@@ -795,20 +810,6 @@ static PyObject* System_update_forces(SystemObject* self, PyObject* Py_UNUSED(ig
     ms_error err;
     if (ms_state_forces(self->model, self->state, NULL, &err) != MS_OK) return raise_ms_error(&err);
     return make_view(self, self->state->f, 2, (npy_intp)self->model->nnode, 3, NPY_DOUBLE, 1);
-}
-
-/* Read-only views of x and v: through them nothing can change, so they are not watched. */
-static PyObject* System_readonly_state(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
-    if (require_ready(self) < 0) return NULL;
-    const npy_intp n = (npy_intp)self->model->nnode;
-    PyObject* x = make_view(self, self->state->x, 2, n, 3, NPY_DOUBLE, 0);
-    PyObject* v = make_view(self, self->state->v, 2, n, 3, NPY_DOUBLE, 0);
-    if (x == NULL || v == NULL) {
-        Py_XDECREF(x);
-        Py_XDECREF(v);
-        return NULL;
-    }
-    return Py_BuildValue("(NN)", x, v);
 }
 
 static PyObject* System_reset(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
@@ -1037,6 +1038,65 @@ static PyObject* System_watched_energy(SystemObject* self, PyObject* Py_UNUSED(i
     return PyFloat_FromDouble(self->state->watched ? self->state->watched_energy : NAN);
 }
 
+/* n doubles from src to dst, around the caches where the processor can (x86-64): a
+   recording's rows are written once and not read while it runs, and writing them through
+   the caches would first read every line of them and evict what the step works on. */
+static void copy_around_caches(double* dst, const double* src, size_t n) {
+#if defined(__SSE2__) || defined(_M_X64)
+    size_t i = 0;
+    for (; i < n && ((uintptr_t)(dst + i) & 15) != 0; ++i) dst[i] = src[i];
+    for (; i + 2 <= n; i += 2) _mm_stream_pd(dst + i, _mm_loadu_pd(src + i));
+    for (; i < n; ++i) dst[i] = src[i];
+    _mm_sfence();
+#else
+    memcpy(dst, src, n * sizeof(double));
+#endif
+}
+
+/* The row of a recording that one of x and v goes to: a writable C-contiguous float64
+   array of nnode x 3 values, or NULL with TypeError/ValueError set. */
+static double* record_row(SystemObject* self, PyObject* row, const char* name) {
+    if (!PyArray_Check(row) || PyArray_TYPE((PyArrayObject*)row) != NPY_DOUBLE) {
+        PyErr_Format(PyExc_TypeError, "%s must be a float64 array", name);
+        return NULL;
+    }
+    PyArrayObject* array = (PyArrayObject*)row;
+    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISWRITEABLE(array) ||
+        PyArray_SIZE(array) != 3 * (npy_intp)self->model->nnode) {
+        PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous array of %lld values (nodes x 3)", name,
+                     3LL * (long long)self->model->nnode);
+        return NULL;
+    }
+    return (double*)PyArray_DATA(array);
+}
+
+static PyObject* System_record_state(SystemObject* self, PyObject* args) {
+    PyObject *positions, *velocities = Py_None;
+    if (!PyArg_ParseTuple(args, "O|O:_record_state", &positions, &velocities)) return NULL;
+    if (require_ready(self) < 0) return NULL;
+    double* x = record_row(self, positions, "positions");
+    double* v = x == NULL || velocities == Py_None ? NULL : record_row(self, velocities, "velocities");
+    if (x == NULL || (v == NULL && velocities != Py_None)) return NULL;
+    const size_t n = 3 * (size_t)self->model->nnode;
+    copy_around_caches(x, self->state->x, n);
+    if (v != NULL) copy_around_caches(v, self->state->v, n);
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_keep_start_energy(SystemObject* self, PyObject* flag) {
+    const int keep = PyObject_IsTrue(flag);
+    if (keep < 0) return NULL;
+    self->keep_start_energy = keep;
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_start_energy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0) return NULL;
+    const ms_state* s = self->state;
+    if (!s->start_energy_valid) Py_RETURN_NONE;
+    return Py_BuildValue("(ddd)", s->start_energy[0], s->start_energy[1], s->start_energy[2]);
+}
+
 static PyObject* System_check_values(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     ms_error err;
@@ -1085,11 +1145,17 @@ static PyMethodDef System_methods[] = {
     {"_restore_clock", (PyCFunction)System_restore_clock, METH_VARARGS,
      "_restore_clock(t, steps, ledger, watched=nan): set the time, step count, the ledger's eleven values and the "
      "recorded energy that the next step books the caller's changes against (nan: none) (model files)."},
-    {"_readonly_state", (PyCFunction)System_readonly_state, METH_NOARGS,
-     "(x, v): read-only views of the positions (m) and velocities (m/s), which, unlike the x and v attributes, "
-     "the energy ledger need not watch (for recording)."},
     {"_watched_energy", (PyCFunction)System_watched_energy, METH_NOARGS,
      "The mechanical energy (J) the next step books the caller's changes against, or nan."},
+    {"_record_state", (PyCFunction)System_record_state, METH_VARARGS,
+     "_record_state(positions, velocities=None): copies x (m) and, unless velocities is None, v (m/s) into these "
+     "rows of a recording (writable C-contiguous float64, nodes x 3), bypassing the caches where it can."},
+    {"_keep_start_energy", (PyCFunction)System_keep_start_energy, METH_O,
+     "_keep_start_energy(flag): from now on, whether each step call keeps the mechanical energy of the state it "
+     "starts from for _start_energy (a by-product of its first forces)."},
+    {"_start_energy", (PyCFunction)System_start_energy, METH_NOARGS,
+     "(kinetic, spring, gravity) in J of the state the last step call started from, as energy() has them to "
+     "rounding, or None if that call did not keep them."},
     {"_check_values", (PyCFunction)System_check_values, METH_NOARGS,
      "_check_values(): ValueError if a value written through a view is invalid (the check step() makes)."},
     {"_eigenvalue_bounds", (PyCFunction)System_eigenvalue_bounds, METH_NOARGS,

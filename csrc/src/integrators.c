@@ -19,7 +19,9 @@ static int euler_stages(ms_worker* w, const double* x, const double* v, double* 
     ms_state* s = tm->s;
     const int ticket = ms_stage_forces(w, x, v, t, s->f);
     MS_FOR_MY_NODES(w, b, begin, end) {
-        const int finite = tm->euler(s->inv_mass, x, v, s->f, tm->h, explicit_euler, begin, end, x_out, v_out);
+        ms_energy_request request;
+        const int finite = tm->euler(s->inv_mass, x, v, s->f, tm->h, explicit_euler, begin, end, x_out, v_out,
+                                     ms_start_request(w, b, &request));
         ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
     }
     ms_sync(w);

@@ -408,6 +408,8 @@ ms_spring_kernel ms_spring_kernel_path(void) { return MS_FASTEST_KERNEL(ms_sprin
 
 ms_euler_kernel ms_euler_kernel_path(void) { return MS_FASTEST_KERNEL(ms_euler); }
 
+ms_node_energy_kernel ms_node_energy_kernel_path(void) { return MS_FASTEST_KERNEL(ms_node_energy); }
+
 double ms_layout_spring_energy(const ms_layout* layout, int64_t b, const double* x) {
     const int32_t* pairs = layout->pairs;
     const double* params = layout->params;

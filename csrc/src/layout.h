@@ -39,8 +39,11 @@
 typedef struct ms_layout ms_layout;
 
 /* Damper power (W) of the springs of block b, whose forces are added to f (owned nodes)
-   and to the block's halo (which it zeroes first). */
-typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f);
+   and to the block's halo (which it zeroes first).  Unless energy is NULL, *energy receives
+   their elastic energy k (l - L)^2 / 2 (J), summed in the block's order: the same bits on
+   every path. */
+typedef double (*ms_spring_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,
+                                   double* energy);
 
 /* The elastic energy k (l - L)^2 / 2 (J) of the springs of block b at positions x, summed in the layout's order from its parameters (after ms_layout_refresh):
    the same bits on every path and thread count. */
@@ -82,19 +85,42 @@ void ms_layout_refresh(const ms_model* m, ms_layout* layout);
    of the blocks, in block order. */
 void ms_layout_gather(const ms_layout* layout, int64_t begin, int64_t end, double* f);
 
+/* What an Euler update can sum beside: the kinetic energy 1/2 m |v|^2 into *kinetic and the
+   gravitational energy -m g.x into *potential (J) of the free nodes (inv_mass > 0) at the
+   (x, v) it reads, for masses mass and gravity g (3 values). */
+typedef struct ms_energy_request {
+    const double* mass;
+    const double* gravity;
+    double* kinetic;
+    double* potential;
+} ms_energy_request;
+
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end)
    from x, v and f with step h, written to x_out and v_out (which may be x and v) or, with
-   x_out NULL, only checked: 1 if every new value is finite.  Every path gives the same
-   values. */
+   x_out NULL, only checked: 1 if every new value is finite; and, unless energy is NULL, the
+   energies it asks for.  Every path gives the same values. */
 typedef int (*ms_euler_kernel)(const double* inv_mass, const double* x, const double* v, const double* f, double h,
-                               int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out);
+                               int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out,
+                               const ms_energy_request* energy);
+
+/* The kinetic energy 1/2 m |v|^2 and the gravitational energy -m g.x (J) of the free nodes
+   (inv_mass > 0) of [begin, end) into *kinetic and *gravity, four nodes at a time: the same
+   bits on every path. */
+typedef void (*ms_node_energy_kernel)(const double* mass, const double* inv_mass, const double gravity[3],
+                                      const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
+                                      double* potential);
 
 /* The kernels of each vector path (spring_kernel.h compiled once per path, with
-   MS_KERNEL(name) = name##_path): ms_springs_path and ms_euler_path. */
-#define MS_DECLARE_KERNELS(path)                                                                              \
-    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f); \
-    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,   \
-                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out)
+   MS_KERNEL(name) = name##_path): ms_springs_path, ms_euler_path and ms_node_energy_path. */
+#define MS_DECLARE_KERNELS(path)                                                                                     \
+    double ms_springs_##path(const ms_layout* layout, int64_t b, const double* x, const double* v, double* f,        \
+                             double* energy);                                                                        \
+    int ms_euler_##path(const double* inv_mass, const double* x, const double* v, const double* f, double h,         \
+                        int explicit_euler, int64_t begin, int64_t end, double* x_out, double* v_out,                \
+                        const ms_energy_request* energy);                                                            \
+    void ms_node_energy_##path(const double* mass, const double* inv_mass, const double gravity[3],                  \
+                               const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,        \
+                               double* potential)
 MS_DECLARE_KERNELS(plain);
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MS_NO_VECTOR)
 #define MS_SSE2_PATH 1
@@ -135,6 +161,7 @@ double ms_spring_force(const double xa[3], const double xb[3], const double va[3
 /* The kernels this processor runs (the fastest path it has). */
 ms_spring_kernel ms_spring_kernel_path(void);
 ms_euler_kernel ms_euler_kernel_path(void);
+ms_node_energy_kernel ms_node_energy_kernel_path(void);
 
 /* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r
    itself if items is NULL) sorted by key[item] in [0, nkey); start (nkey + 1) receives

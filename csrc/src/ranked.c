@@ -124,6 +124,7 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
     rs->solver = s->solver;
     rs->default_threads = s->default_threads;
     rs->watched = 0; /* the caller's changes were booked on s */
+    rs->keep_start_energy = s->keep_start_energy;
     return MS_OK;
 }
 
@@ -145,6 +146,10 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
     s->ledger = rs->ledger;
     s->solver = rs->solver;
     s->workers = rs->workers;
+    /* the energies of the state the call started from are sums: the same in either numbering */
+    s->keep_start_energy = 0;
+    s->start_energy_valid = rs->start_energy_valid;
+    memcpy(s->start_energy, rs->start_energy, sizeof s->start_energy);
     return status;
 }
 

@@ -84,6 +84,8 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
     copy->ledger = s->ledger;
     copy->watched = s->watched;
     copy->watched_energy = s->watched_energy;
+    copy->start_energy_valid = s->start_energy_valid;
+    memcpy(copy->start_energy, s->start_energy, sizeof copy->start_energy);
     copy->solver = s->solver;
     return copy;
 }
@@ -218,7 +220,7 @@ int ms_state_ensure_step(const ms_model* m, ms_state* s, ms_error* err) {
     }
     if (s->node_sums == NULL) s->node_sums = calloc((size_t)s->layout->nnode_block, sizeof(ms_node_sums));
     if (s->block_flow == NULL) s->block_flow = calloc(2 * (size_t)s->layout->nblock, sizeof(ms_flow));
-    if (s->block_energy == NULL) s->block_energy = calloc((size_t)s->layout->nblock, sizeof(double));
+    if (s->block_energy == NULL) s->block_energy = calloc((size_t)s->layout->nblock, sizeof(ms_block_energy));
     if (s->node_sums == NULL || s->block_flow == NULL || s->block_energy == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the step storage of %lld nodes",
                             (long long)m->nnode);

@@ -44,13 +44,17 @@ int ms_any_bad(const ms_team* tm) {
 static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};
 
 /* The forces into f; own (or NULL) receives those other than the springs', copied from f
-   before the springs add to it (the air on the triangles is added to both). */
+   before the springs add to it (the air on the triangles is added to both).  The worker's
+   first evaluation in a call with w->start_energy also sums the mechanical energy of (x, v)
+   by blocks (sum_energies adds them up). */
 static int stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f, double* own) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_state* s = tm->s;
     const ms_layout* layout = tm->layout;
     const double* external = ms_active_external(s);
+    const int energy = (w->start_energy & MS_START_FORCES) && w->tickets == 0;
+    const int nodes = energy && !(w->start_energy & MS_START_UPDATE);
     const int ticket = w->tickets++ & 1;
     ms_flow* flows = tm->block_flow + ticket * layout->nblock;
     /* block by block: the owned nodes' own forces (gravity, drag, external) start their
@@ -60,7 +64,10 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
         const int64_t first = layout->node_start[b], last = layout->node_start[b + 1];
         ms_node_forces(m, x, v, external, t, first, last, f, &flows[b]);
         if (own != NULL) memcpy(own + 3 * first, f + 3 * first, sizeof(double) * 3 * (size_t)(last - first));
-        flows[b].dampers = tm->springs(layout, b, x, v, f);
+        ms_block_energy* sums = energy ? &tm->block_energy[b] : NULL;
+        if (nodes)
+            tm->node_energy(m->mass, s->inv_mass, m->opt.gravity, x, v, first, last, &sums->kinetic, &sums->gravity);
+        flows[b].dampers = tm->springs(layout, b, x, v, f, sums != NULL ? &sums->spring : NULL);
     }
     ms_sync(w);
     if (w->node_first < w->node_last) { /* the halos, for the worker's nodes at once */
@@ -81,6 +88,16 @@ static int stage_forces(ms_worker* w, const double* x, const double* v, double t
     MS_FOR_MY_NODES(w, b, begin, end)
     tm->nodes[b].pins[ticket] = s->moving_pins ? ms_pin_power(m, x, v, external, t, f, begin, end) : 0.0;
     return ticket;
+}
+
+const ms_energy_request* ms_start_request(const ms_worker* w, int64_t b, ms_energy_request* request) {
+    if (!(w->start_energy & MS_START_UPDATE) || w->tickets != 1) return NULL;
+    ms_team* tm = w->team;
+    request->mass = tm->m->mass;
+    request->gravity = tm->m->opt.gravity;
+    request->kinetic = &tm->nodes[b].kinetic;
+    request->potential = &tm->nodes[b].gravity;
+    return request;
 }
 
 int ms_stage_forces(ms_worker* w, const double* x, const double* v, double t, double* f) {
@@ -220,24 +237,53 @@ static double stage_energy(ms_worker* w, const double* x, const double* v) {
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
-    MS_FOR_MY_NODES(w, b, begin, end) {
-        double kinetic, gravity;
-        ms_node_energy(m, x, v, begin, end, &kinetic, &gravity);
-        tm->nodes[b].energy = kinetic + gravity;
-    }
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_node_energy(m, x, v, begin, end, &tm->nodes[b].kinetic, &tm->nodes[b].gravity);
     for (int64_t b = w->spring_first; b < w->spring_last; ++b)
-        tm->block_energy[b] = ms_layout_spring_energy(layout, b, x);
+        tm->block_energy[b].spring = ms_layout_spring_energy(layout, b, x);
     ms_sync(w);
     double energy = 0.0;
-    for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].energy;
-    for (int64_t b = 0; b < layout->nblock; ++b) energy += tm->block_energy[b];
+    for (int64_t b = 0; b < tm->nnode_block; ++b) energy += tm->nodes[b].kinetic + tm->nodes[b].gravity;
+    for (int64_t b = 0; b < layout->nblock; ++b) energy += tm->block_energy[b].spring;
     return energy;
+}
+
+/* The kinetic, spring and gravitational energy (J) whose sums by block stage_energy or a
+   forces evaluation with w->start_energy left (the nodes' by node block if node_blocks,
+   else by spring block), added up in block order into out. */
+static void sum_energies(const ms_team* tm, int node_blocks, double out[3]) {
+    double kinetic = 0.0, spring = 0.0, gravity = 0.0;
+    for (int64_t b = 0; b < tm->layout->nblock; ++b) {
+        spring += tm->block_energy[b].spring;
+        if (!node_blocks) {
+            kinetic += tm->block_energy[b].kinetic;
+            gravity += tm->block_energy[b].gravity;
+        }
+    }
+    for (int64_t b = 0; node_blocks && b < tm->nnode_block; ++b) {
+        kinetic += tm->nodes[b].kinetic;
+        gravity += tm->nodes[b].gravity;
+    }
+    out[0] = kinetic;
+    out[1] = spring;
+    out[2] = gravity;
+}
+
+/* Worker 0 keeps the energy of the state the call started from in the state, once the
+   sums by block of w->start_energy are complete (after a barrier). */
+static void keep_start_energy(ms_worker* w) {
+    if (w->id != 0) return;
+    ms_state* s = w->team->s;
+    const int node_blocks = (w->start_energy & MS_START_UPDATE) != 0;
+    sum_energies(w->team, node_blocks, s->start_energy);
+    s->start_energy_valid = 1;
 }
 
 /* What one step call needs beyond the state. */
 typedef struct call {
     ms_team team;
     int64_t n;
+    int keep_start;    /* keep the energy of the state the call starts from (ms_state) */
     int in_place;
     int explicit_euler;
     int book_numerical; /* the step's residual of the ledger is booked as numerical */
@@ -256,15 +302,19 @@ static void run_in_place(call* c, ms_worker* w) {
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
         const int ticket = ms_stage_forces(w, s->x, s->v, t, s->f);
-        MS_FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL, NULL);
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            ms_energy_request request;
+            tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL,
+                                          NULL, ms_start_request(w, b, &request));
+        }
         ms_sync(w);
+        if (step == 0 && w->start_energy) keep_start_energy(w);
         const ms_flow rate = ms_forces_flow(tm, ticket);
         ms_flow flow = no_flow;
         ms_flow_add(&flow, &rate, tm->h);
         if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
         MS_FOR_MY_NODES(w, b, begin, end)
-        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v);
+        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v, NULL);
         t += tm->h;
         if (w->id == 0) {
             s->t += tm->h;
@@ -285,10 +335,15 @@ static void run_buffered(call* c, ms_worker* w) {
     double *x = s->x, *v = s->v, *x_next = s->x_next, *v_next = s->v_next;
     /* the mechanical energy of (x, v), carried from step to step when numerical is booked */
     double energy = c->book_numerical ? stage_energy(w, x, v) : 0.0;
+    if (c->book_numerical && c->keep_start && w->id == 0) {
+        sum_energies(tm, 1, s->start_energy);
+        s->start_energy_valid = 1;
+    }
     for (int64_t step = 0; step < c->n; ++step) {
         ms_flow flow = no_flow;
         ms_ledger booked = {0};
         int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
+        if (step == 0 && w->start_energy) keep_start_energy(w);
         ms_ledger_add_flow(&booked, &flow);
         if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
         if (finite > 0 && c->book_numerical) {
@@ -329,6 +384,11 @@ static void run_worker(void* context, int id) {
     call* c = context;
     ms_worker w;
     share(&c->team, &w, id);
+    /* the large-step solvers sum the energy anyway (stage_energy); the Euler updates read
+       every node's x and v */
+    const ms_integrator integrator = c->team.m->opt.integrator;
+    const int euler = integrator == MS_SYMPLECTIC_EULER || integrator == MS_EXPLICIT_EULER;
+    if (c->keep_start && !c->book_numerical) w.start_energy = MS_START_FORCES | (euler ? MS_START_UPDATE : 0);
     if (c->in_place)
         run_in_place(c, &w);
     else
@@ -368,6 +428,7 @@ static void solo_team(const ms_model* m, ms_state* s, ms_team* tm) {
     tm->layout = s->layout;
     tm->springs = ms_spring_kernel_path();
     tm->euler = ms_euler_kernel_path();
+    tm->node_energy = ms_node_energy_kernel_path();
     tm->count = 1;
     tm->nnode_block = s->layout->nnode_block;
     tm->nodes = s->node_sums;
@@ -452,6 +513,9 @@ static void book_watched(const ms_model* m, ms_state* s) {
 }
 
 int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
+    /* the caller's word holds for this call only */
+    const int keep_start = s->keep_start_energy;
+    s->keep_start_energy = s->start_energy_valid = 0;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
@@ -475,6 +539,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     solo_team(m, s, &c.team);
     c.team.h = h;
     c.n = n;
+    c.keep_start = keep_start;
     c.in_place = in_place;
     c.explicit_euler = integrator == MS_EXPLICIT_EULER;
     /* The large-step solvers damp by themselves, and the ledger books it; the explicit

@@ -20,11 +20,18 @@ typedef struct ms_node_sums {
     double pins[2];     /* W: the pins' power, by forces ticket */
     double power;       /* W: the external force's power at the end of a step (Verlet) */
     double removed;     /* J: the kinetic energy the energy loss removed */
-    double energy;      /* J: the kinetic and gravitational energy of these nodes */
+    double kinetic;     /* J: the kinetic energy of these nodes' free nodes */
+    double gravity;     /* J: their gravitational energy */
     ms_contact contact; /* J: contact at these nodes */
     int bad;            /* some new value of these nodes is not finite */
     double reduce[7];   /* the implicit solver's dot products and residual parts */
 } ms_node_sums;
+
+/* What a spring block sums of the mechanical energy: its springs' elastic energy and the
+   kinetic and gravitational energy of the nodes it owns (unless the node blocks sum those). */
+typedef struct ms_block_energy {
+    double spring, kinetic, gravity; /* J */
+} ms_block_energy;
 
 typedef struct ms_team {
     const ms_model* m;
@@ -32,13 +39,14 @@ typedef struct ms_team {
     const ms_layout* layout;
     ms_spring_kernel springs;
     ms_euler_kernel euler;
+    ms_node_energy_kernel node_energy;
     double h;
     int count;              /* workers */
     ms_barrier* barrier;    /* NULL for one worker */
     int64_t nnode_block;
     ms_node_sums* nodes;    /* (nnode_block) */
     ms_flow* block_flow;    /* per spring block and ticket: its nodes' own forces and dampers (2 x nblock) */
-    double* block_energy;   /* per spring block: its springs' energy (nblock) */
+    ms_block_energy* block_energy; /* per spring block (nblock) */
     int face_forces;        /* the air acts on the triangles */
     ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
     /* what the finished nodes of a step go through (ms_finish_nodes) */
@@ -49,14 +57,28 @@ typedef struct ms_team {
     double serial_work;     /* the constraints' work (J) */
 } ms_team;
 
+/* What sums the mechanical energy of the state a step call starts from (ms_worker's
+   start_energy), when the caller asks for it: the first forces evaluation sums the springs'
+   and, unless the update does, the nodes' kinetic and gravitational energy by spring block;
+   the Euler update of the first step sums the nodes' by node block (ms_start_request), from
+   the x and v it reads anyway. */
+enum { MS_START_FORCES = 1, MS_START_UPDATE = 2 };
+
 typedef struct ms_worker {
     ms_team* team;
     int id;
     int sense;                      /* its side of the barrier */
     int tickets;                    /* forces evaluations so far: the next ticket is tickets & 1 */
+    int start_energy;               /* what sums the energy of the state the call starts from
+                                       (MS_START_FORCES, MS_START_UPDATE), into the block sums */
     int64_t node_first, node_last;  /* its node blocks [first, last) */
     int64_t spring_first, spring_last; /* its spring blocks */
 } ms_worker;
+
+/* The request for an Euler update of node block b to sum the energy of the state a call
+   starts from (filled into *request), or NULL if this update is not to; call it after the
+   step's first forces evaluation. */
+const ms_energy_request* ms_start_request(const ms_worker* w, int64_t b, ms_energy_request* request);
 
 /* Waits until every worker of the team has arrived (nothing with one worker). */
 void ms_sync(ms_worker* w);

@@ -15,6 +15,8 @@
 #define GOLDEN_HASH 0xf26ba2fc7d613054ULL
 #define GOLDEN_RANKED_HASH 0x3d3384248484f48dULL
 #define GOLDEN_HASH_XPBD 0xb8bca810b14e4263ULL
+/* and of the energies the last step call of the first two kept of the state it started from */
+#define GOLDEN_START_ENERGY_HASH 0xe5e656e6cfb27a4bULL
 
 /* 64-bit FNV-1a hash of a byte range. */
 static uint64_t fnv1a(const void* data, size_t size) {
@@ -111,9 +113,11 @@ static uint64_t state_hash(const ms_model* m, const ms_state* s) {
    drag in a wind and a moving pin, and per variant: a sphere rising into it and a ground
    plane, strain limiting, energy loss, its nodes numbered at random (so that the layout
    ranks them in its own order).  Returns the state hash after 40 steps with the given
-   worker count, or 0 on failure. */
+   worker count, or 0 on failure.  Unless start is NULL, the last step call keeps the
+   energy of the state it starts from: start[0..2] receive it and start[3..5] the same
+   energies from ms_state_energy before that call. */
 enum { WITH_COLLIDERS = 1, WITH_STRAIN_LIMIT = 2, WITH_ENERGY_LOSS = 4, WITH_SHUFFLED = 8 };
-static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
+static uint64_t run_state(ms_integrator integrator, int variant, int threads, double start[6]) {
     ms_model* m = make_cloth(72, 1, 2026u);
     if (m == NULL) return 0;
     if ((variant & WITH_SHUFFLED) && shuffle_nodes(m, 2027u) != 0) {
@@ -149,7 +153,17 @@ static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
         while (!m->pinned[pin]) ++pin;
         s->v[3 * pin] = 0.1; /* the pin moves */
         const double h = integrator == MS_IMPLICIT_EULER ? 2e-3 : 2e-4;
-        int ok = ms_step(m, s, h, 25, &err) == MS_OK && ms_step(m, s, h, 15, &err) == MS_OK;
+        int ok = ms_step(m, s, h, 25, &err) == MS_OK;
+        if (ok && start != NULL) {
+            const ms_energy before = ms_state_energy(m, s);
+            start[3] = before.kinetic, start[4] = before.spring, start[5] = before.gravity;
+            s->keep_start_energy = 1;
+        }
+        ok = ok && ms_step(m, s, h, 15, &err) == MS_OK;
+        if (ok && start != NULL) {
+            ok = s->start_energy_valid && !s->keep_start_energy;
+            memcpy(start, s->start_energy, sizeof s->start_energy);
+        }
         if (ok) hash = state_hash(m, s);
         else fprintf(stderr, "run_hash(%s, %d, %d): %s\n", ms_integrator_name(integrator), variant, threads,
                      err.message);
@@ -157,6 +171,10 @@ static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
     ms_state_destroy(s);
     ms_model_destroy(m);
     return hash;
+}
+
+static uint64_t run_hash(ms_integrator integrator, int variant, int threads) {
+    return run_state(integrator, variant, threads, NULL);
 }
 
 /* Every worker count gives the same bits, for every integrator, with and without
@@ -178,15 +196,46 @@ static int test_same_result_on_any_number_of_threads(void) {
 /* The same run gives the same bits on every build and processor (the vector paths and
    the blocks are written so that they do): a hash recorded once. */
 static int test_golden_hash(void) {
-    const uint64_t hash = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2);
-    const uint64_t ranked = run_hash(MS_SYMPLECTIC_EULER, WITH_COLLIDERS | WITH_SHUFFLED, 2);
+    double start[2][6];
+    const uint64_t hash = run_state(MS_SYMPLECTIC_EULER, WITH_COLLIDERS, 2, start[0]);
+    const uint64_t ranked = run_state(MS_SYMPLECTIC_EULER, WITH_COLLIDERS | WITH_SHUFFLED, 2, start[1]);
     const uint64_t xpbd = run_hash(MS_XPBD, WITH_COLLIDERS, 2); /* its projections run on the vector path too */
-    printf("    golden run hash: 0x%016llx, ranked 0x%016llx, xpbd 0x%016llx (vector path %s, thread layer %s)\n",
-           (unsigned long long)hash, (unsigned long long)ranked, (unsigned long long)xpbd, ms_vector_path(),
-           ms_thread_layer());
+    const double kept[6] = {start[0][0], start[0][1], start[0][2], start[1][0], start[1][1], start[1][2]};
+    const uint64_t energy = fnv1a(kept, sizeof kept);
+    printf("    golden run hash: 0x%016llx, ranked 0x%016llx, xpbd 0x%016llx, start energy 0x%016llx (vector path %s, "
+           "thread layer %s)\n",
+           (unsigned long long)hash, (unsigned long long)ranked, (unsigned long long)xpbd,
+           (unsigned long long)energy, ms_vector_path(), ms_thread_layer());
     ENSURE(hash == GOLDEN_HASH);
     ENSURE(ranked == GOLDEN_RANKED_HASH);
     ENSURE(xpbd == GOLDEN_HASH_XPBD);
+    ENSURE(energy == GOLDEN_START_ENERGY_HASH);
+    return 0;
+}
+
+/* A step call asked for it keeps the kinetic, spring and gravitational energy of the state
+   it starts from: ms_state_energy's to rounding (summed in another order), the same bits on
+   any number of workers, and the state's bits as without it, for every integrator, the
+   user's numbering and a ranked one. */
+static int test_start_energy(void) {
+    for (int integrator = 0; integrator < MS_INTEGRATOR_COUNT; ++integrator) {
+        const int every = WITH_COLLIDERS | WITH_STRAIN_LIMIT | WITH_ENERGY_LOSS;
+        const int variants[] = {0, every | WITH_SHUFFLED};
+        for (int k = 0; k < 2; ++k) {
+            double one[6];
+            const uint64_t hash = run_state((ms_integrator)integrator, variants[k], 1, one);
+            ENSURE(hash != 0 && hash == run_hash((ms_integrator)integrator, variants[k], 1));
+            const double scale = fabs(one[3]) + fabs(one[4]) + fabs(one[5]);
+            ENSURE(one[4] > 0.0 && one[3] > 0.0);
+            for (int part = 0; part < 3; ++part) ENSURE(fabs(one[part] - one[3 + part]) <= 1e-13 * scale);
+            const int counts[] = {2, 3};
+            for (int c = 0; c < 2; ++c) {
+                double other[6];
+                ENSURE(run_state((ms_integrator)integrator, variants[k], counts[c], other) == hash);
+                ENSURE(memcmp(one, other, sizeof one) == 0);
+            }
+        }
+    }
     return 0;
 }
 
@@ -213,5 +262,6 @@ const test_case threads_tests[] = {
     TEST(test_determinism),
     TEST(test_same_result_on_any_number_of_threads),
     TEST(test_golden_hash),
+    TEST(test_start_energy),
     {NULL, NULL},
 };

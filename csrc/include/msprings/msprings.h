@@ -223,6 +223,15 @@ typedef struct ms_state {
     int motion_unchanged;     /* the same for x and v (as the previous step call or reset left
                                  them): the step does not check them, nor copy them into the
                                  renumbered copy, again */
+    int keep_start_energy;    /* set by the caller before ms_step: the step call keeps the
+                                 mechanical energy of the state it starts from in start_energy,
+                                 as a by-product of its first forces.  Every step call that steps clears it
+                                 (a renumbered copy's call: the state's). */
+    int start_energy_valid;   /* start_energy is that of the last step call (set by ms_step) */
+    double start_energy[3];   /* kinetic, spring and gravitational energy (J) of the state the
+                                 last step call started from: as ms_state_energy's but summed
+                                 by the step's blocks (equal to rounding; the same bits on every
+                                 vector path and for any number of threads) */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
@@ -263,7 +272,7 @@ typedef struct ms_state {
     struct ms_layout* layout; /* the springs as a step visits them, made by the first step */
     void* node_sums;     /* a step's sums per block of nodes, with layout */
     void* block_flow;    /* a step's power flows per block of springs, with layout */
-    double* block_energy; /* a step's spring energy per block of springs (J), with layout */
+    void* block_energy;  /* a step's energies per block of springs, with layout */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
