@@ -295,16 +295,19 @@ typedef struct call {
 } call;
 
 /* The Euler methods in place: each step checks its update before writing it, so no copy
-   of the state is kept (touching only x, v and f is what makes them fast and small). */
+   of the state is kept (touching only x, v and f is what makes them fast and small).  The
+   forces go to s->f_saved, and the last step's to f as well, block by block as it writes
+   them, so f holds the force the call found until then: a diverged call leaves it so. */
 static void run_in_place(call* c, ms_worker* w) {
     ms_team* tm = &c->team;
     ms_state* s = tm->s;
+    double* force = s->f_saved;
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
-        const int ticket = ms_stage_forces(w, s->x, s->v, t, s->f);
+        const int ticket = ms_stage_forces(w, s->x, s->v, t, force);
         MS_FOR_MY_NODES(w, b, begin, end) {
             ms_energy_request request;
-            tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, NULL,
+            tm->nodes[b].bad = !tm->euler(s->inv_mass, s->x, s->v, force, tm->h, c->explicit_euler, begin, end, NULL,
                                           NULL, ms_start_request(w, b, &request));
         }
         ms_sync(w);
@@ -313,8 +316,11 @@ static void run_in_place(call* c, ms_worker* w) {
         ms_flow flow = no_flow;
         ms_flow_add(&flow, &rate, tm->h);
         if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
-        MS_FOR_MY_NODES(w, b, begin, end)
-        tm->euler(s->inv_mass, s->x, s->v, s->f, tm->h, c->explicit_euler, begin, end, s->x, s->v, NULL);
+        const int last = step + 1 == c->n;
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            tm->euler(s->inv_mass, s->x, s->v, force, tm->h, c->explicit_euler, begin, end, s->x, s->v, NULL);
+            if (last) memcpy(s->f + 3 * begin, force + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
+        }
         t += tm->h;
         if (w->id == 0) {
             s->t += tm->h;
@@ -557,9 +563,9 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     c.team.count = count;
 
     const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
-    /* Every step overwrites f before it knows whether it diverges: a diverged call puts
-       back the f it found, so nothing it returns with is non-finite. */
-    memcpy(s->f_saved, s->f, bytes);
+    /* Every step but an in-place one overwrites f before it knows whether it diverges: a
+       diverged call puts back the f it found, so nothing it returns with is non-finite. */
+    if (!in_place) memcpy(s->f_saved, s->f, bytes);
     if (ms_threads_run(count, run_worker, &c) != 0) {
         /* no threads to be had: one worker */
         ms_barrier_destroy(c.team.barrier);
@@ -575,7 +581,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
         memcpy(s->v, c.v_final, bytes);
     }
     if (c.completed == n) return MS_OK;
-    memcpy(s->f, s->f_saved, bytes);
+    if (!in_place) memcpy(s->f, s->f_saved, bytes);
     if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
     ms_error_set(err, MS_ERR_DIVERGED,
                  "the simulation diverged at step %lld (t = %g s): a position or velocity "

@@ -49,7 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# the recorded hashes, in the order the test prints them (plain, ranked, xpbd)
+# the recorded hashes, in the order the test prints them (plain, ranked, xpbd, start energy)
 golden="$(sed -n 's/^#define GOLDEN_[A-Z_]*HASH[A-Z_]* \(0x[0-9a-f]*\)ULL$/\1/p' "$csrc/tests/test_threads.c" | paste -sd' ')"
 tables="$(cd "$csrc/tests" && ls test_*.c | sed 's/^test_\(.*\)\.c$/\1/' | paste -sd' ')"
 failures=0

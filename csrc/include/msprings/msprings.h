@@ -237,7 +237,9 @@ typedef struct ms_state {
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
     int moving_pins;     /* some pinned node has a velocity (set by ms_step) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
-    double* f_saved;     /* f as a step call found it, put back if it diverges (nnode x 3) */
+    double* f_saved;     /* f as a step call found it, put back if it diverges; an in-place
+                            Euler call's forces, which it copies to f in its last step
+                            (nnode x 3) */
     double* x_next;      /* other half of the position double buffer    (nnode x 3) */
     double* v_next;      /* other half of the velocity double buffer    (nnode x 3)
                             both allocated on first use by a step that needs them:
