@@ -159,49 +159,53 @@ def test_a_stretched_strip_extends_by_f_l_over_e_a(kind: str) -> None:
         assert 0.99 * expected < extension < expected
 
 
+BALL_RADIUS, BALL_MODULUS, BALL_PRESSURE = 0.1, 1e6, 1e3  # m, Pa, Pa
+
+
+def pressurised_ball(subdivisions: int, integrator: str = "symplectic_euler") -> msprings.System:
+    """A rubber ball (1000 kg/m^3, E = 1 MPa, zeta = 1) converted from an icosphere with a centre
+    node, without gravity, under a pressure: p A u on each triangle (area A, unit normal u),
+    shared by its corners."""
+    sphere = mesh.icosphere(subdivisions, radius=BALL_RADIUS)
+    ball = mesh.from_mesh(sphere.vertices, sphere.faces, density=1000.0, youngs_modulus=BALL_MODULUS,
+                          damping_ratio=1.0, stabilise="center", gravity=(0.0, 0.0, 0.0), integrator=integrator)
+    push = mesh.face_normals(sphere.vertices, sphere.faces) * BALL_PRESSURE / 6.0
+    for corner in range(3):
+        np.add.at(ball.external, sphere.faces[:, corner], push)
+    return ball
+
+
+def radial_strain(ball: msprings.System) -> float:
+    """The mean distance of the surface nodes from the centre node (the last) over the radius, less 1."""
+    surface, centre = ball.x[:-1], ball.x[-1]
+    return float(np.linalg.norm(surface - centre, axis=1).mean() / BALL_RADIUS - 1.0)
+
+
 def test_a_ball_under_pressure_dilates_by_p_over_2e_at_every_resolution() -> None:
     # Every spring of a uniformly dilated solid stretches by the same strain e, storing
     # sum k (e L)^2 / 2 = 3 E V e^2 (each tetrahedron's volume counts on its six edges): the
     # bulk modulus of a solid of modulus E and Poisson's ratio 1/4, K = 2 E / 3.  A pressure p
     # then gives dV / V = p / K, a radial strain of p / (2 E).
-    radius, modulus, pressure = 0.1, 1e6, 1e3
     for subdivisions in (1, 2, 3):
-        sphere = mesh.icosphere(subdivisions, radius=radius)
-        n = sphere.n_vertices
-        ball = mesh.from_mesh(sphere.vertices, sphere.faces, density=1000.0, youngs_modulus=modulus,
-                              damping_ratio=1.0, stabilise="center", gravity=(0.0, 0.0, 0.0))
-        # Pressure on each triangle (area A, unit normal u: p A u) shared by its corners.
-        push = mesh.face_normals(sphere.vertices, sphere.faces) * pressure / 6.0
-        for corner in range(3):
-            np.add.at(ball.external, sphere.faces[:, corner], push)
+        ball = pressurised_ball(subdivisions)
         ball.step(0.9 * ball.critical_dt(), 1500)
         assert np.abs(ball.v).max() < 1e-9
-        strain = np.linalg.norm(ball.x[:n] - ball.x[n], axis=1).mean() / radius - 1.0
-        assert strain == pytest.approx(pressure / (2.0 * modulus), rel=5e-3)
+        assert radial_strain(ball) == pytest.approx(BALL_PRESSURE / (2.0 * BALL_MODULUS), rel=5e-3)
 
 
 def test_implicit_euler_converges_on_a_ball_held_by_pressure_at_large_steps() -> None:
     # At rest the external push and the tensions cancel, so Newton's residual must be judged
     # against the load it holds, not the vanishing net force: every step converges, and
     # the ball settles at the same radial strain p / (2E).
-    radius, modulus, pressure = 0.1, 1e6, 1e3
     for subdivisions in (1, 2, 3):
-        sphere = mesh.icosphere(subdivisions, radius=radius)
-        n = sphere.n_vertices
-        ball = mesh.from_mesh(sphere.vertices, sphere.faces, density=1000.0, youngs_modulus=modulus,
-                              damping_ratio=1.0, stabilise="center", gravity=(0.0, 0.0, 0.0),
-                              integrator="implicit_euler")
-        push = mesh.face_normals(sphere.vertices, sphere.faces) * pressure / 6.0
-        for corner in range(3):
-            np.add.at(ball.external, sphere.faces[:, corner], push)
+        ball = pressurised_ball(subdivisions, "implicit_euler")
         assert 0.1 > 100 * ball.critical_dt("symplectic_euler")  # far beyond the explicit limit
         for _ in range(20):
             ball.step(0.1)
             stats = ball.solver_stats
             assert stats["newton_converged"], stats
             assert stats["newton_iterations"] <= 10
-        strain = np.linalg.norm(ball.x[:n] - ball.x[n], axis=1).mean() / radius - 1.0
-        assert strain == pytest.approx(pressure / (2.0 * modulus), rel=5e-3)
+        assert radial_strain(ball) == pytest.approx(BALL_PRESSURE / (2.0 * BALL_MODULUS), rel=5e-3)
 
 
 # ---- the same object at three resolutions ------------------------------------------------
