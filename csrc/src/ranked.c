@@ -123,7 +123,6 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
     rs->ledger = s->ledger;
     rs->solver = s->solver;
     rs->default_threads = s->default_threads;
-    rs->watched = 0; /* the caller's changes were booked on s */
     rs->keep_start_energy = s->keep_start_energy;
     return MS_OK;
 }

@@ -538,7 +538,6 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     prepare(m, s, parameters);
     if (integrator == MS_XPBD && (parameters || ((const ms_colouring*)s->constraints)->h != h))
         ms_xpbd_prepare(m, s, h);
-    book_watched(m, s);
 
     call c;
     memset(&c, 0, sizeof c);

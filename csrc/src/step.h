@@ -130,7 +130,8 @@ extern const ms_integrator_stages ms_integrator_table[MS_INTEGRATOR_COUNT];
 int ms_implicit_stages(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
                        ms_flow* flow);
 
-/* A step call after ms_step's checks of its arguments, with the state's layout made:
+/* A step call after ms_step's checks of its arguments and its booking of the caller's
+   changes (ledger.user), with the state's layout made:
    n steps of h on s; parameters: the model's parameters may have changed since the last
    call (they are read again).  Returns MS_OK, or MS_ERR_DIVERGED with the state rolled
    back to its last finite step, or MS_ERR_MEMORY. */
