@@ -388,6 +388,7 @@ static void run_buffered(call* c, ms_worker* w) {
 
 static void run_worker(void* context, int id) {
     call* c = context;
+    const ms_fp_mode found = ms_flush_subnormals(); /* every worker's thread, for the call */
     ms_worker w;
     share(&c->team, &w, id);
     /* the large-step solvers sum the energy anyway (stage_energy); the Euler updates read
@@ -399,6 +400,7 @@ static void run_worker(void* context, int id) {
         run_in_place(c, &w);
     else
         run_buffered(c, &w);
+    ms_restore_fp(found);
 }
 
 /* Returns non-zero if some force depends on velocity (a damper, as of the layout's last
@@ -460,8 +462,10 @@ int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err
     if (s->ranked != NULL) return ms_ranked_forces(m, s, flow, err);
     ms_layout_refresh(m, s->layout);
     ms_state_prepare(m, s); /* as ms_step decides what is active */
+    const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
     ms_flow flows;
     ms_step_forces(m, s, s->x, s->v, s->t, s->f, &flows);
+    ms_restore_fp(found);
     if (flow != NULL) *flow = flows;
     return MS_OK;
 }
