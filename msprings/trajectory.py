@@ -352,6 +352,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     try:
         for r in range(1, count):
             chunk = min(record_every, steps - done)
+            system._leave_forces(r < last)  # f is read after the run, and only then
             system.step(dt, chunk)
             if left:
                 energy[r - 1, :3] = system._start_energy()
@@ -361,6 +362,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                 bar.update(done)
     finally:
         system._keep_start_energy(False)
+        system._leave_forces(False)
     _energy_sums(energy, ledger)
     return trajectory
 

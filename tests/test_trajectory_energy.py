@@ -83,6 +83,8 @@ def test_recorded_energy_is_the_energy_of_each_recorded_state(scene: str, integr
     np.testing.assert_array_equal(trajectory.velocities, velocities)
     np.testing.assert_array_equal(trajectory.ledger, ledger)
     assert_energy_close(trajectory.energy, energy)
+    # the calls between records may leave f; the run ends with the force its last call found
+    np.testing.assert_array_equal(system.f, reference.f)
     kinetic, spring = ENERGY_FIELDS.index("kinetic"), ENERGY_FIELDS.index("spring")
     assert (trajectory.energy[1:, kinetic] > 0.0).all() and (trajectory.energy[1:, spring] > 0.0).all()
     # the sums as energy() sums them: total = mechanical + dissipated - work, to the bit
@@ -128,7 +130,30 @@ def test_recording_leaves_later_steps_as_they_were() -> None:
     system.step(1e-3, 4)
     copy.step(1e-3, 4)
     np.testing.assert_array_equal(system.x, copy.x)
+    np.testing.assert_array_equal(system.f, copy.f)
     assert system._start_energy() is None
+
+
+@pytest.mark.parametrize("scene", sorted(SCENES))
+def test_a_diverging_run_leaves_finite_forces_and_later_steps_write_them(scene: str) -> None:
+    """A run that diverges raises with the state rolled back and f finite (as some earlier call
+    left it); the step calls after it write f again."""
+    system = SCENES[scene]()
+    system.step(1e-3)
+    before = np.array(system.f)
+    start = system.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", msprings.StabilityWarning)
+        with pytest.raises(msprings.DivergenceError):
+            system.run(0.5, 400, record_every=1)
+    assert np.isfinite(system.x).all() and np.isfinite(system.v).all() and np.isfinite(system.f).all()
+    assert system.steps > 1  # some records were made before it diverged
+    system.x[:] = start.x  # back to where the run started, through the views
+    system.v[:] = start.v
+    system.step(1e-4)
+    start.step(1e-4)
+    np.testing.assert_array_equal(system.f, start.f)
+    assert not np.array_equal(system.f, before)
 
 
 def test_recorded_rows_must_fit_the_system() -> None:

@@ -48,6 +48,8 @@ typedef struct {
     int energy_written;     /* an energy view was handed out since the last step */
     int keep_start_energy;  /* each step call keeps the mechanical energy of the state it
                                starts from (state->start_energy), for a recording */
+    int forces_unread;      /* step calls may leave f as it is (state->forces_unread): the
+                               caller reads it only after a call without this */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -710,6 +712,7 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         state->parameters_unchanged = parameters_unchanged;
         state->motion_unchanged = motion_unchanged;
         state->keep_start_energy = self->keep_start_energy && done == 0;
+        state->forces_unread = self->forces_unread;
         parameters_unchanged = !parameter_views;
         motion_unchanged = !energy_views;
         if (release) {
@@ -1090,6 +1093,13 @@ static PyObject* System_keep_start_energy(SystemObject* self, PyObject* flag) {
     Py_RETURN_NONE;
 }
 
+static PyObject* System_leave_forces(SystemObject* self, PyObject* flag) {
+    const int leave = PyObject_IsTrue(flag);
+    if (leave < 0) return NULL;
+    self->forces_unread = leave;
+    Py_RETURN_NONE;
+}
+
 static PyObject* System_start_energy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (require_ready(self) < 0) return NULL;
     const ms_state* s = self->state;
@@ -1153,6 +1163,9 @@ static PyMethodDef System_methods[] = {
     {"_keep_start_energy", (PyCFunction)System_keep_start_energy, METH_O,
      "_keep_start_energy(flag): from now on, whether each step call keeps the mechanical energy of the state it "
      "starts from for _start_energy (a by-product of its first forces)."},
+    {"_leave_forces", (PyCFunction)System_leave_forces, METH_O,
+     "_leave_forces(flag): from now on, whether step calls may leave f as it is, for a caller that reads f only "
+     "after a call without the flag (a recording between records)."},
     {"_start_energy", (PyCFunction)System_start_energy, METH_NOARGS,
      "(kinetic, spring, gravity) in J of the state the last step call started from, as energy() has them to "
      "rounding, or None if that call did not keep them."},

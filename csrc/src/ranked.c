@@ -124,6 +124,7 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
     rs->solver = s->solver;
     rs->default_threads = s->default_threads;
     rs->keep_start_energy = s->keep_start_energy;
+    rs->forces_unread = s->forces_unread;
     return MS_OK;
 }
 
@@ -137,7 +138,8 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
        found (s->f as it is) */
     gather_vectors(r->rank, rs->x, m->nnode, s->x);
     gather_vectors(r->rank, rs->v, m->nnode, s->v);
-    if (status == MS_OK) gather_vectors(r->rank, rs->f, m->nnode, s->f);
+    /* a caller that will not read f (forces_unread) finds it as it was */
+    if (status == MS_OK && !s->forces_unread) gather_vectors(r->rank, rs->f, m->nnode, s->f);
     if (s->collider_count > 0)
         memcpy(s->collider_center, rs->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
     s->t = rs->t;
@@ -146,7 +148,7 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
     s->solver = rs->solver;
     s->workers = rs->workers;
     /* the energies of the state the call started from are sums: the same in either numbering */
-    s->keep_start_energy = 0;
+    s->keep_start_energy = s->forces_unread = 0;
     s->start_energy_valid = rs->start_energy_valid;
     memcpy(s->start_energy, rs->start_energy, sizeof s->start_energy);
     return status;

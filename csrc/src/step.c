@@ -285,6 +285,7 @@ typedef struct call {
     int64_t n;
     int keep_start;    /* keep the energy of the state the call starts from (ms_state) */
     int in_place;
+    int write_forces;  /* an in-place call writes its last forces into f */
     int explicit_euler;
     int book_numerical; /* the step's residual of the ledger is booked as numerical */
     ms_integrator_stages stages;
@@ -296,8 +297,9 @@ typedef struct call {
 
 /* The Euler methods in place: each step checks its update before writing it, so no copy
    of the state is kept (touching only x, v and f is what makes them fast and small).  The
-   forces go to s->f_saved, and the last step's to f as well, block by block as it writes
-   them, so f holds the force the call found until then: a diverged call leaves it so. */
+   forces go to s->f_saved, and the last step's to f as well (unless the caller will not
+   read them: ms_state.forces_unread), block by block as it writes them, so f holds the
+   force the call found until then: a diverged call leaves it so. */
 static void run_in_place(call* c, ms_worker* w) {
     ms_team* tm = &c->team;
     ms_state* s = tm->s;
@@ -316,7 +318,7 @@ static void run_in_place(call* c, ms_worker* w) {
         ms_flow flow = no_flow;
         ms_flow_add(&flow, &rate, tm->h);
         if (ms_any_bad(tm) || !ms_flow_finite(&flow)) return;
-        const int last = step + 1 == c->n;
+        const int last = step + 1 == c->n && c->write_forces;
         MS_FOR_MY_NODES(w, b, begin, end) {
             tm->euler(s->inv_mass, s->x, s->v, force, tm->h, c->explicit_euler, begin, end, s->x, s->v, NULL);
             if (last) memcpy(s->f + 3 * begin, force + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
@@ -525,7 +527,8 @@ static void book_watched(const ms_model* m, ms_state* s) {
 int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
     /* the caller's word holds for this call only */
     const int keep_start = s->keep_start_energy;
-    s->keep_start_energy = s->start_energy_valid = 0;
+    const int forces_unread = s->forces_unread;
+    s->keep_start_energy = s->start_energy_valid = s->forces_unread = 0;
     const ms_integrator integrator = m->opt.integrator;
     /* The Euler methods step in place unless something acts on the state after the
        integrator: the other integrators and those steps use the double buffer. */
@@ -550,6 +553,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     c.n = n;
     c.keep_start = keep_start;
     c.in_place = in_place;
+    c.write_forces = !forces_unread;
     c.explicit_euler = integrator == MS_EXPLICIT_EULER;
     /* The large-step solvers damp by themselves, and the ledger books it; the explicit
        integrators' drift is their error, left in sight. */

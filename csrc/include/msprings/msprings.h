@@ -227,6 +227,12 @@ typedef struct ms_state {
                                  mechanical energy of the state it starts from in start_energy,
                                  as a by-product of its first forces.  Every step call that steps clears it
                                  (a renumbered copy's call: the state's). */
+    int forces_unread;        /* set by the caller before ms_step when it will not read f
+                                 before its next step call (a recording between two records):
+                                 a symplectic or explicit Euler call stepping in place, and a
+                                 call on a renumbered copy, then leave f as it is instead of
+                                 writing the call's last forces into it.  Every step call
+                                 clears it. */
     int start_energy_valid;   /* start_energy is that of the last step call (set by ms_step) */
     double start_energy[3];   /* kinetic, spring and gravitational energy (J) of the state the
                                  last step call started from: as ms_state_energy's but summed
