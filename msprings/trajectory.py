@@ -7,7 +7,7 @@ import mmap
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -295,8 +295,38 @@ def _states_array(shape: tuple[int, int, int]) -> np.ndarray:
     return np.frombuffer(memory, dtype=np.float64).reshape(shape)
 
 
+def _reused(array: Any, shape: tuple[int, ...], dtype: type) -> np.ndarray | None:
+    """The array, if it is a writable C-contiguous array of this shape and dtype."""
+    if (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
+            and array.flags.c_contiguous and array.flags.writeable):
+        return array
+    return None
+
+
+def _records_into(out: Any, count: int, n: int, velocities: bool) -> tuple[np.ndarray, np.ndarray | None]:
+    """The positions and velocities arrays of ``out`` that a run of ``count`` records of ``n``
+    nodes writes into, after checking them; TypeError or ValueError naming ``out`` otherwise."""
+    if not isinstance(out, Trajectory):
+        raise TypeError(f"out must be a Trajectory (from an earlier run), not {type(out).__name__}")
+    shape = (count, n, 3)
+    positions = _reused(out.positions, shape, np.float64)
+    if positions is None:
+        found = getattr(out.positions, "shape", None)
+        raise ValueError(f"out must hold {count} records of {n} nodes (positions of shape {shape}, writable "
+                         f"float64), the records of this run; its positions have shape {found}")
+    if not velocities:
+        return positions, None
+    speeds = _reused(out.velocities, shape, np.float64)
+    if speeds is None:
+        raise ValueError(f"out has no velocities of shape {shape} to record into: velocities=True needs a "
+                         "trajectory recorded with velocities=True")
+    if np.shares_memory(positions, speeds):
+        raise ValueError("out's positions and velocities share memory")
+    return positions, speeds
+
+
 def record(system: System, dt: float, steps: int, record_every: int = 1, velocities: bool = False,
-           progress: bool | None = None) -> Trajectory:
+           progress: bool | None = None, out: Trajectory | None = None) -> Trajectory:
     """See :meth:`System.run`."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"steps must be an integer, not {type(steps).__name__}")
@@ -311,13 +341,20 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     count = 1 + (steps + record_every - 1) // record_every
     n = system.n_nodes
     colliders = system.colliders
+    if out is not None:
+        positions, speeds = _records_into(out, count, n, velocities)
     try:
-        times = np.empty(count)
-        step_counts = np.empty(count, dtype=np.int64)
-        positions = _states_array((count, n, 3))
-        speeds = _states_array((count, n, 3)) if velocities else None
-        energy = np.empty((count, len(ENERGY_FIELDS)))
-        ledger = np.empty((count, len(LEDGER_FIELDS)))
+        times = _reused(out.times, (count,), np.float64) if out is not None else None
+        times = np.empty(count) if times is None else times
+        step_counts = _reused(out.steps, (count,), np.int64) if out is not None else None
+        step_counts = np.empty(count, dtype=np.int64) if step_counts is None else step_counts
+        if out is None:
+            positions = _states_array((count, n, 3))
+            speeds = _states_array((count, n, 3)) if velocities else None
+        energy = _reused(out.energy, (count, len(ENERGY_FIELDS)), np.float64) if out is not None else None
+        energy = np.empty((count, len(ENERGY_FIELDS))) if energy is None else energy
+        ledger = _reused(out.ledger, (count, len(LEDGER_FIELDS)), np.float64) if out is not None else None
+        ledger = np.empty((count, len(LEDGER_FIELDS))) if ledger is None else ledger
         centers = np.empty((count, len(colliders), 3))
     except (ValueError, MemoryError):  # NumPy refuses sizes beyond its index range with ValueError
         raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
@@ -346,6 +383,10 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                             system.pinned.copy(), system.rest.copy(),
                             None if system.uv is None else system.uv.copy(), _collider_dicts(system), centers,
                             float(dt))
+    if out is not None:  # the run's arrays and description in the trajectory handed in
+        for name in (item.name for item in fields(Trajectory)):
+            setattr(out, name, getattr(trajectory, name))
+        trajectory = out
     left = keep(0)
     done = 0
     system._keep_start_energy(True)
