@@ -305,6 +305,13 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
     if _TAICHI_CLASSES:
         return _TAICHI_CLASSES
 
+    def annotated(kernel: Callable[..., Any]) -> Callable[..., Any]:
+        """The kernel with its annotations evaluated: they are strings in this module (from
+        __future__ import annotations), which Taichi 1.7 does not read."""
+        kernel.__annotations__ = {name: eval(text, {"ti": ti}) if isinstance(text, str) else text
+                                  for name, text in kernel.__annotations__.items()}
+        return kernel
+
     @ti.data_oriented
     class SpringList:
         """Spring list in fields; one kernel per step: springs (atomic adds), then nodes."""
@@ -328,6 +335,7 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
             self.f.fill(0.0)
 
         @ti.kernel
+        @annotated
         def substep(self, serial: ti.template(), h: ti.f64, gx: ti.f64, gy: ti.f64,
                     gz: ti.f64):
             ti.loop_config(serialize=serial)
@@ -378,6 +386,7 @@ def _taichi_classes(ti: ModuleType) -> dict[str, type]:
             self.n_offsets = len(self.offsets)
 
         @ti.kernel
+        @annotated
         def substep(self, h: ti.f64, gx: ti.f64, gy: ti.f64, gz: ti.f64):
             for p in ti.grouped(self.x):
                 force = ti.Vector([0.0, 0.0, 0.0])
