@@ -427,9 +427,10 @@ class System(_core.System):
         otherwise pays for at every record (on cloth-256, 1.5 MB per record).  It must hold
         ``1 + ceil(steps / record_every)`` records of as many nodes, and velocities if
         ``velocities``; everything in it is replaced by this run's (with ``velocities=False``
-        its velocities become None).  A bad ``out`` raises TypeError or ValueError before
-        any step.  If stepping raises (e.g. :class:`DivergenceError`), ``out``'s records
-        after the last one made are left as they were.
+        its velocities become None).  A bad ``out`` (or ``dt``) raises TypeError or
+        ValueError before any step, with ``out`` unchanged.  If stepping raises (e.g.
+        :class:`DivergenceError`), ``out`` holds the records made until then and NaN in the
+        others (step count -1).
         """
         from .trajectory import record
 

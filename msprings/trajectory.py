@@ -303,26 +303,60 @@ def _reused(array: Any, shape: tuple[int, ...], dtype: type) -> np.ndarray | Non
     return None
 
 
-def _records_into(out: Any, count: int, n: int, velocities: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _why_not(array: Any, shape: tuple[int, ...], dtype: type) -> str | None:
+    """Why the array cannot take records of this shape and dtype, or None if it can."""
+    if not isinstance(array, np.ndarray):
+        return f"is {type(array).__name__}, not an array"
+    if array.shape != shape:
+        return f"has shape {array.shape}, not {shape}"
+    if array.dtype != dtype:
+        return f"has dtype {array.dtype}, not {np.dtype(dtype)}"
+    if not array.flags.c_contiguous:
+        return "is not C-contiguous"
+    if not array.flags.writeable:
+        return "is read-only"
+    return None
+
+
+def _records_into(system: System, out: Any, count: int, n: int, velocities: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The positions and velocities arrays of ``out`` that a run of ``count`` records of ``n``
-    nodes writes into, after checking them; TypeError or ValueError naming ``out`` otherwise."""
+    nodes writes into, after checking them and every other array of ``out`` the run reuses;
+    TypeError or ValueError naming ``out`` otherwise."""
     if not isinstance(out, Trajectory):
         raise TypeError(f"out must be a Trajectory (from an earlier run), not {type(out).__name__}")
     shape = (count, n, 3)
-    positions = _reused(out.positions, shape, np.float64)
-    if positions is None:
-        found = getattr(out.positions, "shape", None)
-        raise ValueError(f"out must hold {count} records of {n} nodes (positions of shape {shape}, writable "
-                         f"float64), the records of this run; its positions have shape {found}")
-    if not velocities:
-        return positions, None
-    speeds = _reused(out.velocities, shape, np.float64)
-    if speeds is None:
-        raise ValueError(f"out has no velocities of shape {shape} to record into: velocities=True needs a "
-                         "trajectory recorded with velocities=True")
-    if np.shares_memory(positions, speeds):
-        raise ValueError("out's positions and velocities share memory")
-    return positions, speeds
+    why = _why_not(out.positions, shape, np.float64)
+    if why is not None:
+        raise ValueError(f"out must hold {count} records of {n} nodes, the records of this run: its positions {why}")
+    if velocities:
+        if out.velocities is None:
+            raise ValueError("out has no velocities to record into: velocities=True needs a trajectory recorded "
+                             "with velocities=True")
+        why = _why_not(out.velocities, shape, np.float64)
+        if why is not None:
+            raise ValueError(f"out's velocities {why}")
+    reused = [out.positions] + ([out.velocities] if velocities else [])
+    reused += [array for array, size, dtype in ((out.times, (count,), np.float64), (out.steps, (count,), np.int64),
+                                                (out.energy, (count, len(ENERGY_FIELDS)), np.float64),
+                                                (out.ledger, (count, len(LEDGER_FIELDS)), np.float64))
+               if _reused(array, size, dtype) is not None]
+    for i, array in enumerate(reused):
+        if system._shares_state(array):
+            raise ValueError("out's arrays must not share memory with the system's state")
+        if any(np.may_share_memory(array, other) for other in reused[:i]):
+            raise ValueError("out's arrays must not share memory with one another")
+    return out.positions, out.velocities if velocities else None
+
+
+def _unmade(trajectory: Trajectory, made: int) -> None:
+    """Marks the records from ``made`` on as not made: NaN (and step count -1), and the energy
+    sums of those made."""
+    for array in (trajectory.times, trajectory.positions, trajectory.velocities, trajectory.energy, trajectory.ledger,
+                  trajectory.collider_centers):
+        if array is not None:
+            array[made:] = np.nan
+    trajectory.steps[made:] = -1
+    _energy_sums(trajectory.energy, trajectory.ledger)
 
 
 def record(system: System, dt: float, steps: int, record_every: int = 1, velocities: bool = False,
@@ -338,11 +372,14 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         raise ValueError(f"record_every = {record_every} must be >= 1")
     if steps > np.iinfo(np.int64).max:
         raise ValueError("steps is out of range: at most 2**63 - 1")
+    if isinstance(dt, bool):
+        raise TypeError("dt must be a number of seconds, not bool")
+    system._check_dt(dt)
     count = 1 + (steps + record_every - 1) // record_every
     n = system.n_nodes
     colliders = system.colliders
     if out is not None:
-        positions, speeds = _records_into(out, count, n, velocities)
+        positions, speeds = _records_into(system, out, count, n, velocities)
     try:
         times = _reused(out.times, (count,), np.float64) if out is not None else None
         times = np.empty(count) if times is None else times
@@ -389,6 +426,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         trajectory = out
     left = keep(0)
     done = 0
+    made = 1  # records made
     system._keep_start_energy(True)
     try:
         for r in range(1, count):
@@ -399,8 +437,16 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                 energy[r - 1, :3] = system._start_energy()
             done += chunk
             left = keep(r)
+            made = r + 1
             if bar is not None:
                 bar.update(done)
+    except BaseException:
+        if out is not None:  # the caller keeps out: the records not made say so
+            if left:  # the last record's energy was to come from the call that raised
+                at_record = system.steps == step_counts[made - 1]
+                energy[made - 1, :3] = system._energy_and_ledger()[0][:3] if at_record else np.nan
+            _unmade(trajectory, made)
+        raise
     finally:
         system._keep_start_energy(False)
         system._leave_forces(False)

@@ -68,35 +68,95 @@ def test_out_takes_this_runs_description_and_drops_velocities_not_asked_for() ->
 
 def test_a_bad_out_raises_before_any_step_and_changes_nothing() -> None:
     system = moving_cloth()
-    out = system.copy().run(1e-3, 10, record_every=5)
-    saved = np.array(out.positions)
+    out = system.copy().run(1e-3, 10, record_every=5, velocities=True)
+    saved = {name: np.array(getattr(out, name)) for name in ("times", "steps", "positions", "velocities", "energy",
+                                                             "ledger", "springs")}
     x, steps = np.array(system.x), system.steps
     cases = [
         (dict(out=np.zeros((3, 81, 3))), TypeError, "out must be a Trajectory"),
-        (dict(out=out, record_every=2), ValueError, r"out must hold 6 records of 81 nodes"),
-        (dict(out=out, velocities=True), ValueError, "out has no velocities"),
+        (dict(out=out, record_every=2), ValueError, r"out must hold 6 records of 81 nodes.*has shape \(3, 81, 3\)"),
+        (dict(out=out, dt=-1e-3), ValueError, r"dt = -0.001 must be a finite time step > 0"),
+        (dict(out=out, dt=float("nan")), ValueError, "dt = nan must be a finite time step"),
+        (dict(out=out, dt="1e-3"), TypeError, "dt must be a real number"),
+        (dict(out=out, dt=True), TypeError, "dt must be a number of seconds, not bool"),
     ]
     for kwargs, error, message in cases:
-        every = kwargs.pop("record_every", 5)
+        every, dt = kwargs.pop("record_every", 5), kwargs.pop("dt", 1e-3)
         with pytest.raises(error, match=message):
-            system.run(1e-3, 10, record_every=every, **kwargs)
+            system.run(dt, 10, record_every=every, **kwargs)
+    velocities = out.velocities
+    out.velocities = None
+    with pytest.raises(ValueError, match="out has no velocities"):
+        system.run(1e-3, 10, record_every=5, velocities=True, out=out)
+    out.velocities = velocities
     out.positions.setflags(write=False)
-    with pytest.raises(ValueError, match="out must hold 3 records of 81 nodes"):
+    with pytest.raises(ValueError, match="its positions is read-only"):
         system.run(1e-3, 10, record_every=5, out=out)
+    out.positions.setflags(write=True)
+    positions = out.positions
+    out.positions = np.asfortranarray(positions)
+    with pytest.raises(ValueError, match="is not C-contiguous"):
+        system.run(1e-3, 10, record_every=5, out=out)
+    out.positions = positions
+    for name, array in saved.items():
+        np.testing.assert_array_equal(getattr(out, name), array, err_msg=name)
     np.testing.assert_array_equal(system.x, x)
     assert system.steps == steps
-    np.testing.assert_array_equal(out.positions, saved)
 
 
-def test_a_run_into_out_that_diverges_keeps_the_records_made() -> None:
+def test_out_arrays_that_share_memory_are_refused() -> None:
+    """Two of out's arrays over the same memory, or one over the system's own state, would
+    write records over records or over x and v: refused before any step."""
+    system = moving_cloth()
+    out = system.copy().run(1e-3, 2, record_every=1, velocities=True)
+    times = out.times
+    out.steps = out.times.view(np.int64)
+    with pytest.raises(ValueError, match="must not share memory with one another"):
+        system.run(1e-3, 2, out=out)
+    out.steps = np.zeros(3, dtype=np.int64)
+    velocities = out.velocities
+    out.velocities = out.positions
+    with pytest.raises(ValueError, match="must not share memory with one another"):
+        system.run(1e-3, 2, velocities=True, out=out)
+    out.velocities = velocities
+    n = system.n_nodes
+    state = np.lib.stride_tricks.as_strided(system.x, (3, n, 3), (24 * n, 24, 8))  # x, v and f: one block
+    out.positions = state
+    x = np.array(system.x)
+    with pytest.raises(ValueError, match="must not share memory with the system's state"):
+        system.run(1e-3, 2, out=out)
+    np.testing.assert_array_equal(system.x, x)
+    assert out.times is times and system.steps == 0
+    row = np.array(system.x)
+    with pytest.raises(ValueError, match="positions must not share memory with the system's state"):
+        system._record_state(system.v)
+    np.testing.assert_array_equal(system.x, row)
+
+
+@pytest.mark.parametrize("every", [1, 5])
+def test_a_run_into_out_that_diverges_keeps_the_records_made_and_marks_the_rest(every: int) -> None:
     system = scenes.chain(8)
-    out = system.copy().run(1e-3, 400)
-    stale = np.array(out.positions[-1])
+    system.add_sphere((3.0, -50.0, 0.0), 1.0)  # far below: its centre is recorded
+    out = system.copy().run(1e-3, 600, record_every=every)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", msprings.StabilityWarning)
-        with pytest.raises(msprings.DivergenceError) as caught:
-            system.run(5.0, 400, out=out)
-    made = caught.value.step  # the first step not made: records 0 .. made - 1 are this run's
-    assert 1 < made < 400
-    np.testing.assert_array_equal(out.positions[made - 1], system.x)
-    np.testing.assert_array_equal(out.positions[-1], stale)
+        with pytest.raises(msprings.DivergenceError):
+            system.run(5.0, 600, record_every=every, out=out)
+    made = int((out.steps >= 0).sum())
+    assert 1 < made < len(out)
+    assert (out.steps[:made] == every * np.arange(made)).all() and (out.steps[made:] == -1).all()
+    assert np.isnan(out.times[made:]).all() and np.isnan(out.positions[made:]).all()
+    assert np.isnan(out.collider_centers[made:]).all() and np.isfinite(out.collider_centers[:made]).all()
+    assert np.isnan(out.energy[made:]).all() and np.isnan(out.ledger[made:]).all()
+    np.testing.assert_allclose(out.times[:made], 5.0 * out.steps[:made], rtol=1e-15)
+    assert np.isfinite(out.positions[:made]).all() and np.isfinite(out.ledger[:made]).all()
+    # the energy sums agree with their parts wherever the parts are known
+    kinetic, spring, gravity = (out.column(name) for name in ("kinetic", "spring", "gravity"))
+    np.testing.assert_array_equal(out.column("mechanical"), kinetic + spring + gravity)
+    assert np.isfinite(out.energy[:made - 1]).all()
+    # the last record made: its energy is the state's if the rollback left the system there, else unknown
+    assert (system.steps == out.steps[made - 1]) == (every == 1 or system.steps % every == 0)
+    if system.steps == out.steps[made - 1]:
+        np.testing.assert_allclose(out.energy[made - 1, :3], system.energy()[:3], rtol=1e-12)
+    else:
+        assert np.isnan(out.energy[made - 1, :3]).all()

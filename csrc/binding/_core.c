@@ -1056,6 +1056,24 @@ static void copy_around_caches(double* dst, const double* src, size_t n) {
 #endif
 }
 
+/* The lowest and one past the highest byte an array's elements occupy. */
+static void array_bounds(PyArrayObject* array, const char** low, const char** high) {
+    const char* start = PyArray_BYTES(array);
+    *low = *high = start;
+    if (PyArray_SIZE(array) == 0) return;
+    for (int d = 0; d < PyArray_NDIM(array); ++d) {
+        const npy_intp reach = (PyArray_DIM(array, d) - 1) * PyArray_STRIDE(array, d);
+        if (reach < 0) *low += reach;
+        else *high += reach;
+    }
+    *high += PyArray_ITEMSIZE(array);
+}
+
+/* Whether [low, high) meets n doubles at p. */
+static int meets(const char* low, const char* high, const double* p, size_t n) {
+    return p != NULL && low < (const char*)(p + n) && (const char*)p < high;
+}
+
 /* The row of a recording that one of x and v goes to: a writable C-contiguous float64
    array of nnode x 3 values, or NULL with TypeError/ValueError set. */
 static double* record_row(SystemObject* self, PyObject* row, const char* name) {
@@ -1081,6 +1099,16 @@ static PyObject* System_record_state(SystemObject* self, PyObject* args) {
     double* v = x == NULL || velocities == Py_None ? NULL : record_row(self, velocities, "velocities");
     if (x == NULL || (v == NULL && velocities != Py_None)) return NULL;
     const size_t n = 3 * (size_t)self->model->nnode;
+    const ms_state* s = self->state;
+    for (int which = 0; which < 2; ++which) {
+        const char* row = (const char*)(which == 0 ? x : v);
+        if (row != NULL && (meets(row, row + n * sizeof(double), s->x, n) || meets(row, row + n * sizeof(double), s->v, n) ||
+                            meets(row, row + n * sizeof(double), s->f, n))) {
+            PyErr_Format(PyExc_ValueError, "%s must not share memory with the system's state",
+                         which == 0 ? "positions" : "velocities");
+            return NULL;
+        }
+    }
     copy_around_caches(x, self->state->x, n);
     if (v != NULL) copy_around_caches(v, self->state->v, n);
     Py_RETURN_NONE;
@@ -1091,6 +1119,30 @@ static PyObject* System_keep_start_energy(SystemObject* self, PyObject* flag) {
     if (keep < 0) return NULL;
     self->keep_start_energy = keep;
     Py_RETURN_NONE;
+}
+
+static PyObject* System_check_dt(SystemObject* self, PyObject* dt_obj) {
+    (void)self;
+    double dt;
+    if (parse_real(dt_obj, "dt", &dt) < 0) return NULL;
+    if (!isfinite(dt) || dt <= 0.0) {
+        char text[40]; /* PyErr_Format has no %g */
+        snprintf(text, sizeof text, "%g", dt);
+        return PyErr_Format(PyExc_ValueError, "dt = %s must be a finite time step > 0 (s)", text);
+    }
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_shares_state(SystemObject* self, PyObject* obj) {
+    if (require_ready(self) < 0) return NULL;
+    if (!PyArray_Check(obj)) Py_RETURN_FALSE;
+    const char *low, *high;
+    array_bounds((PyArrayObject*)obj, &low, &high);
+    const ms_state* s = self->state;
+    const size_t n = 3 * (size_t)self->model->nnode;
+    const int shares = meets(low, high, s->x, n) || meets(low, high, s->v, n) || meets(low, high, s->f, n) ||
+                       meets(low, high, s->external, n);
+    return PyBool_FromLong(shares);
 }
 
 static PyObject* System_leave_forces(SystemObject* self, PyObject* flag) {
@@ -1163,6 +1215,10 @@ static PyMethodDef System_methods[] = {
     {"_keep_start_energy", (PyCFunction)System_keep_start_energy, METH_O,
      "_keep_start_energy(flag): from now on, whether each step call keeps the mechanical energy of the state it "
      "starts from for _start_energy (a by-product of its first forces)."},
+    {"_check_dt", (PyCFunction)System_check_dt, METH_O,
+     "_check_dt(dt): TypeError or ValueError, as step() raises them, unless dt is a finite number of seconds > 0."},
+    {"_shares_state", (PyCFunction)System_shares_state, METH_O,
+     "_shares_state(array): whether the array's memory meets the state's x, v, f or external force."},
     {"_leave_forces", (PyCFunction)System_leave_forces, METH_O,
      "_leave_forces(flag): from now on, whether step calls may leave f as it is, for a caller that reads f only "
      "after a call without the flag (a recording between records)."},

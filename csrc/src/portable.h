@@ -53,10 +53,10 @@ static inline ms_fp_mode ms_flush_subnormals(void) {
     unsigned long long found;
     __asm__ __volatile__("mrs %0, fpcr" : "=r"(found));
     const unsigned long long flush = found | (1ull << 24); /* FZ */
-    __asm__ __volatile__("msr fpcr, %0" : : "r"(flush));
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(flush) : "memory");
     return found;
 }
-static inline void ms_restore_fp(ms_fp_mode found) { __asm__ __volatile__("msr fpcr, %0" : : "r"(found)); }
+static inline void ms_restore_fp(ms_fp_mode found) { __asm__ __volatile__("msr fpcr, %0" : : "r"(found) : "memory"); }
 #else
 typedef int ms_fp_mode;
 static inline ms_fp_mode ms_flush_subnormals(void) { return 0; }

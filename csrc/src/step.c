@@ -610,10 +610,11 @@ static int parameters_read(const ms_state* s) {
 }
 
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
-    /* the caller's word holds for this call only */
+    /* the caller's word holds for this call only, even one refused below */
     const int parameters = !s->parameters_unchanged || !parameters_read(s);
     const int motion = !s->motion_unchanged;
-    s->parameters_unchanged = s->motion_unchanged = 0;
+    const int keep_start = s->keep_start_energy, forces_unread = s->forces_unread;
+    s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->forces_unread = 0;
     if (!isfinite(h) || h <= 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
@@ -621,6 +622,8 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
+    s->keep_start_energy = keep_start;
+    s->forces_unread = forces_unread;
     /* A network whose numbering is not local steps on a copy renumbered by rank. */
     const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
                                          : ms_step_call(m, s, h, n, parameters, err);

@@ -566,6 +566,12 @@ static int test_forces_unread_leaves_f(void) {
         ENSURE(memcmp(s->x, twin->x, bytes) == 0 && memcmp(s->v, twin->v, bytes) == 0);
         ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, &err) == MS_OK);
         ENSURE(memcmp(s->f, twin->f, bytes) == 0 && memcmp(s->x, twin->x, bytes) == 0);
+        /* a call refused before it steps clears the word as well */
+        s->forces_unread = s->keep_start_energy = 1;
+        ENSURE(ms_step(m, s, -1.0, 1, &err) == MS_ERR_VALUE);
+        ENSURE(s->forces_unread == 0 && s->keep_start_energy == 0);
+        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, &err) == MS_OK);
+        ENSURE(memcmp(s->f, twin->f, bytes) == 0 && s->start_energy_valid == 0);
         free(found);
         ms_state_destroy(twin);
         ms_state_destroy(s);
