@@ -380,18 +380,20 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     colliders = system.colliders
     if out is not None:
         positions, speeds = _records_into(system, out, count, n, velocities)
+
+    def column(name: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
+        """out's array of that name if it can take the records, else a new one."""
+        kept = None if out is None else _reused(getattr(out, name), shape, dtype)
+        return np.empty(shape, dtype=dtype) if kept is None else kept
+
     try:
-        times = _reused(out.times, (count,), np.float64) if out is not None else None
-        times = np.empty(count) if times is None else times
-        step_counts = _reused(out.steps, (count,), np.int64) if out is not None else None
-        step_counts = np.empty(count, dtype=np.int64) if step_counts is None else step_counts
+        times = column("times", (count,))
+        step_counts = column("steps", (count,), np.int64)
         if out is None:
             positions = _states_array((count, n, 3))
             speeds = _states_array((count, n, 3)) if velocities else None
-        energy = _reused(out.energy, (count, len(ENERGY_FIELDS)), np.float64) if out is not None else None
-        energy = np.empty((count, len(ENERGY_FIELDS))) if energy is None else energy
-        ledger = _reused(out.ledger, (count, len(LEDGER_FIELDS)), np.float64) if out is not None else None
-        ledger = np.empty((count, len(LEDGER_FIELDS))) if ledger is None else ledger
+        energy = column("energy", (count, len(ENERGY_FIELDS)))
+        ledger = column("ledger", (count, len(LEDGER_FIELDS)))
         centers = np.empty((count, len(colliders), 3))
     except (ValueError, MemoryError):  # NumPy refuses sizes beyond its index range with ValueError
         raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
