@@ -627,6 +627,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     /* A network whose numbering is not local steps on a copy renumbered by rank. */
     const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
                                          : ms_step_call(m, s, h, n, parameters, err);
+    s->keep_start_energy = s->forces_unread = 0; /* also where the copy could not be made */
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
         s->watched = 1;
