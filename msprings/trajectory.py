@@ -295,14 +295,6 @@ def _states_array(shape: tuple[int, int, int]) -> np.ndarray:
     return np.frombuffer(memory, dtype=np.float64).reshape(shape)
 
 
-def _reused(array: Any, shape: tuple[int, ...], dtype: type) -> np.ndarray | None:
-    """The array, if it is a writable C-contiguous array of this shape and dtype."""
-    if (isinstance(array, np.ndarray) and array.shape == shape and array.dtype == dtype
-            and array.flags.c_contiguous and array.flags.writeable):
-        return array
-    return None
-
-
 def _why_not(array: Any, shape: tuple[int, ...], dtype: type) -> str | None:
     """Why the array cannot take records of this shape and dtype, or None if it can."""
     if not isinstance(array, np.ndarray):
@@ -318,34 +310,39 @@ def _why_not(array: Any, shape: tuple[int, ...], dtype: type) -> str | None:
     return None
 
 
-def _records_into(system: System, out: Any, count: int, n: int, velocities: bool) -> tuple[np.ndarray, np.ndarray | None]:
+def _reused(array: Any, shape: tuple[int, ...], dtype: type) -> np.ndarray | None:
+    """The array, if it can take records of this shape and dtype."""
+    return array if _why_not(array, shape, dtype) is None else None
+
+
+def _records_into(out: Any, count: int, n: int, velocities: bool) -> tuple[np.ndarray, np.ndarray | None]:
     """The positions and velocities arrays of ``out`` that a run of ``count`` records of ``n``
-    nodes writes into, after checking them and every other array of ``out`` the run reuses;
-    TypeError or ValueError naming ``out`` otherwise."""
+    nodes writes into, after checking them; TypeError or ValueError naming ``out`` otherwise."""
     if not isinstance(out, Trajectory):
         raise TypeError(f"out must be a Trajectory (from an earlier run), not {type(out).__name__}")
     shape = (count, n, 3)
     why = _why_not(out.positions, shape, np.float64)
     if why is not None:
         raise ValueError(f"out must hold {count} records of {n} nodes, the records of this run: its positions {why}")
-    if velocities:
-        if out.velocities is None:
-            raise ValueError("out has no velocities to record into: velocities=True needs a trajectory recorded "
-                             "with velocities=True")
-        why = _why_not(out.velocities, shape, np.float64)
-        if why is not None:
-            raise ValueError(f"out's velocities {why}")
-    reused = [out.positions] + ([out.velocities] if velocities else [])
-    reused += [array for array, size, dtype in ((out.times, (count,), np.float64), (out.steps, (count,), np.int64),
-                                                (out.energy, (count, len(ENERGY_FIELDS)), np.float64),
-                                                (out.ledger, (count, len(LEDGER_FIELDS)), np.float64))
-               if _reused(array, size, dtype) is not None]
-    for i, array in enumerate(reused):
+    if not velocities:
+        return out.positions, None
+    if out.velocities is None:
+        raise ValueError("out has no velocities to record into: velocities=True needs a trajectory recorded "
+                         "with velocities=True")
+    why = _why_not(out.velocities, shape, np.float64)
+    if why is not None:
+        raise ValueError(f"out's velocities {why}")
+    return out.positions, out.velocities
+
+
+def _refuse_shared(system: System, arrays: list[np.ndarray | None]) -> None:
+    """ValueError if two of the arrays a run writes share memory, or one shares the system's state."""
+    written = [array for array in arrays if array is not None]
+    for i, array in enumerate(written):
         if system._shares_state(array):
             raise ValueError("out's arrays must not share memory with the system's state")
-        if any(np.may_share_memory(array, other) for other in reused[:i]):
+        if any(np.may_share_memory(array, other) for other in written[:i]):
             raise ValueError("out's arrays must not share memory with one another")
-    return out.positions, out.velocities if velocities else None
 
 
 def _unmade(trajectory: Trajectory, made: int) -> None:
@@ -379,7 +376,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     n = system.n_nodes
     colliders = system.colliders
     if out is not None:
-        positions, speeds = _records_into(system, out, count, n, velocities)
+        positions, speeds = _records_into(out, count, n, velocities)
 
     def column(name: str, shape: tuple[int, ...], dtype: type = np.float64) -> np.ndarray:
         """out's array of that name if it can take the records, else a new one."""
@@ -398,6 +395,8 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     except (ValueError, MemoryError):  # NumPy refuses sizes beyond its index range with ValueError
         raise MemoryError(f"{count} records of {n} nodes do not fit in memory: record fewer (a larger "
                           "record_every)") from None
+    if out is not None:  # out's arrays the run writes into, before anything is written
+        _refuse_shared(system, [positions, speeds, times, step_counts, energy, ledger])
 
     last = count - 1
 

@@ -1074,6 +1074,14 @@ static int meets(const char* low, const char* high, const double* p, size_t n) {
     return p != NULL && low < (const char*)(p + n) && (const char*)p < high;
 }
 
+/* Whether [low, high) meets the state's x, v, f or external force. */
+static int meets_state(const SystemObject* self, const char* low, const char* high) {
+    const ms_state* s = self->state;
+    const size_t n = 3 * (size_t)self->model->nnode;
+    return meets(low, high, s->x, n) || meets(low, high, s->v, n) || meets(low, high, s->f, n) ||
+           meets(low, high, s->external, n);
+}
+
 /* The row of a recording that one of x and v goes to: a writable C-contiguous float64
    array of nnode x 3 values, or NULL with TypeError/ValueError set. */
 static double* record_row(SystemObject* self, PyObject* row, const char* name) {
@@ -1099,11 +1107,9 @@ static PyObject* System_record_state(SystemObject* self, PyObject* args) {
     double* v = x == NULL || velocities == Py_None ? NULL : record_row(self, velocities, "velocities");
     if (x == NULL || (v == NULL && velocities != Py_None)) return NULL;
     const size_t n = 3 * (size_t)self->model->nnode;
-    const ms_state* s = self->state;
     for (int which = 0; which < 2; ++which) {
         const char* row = (const char*)(which == 0 ? x : v);
-        if (row != NULL && (meets(row, row + n * sizeof(double), s->x, n) || meets(row, row + n * sizeof(double), s->v, n) ||
-                            meets(row, row + n * sizeof(double), s->f, n))) {
+        if (row != NULL && meets_state(self, row, row + n * sizeof(double))) {
             PyErr_Format(PyExc_ValueError, "%s must not share memory with the system's state",
                          which == 0 ? "positions" : "velocities");
             return NULL;
@@ -1125,11 +1131,8 @@ static PyObject* System_check_dt(SystemObject* self, PyObject* dt_obj) {
     (void)self;
     double dt;
     if (parse_real(dt_obj, "dt", &dt) < 0) return NULL;
-    if (!isfinite(dt) || dt <= 0.0) {
-        char text[40]; /* PyErr_Format has no %g */
-        snprintf(text, sizeof text, "%g", dt);
-        return PyErr_Format(PyExc_ValueError, "dt = %s must be a finite time step > 0 (s)", text);
-    }
+    ms_error err;
+    if (ms_time_step_check(dt, &err) != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
 }
 
@@ -1138,11 +1141,7 @@ static PyObject* System_shares_state(SystemObject* self, PyObject* obj) {
     if (!PyArray_Check(obj)) Py_RETURN_FALSE;
     const char *low, *high;
     array_bounds((PyArrayObject*)obj, &low, &high);
-    const ms_state* s = self->state;
-    const size_t n = 3 * (size_t)self->model->nnode;
-    const int shares = meets(low, high, s->x, n) || meets(low, high, s->v, n) || meets(low, high, s->f, n) ||
-                       meets(low, high, s->external, n);
-    return PyBool_FromLong(shares);
+    return PyBool_FromLong(meets_state(self, low, high));
 }
 
 static PyObject* System_leave_forces(SystemObject* self, PyObject* flag) {

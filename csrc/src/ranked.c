@@ -148,7 +148,6 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
     s->solver = rs->solver;
     s->workers = rs->workers;
     /* the energies of the state the call started from are sums: the same in either numbering */
-    s->keep_start_energy = s->forces_unread = 0;
     s->start_energy_valid = rs->start_energy_valid;
     memcpy(s->start_energy, rs->start_energy, sizeof s->start_energy);
     return status;

@@ -609,14 +609,19 @@ static int parameters_read(const ms_state* s) {
     return s->layout != NULL && s->layout->filled;
 }
 
+int ms_time_step_check(double h, ms_error* err) {
+    if (!isfinite(h) || h <= 0.0)
+        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    return MS_OK;
+}
+
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
     /* the caller's word holds for this call only, even one refused below */
     const int parameters = !s->parameters_unchanged || !parameters_read(s);
     const int motion = !s->motion_unchanged;
     const int keep_start = s->keep_start_energy, forces_unread = s->forces_unread;
     s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->forces_unread = 0;
-    if (!isfinite(h) || h <= 0.0)
-        return ms_error_set(err, MS_ERR_VALUE, "dt = %g must be a finite time step > 0 (s)", h);
+    if (ms_time_step_check(h, err)) return MS_ERR_VALUE;
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
     if (check_values(m, parameters, err)) return MS_ERR_VALUE;
     if (check_state(m, s, motion, err)) return MS_ERR_VALUE;

@@ -318,6 +318,9 @@ int ms_model_check_values(const ms_model* m, ms_error* err);
 
 int ms_options_check(const ms_options* opt, ms_error* err);
 
+/* Checks a time step h (s): finite and > 0, as ms_step requires. */
+int ms_time_step_check(double h, ms_error* err);
+
 /* ---- colliders ------------------------------------------------------------------ */
 
 /* Checks a collider's values (normalising nothing). */
