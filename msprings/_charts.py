@@ -272,37 +272,54 @@ class _Divergence:
     reason: str
 
 
+def _energy_in_play(system: System, gravity_start: float) -> float:
+    """How much energy a state has in play (J): the largest of its kinetic and spring
+    energies, the change of its gravitational energy since the start (whose zero is wherever
+    y = 0 happens to be), the energy dissipated and the magnitude of the work done on it."""
+    energy = system.energy()
+    return max(energy.kinetic, energy.spring, abs(energy.gravity - gravity_start), energy.dissipated,
+               abs(energy.work))
+
+
 def _run_series(system: System, dt: float, steps: int, quantity: str, node: int
-                ) -> tuple[np.ndarray, np.ndarray, _Divergence | None]:
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Divergence | None]:
     """Times (s) and finite values of ``quantity`` over a run (at most about 1500 records),
-    and where it diverged: a :class:`~msprings.DivergenceError`, or the quantity itself
-    overflowing (beyond 1e200: an energy of a blowing-up state reaches inf before the state
-    does)."""
-    def value() -> float:
+    the energy in play at each record (J, see :func:`_energy_in_play`), and where it
+    diverged: a :class:`~msprings.DivergenceError`, or the quantity itself overflowing
+    (beyond 1e200: an energy of a blowing-up state reaches inf before the state does)."""
+    gravity_start = system.energy().gravity
+
+    def value() -> tuple[float, float]:
+        in_play = _energy_in_play(system, gravity_start)
         if quantity == "position":
-            return float(system.x[node, 1])
-        return float(getattr(system.energy(), quantity))
+            return float(system.x[node, 1]), in_play
+        return float(getattr(system.energy(), quantity)), in_play
 
     every = max(1, steps // 1500)
-    times, values = [system.t], [value()]
+    first = value()
+    times, values, energies = [system.t], [first[0]], [first[1]]
     done = 0
     while done < steps:
         chunk = min(every, steps - done)
         try:
             system.step(dt, chunk)
         except DivergenceError as error:
-            last = value()
+            last, in_play = value()
             if system.t > times[-1] and abs(last) <= _BLOWN_UP:
                 times.append(system.t)
                 values.append(last)
-            return np.array(times), np.array(values), _Divergence(error.time, error.step, "non-finite state")
+                energies.append(in_play)
+            return (np.array(times), np.array(values), np.array(energies),
+                    _Divergence(error.time, error.step, "non-finite state"))
         done += chunk
-        current = value()
+        current, in_play = value()
         if not abs(current) <= _BLOWN_UP:
-            return np.array(times), np.array(values), _Divergence(system.t, system.steps, f"{quantity} overflowed")
+            return (np.array(times), np.array(values), np.array(energies),
+                    _Divergence(system.t, system.steps, f"{quantity} overflowed"))
         times.append(system.t)
         values.append(current)
-    return np.array(times), np.array(values), None
+        energies.append(in_play)
+    return np.array(times), np.array(values), np.array(energies), None
 
 
 @dataclass
@@ -312,24 +329,41 @@ class _Series:
     name: str
     times: np.ndarray
     values: np.ndarray
+    energies: np.ndarray
     failure: _Divergence | None
     above_limit: bool
 
 
-def _shared_range(series: Sequence[_Series]) -> tuple[float, float, list[bool]]:
+def _early(values: np.ndarray) -> np.ndarray:
+    """The first twentieth of a run's records (at least two): before a blow-up has grown."""
+    return values[: max(2, len(values) // 20)]
+
+
+def _shared_range(series: Sequence[_Series], quantity: str) -> tuple[float, float, list[bool]]:
     """The vertical range (low, high) every panel shares, and which runs it holds whole.
 
-    A run is held whole when it did not diverge and stays within _RANGE_FACTOR times the
-    typical magnitude (the largest magnitude over its first twentieth, of the run where
-    that is smallest: a run blowing up from the start does not set it): a blow-up
-    then cannot stretch the axes to 10^192.  The range is at least _SMALLEST_SPAN of that
-    magnitude tall, so that a drift of round-off size (RK4's 1e-7 J) is drawn flat rather
-    than stretched into a look of a blow-up."""
-    typical = min(float(np.abs(s.values[: max(2, len(s.values) // 20)]).max()) for s in series)
-    scale = typical if typical > 0 else 1.0
-    held = [s.failure is None and float(np.abs(s.values).max()) <= _RANGE_FACTOR * scale for s in series]
-    chosen = [s.values for s, whole in zip(series, held) if whole] \
-        or [s.values[: max(2, len(s.values) // 20)] for s in series]
+    The range is measured against the scene's scale: for an energy, the energy in play
+    (the largest kinetic, spring, dissipated energy, work or change of gravitational energy
+    over the first twentieth of the run, of the run where that is smallest, so that a run
+    blowing up from the start does not set it); for a position, the largest height over
+    the same records.  A quantity that is conserved (the total energy starts at 0 when the
+    scene starts at rest at y = 0) is then not drawn on a scale of its own round-off.
+
+    A run is held whole when it did not diverge and its quantity moves less than
+    _RANGE_FACTOR times that scale from its initial value: a blow-up cannot stretch the
+    axes to 10^192.  The range is at least _SMALLEST_SPAN of the scale tall, so that a drift
+    of round-off size (RK4's 1e-7 J) is drawn flat rather than stretched into a look of a
+    blow-up."""
+    if quantity == "position":
+        measures = [np.abs(_early(s.values)).max() for s in series]
+    else:
+        measures = [_early(s.energies).max() for s in series]
+    scale = float(min(measures))
+    if not scale > 0:
+        scale = max(float(np.abs(_early(s.values)).max()) for s in series) or 1.0
+    held = [s.failure is None and float(np.abs(s.values - s.values[0]).max()) <= _RANGE_FACTOR * scale
+            for s in series]
+    chosen = [s.values for s, whole in zip(series, held) if whole] or [_early(s.values) for s in series]
     low = min(float(v.min()) for v in chosen)
     high = max(float(v.max()) for v in chosen)
     middle, half = 0.5 * (low + high), 0.5 * max(high - low, _SMALLEST_SPAN * scale)
@@ -353,9 +387,13 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
     (:data:`msprings.trajectory.ENERGY_FIELDS`, J) or ``"position"``: the height y (m) of
     node ``node``.
 
-    The shared scale holds every run that neither diverged nor grew beyond 1000 times the
-    typical magnitude, and is at least 0.1 % of that magnitude tall (a drift smaller than
-    that is drawn flat; the legend gives each energy's drift, last minus first value, in J).
+    The shared scale is set against the energy in play early in the runs (J: the largest
+    kinetic, spring, dissipated energy, work or change of gravitational energy, from the run
+    where that is smallest; for a position, the largest height, m), so that a conserved
+    total is not drawn on the scale of its round-off.  It holds every run that neither
+    diverged nor moved further than 1000 times that from its initial value, and is at least
+    0.1 % of it tall (a drift smaller than that is drawn flat; the legend gives each
+    energy's drift, last minus first value, in J).
     A run that leaves the scale is drawn up to the edge, where a triangle marks the time it
     left.  A method that diverges (a non-finite state, :class:`~msprings.DivergenceError`,
     or the quantity overflowing beyond 1e200) is marked with a red cross and a dashed line
@@ -379,13 +417,13 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
         system.integrator = name
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", StabilityWarning)
-            times, values, failure = _run_series(system, dt, steps, quantity, node)
+            times, values, energies, failure = _run_series(system, dt, steps, quantity, node)
         for entry in caught:
             if not issubclass(entry.category, StabilityWarning):
                 warnings.warn_explicit(entry.message, entry.category, entry.filename, entry.lineno)
         above_limit = any(issubclass(entry.category, StabilityWarning) for entry in caught)
-        series.append(_Series(name, times, values, failure, above_limit))
-    low, high, _ = _shared_range(series)
+        series.append(_Series(name, times, values, energies, failure, above_limit))
+    low, high, _ = _shared_range(series, quantity)
 
     columns = min(len(names), 3)
     rows = math.ceil(len(names) / columns)

@@ -836,6 +836,57 @@ def test_compare_integrators_chain_above_the_critical_step_beside_rk4():
     assert np.all(curve_of(symplectic, "symplectic_euler").get_ydata() <= high)
 
 
+def largest_kinetic_energy(integrator: str, dt: float, steps: int) -> float:
+    """The largest kinetic energy (J) of the default chain over a run."""
+    chain = scenes.chain(11)
+    chain.integrator = integrator
+    largest = 0.0
+    for _ in range(steps):
+        chain.step(dt)
+        largest = max(largest, chain.energy().kinetic)
+    return largest
+
+
+def test_compare_integrators_total_of_a_chain_from_rest_at_y_0_on_the_energy_scale():
+    # The chain starts at rest along y = 0: its total energy starts at 0 J and implicit
+    # Euler keeps it there to round-off (it books its loss as numerical).  The scale is the
+    # energy in play over the first twentieth of the run (hundreds of J), not that round-off
+    # (1e-12 J), so the run is drawn flat.
+    figure = plot.compare_integrators(lambda: scenes.chain(11), 0.2, 200, ["implicit_euler"])
+    ax = figure.axes[0]
+    values = curve_of(ax, "implicit_euler").get_ydata()
+    assert np.abs(values).max() < 1e-9
+    low, high = ax.get_ylim()
+    assert high - low >= 1e-3 * largest_kinetic_energy("implicit_euler", 0.2, 10)
+    assert low < values.min() and values.max() < high
+    assert "left the scale" not in ax.get_title()
+
+
+def test_compare_integrators_readme_chain_shows_every_stable_run_whole():
+    # The README's call: every integrator on the 11-node chain at dt = 0.2 s (omega h = 1.9
+    # for its fastest mode).  Only explicit Euler, unstable at any step, leaves the scale; the
+    # others are drawn whole on one axis that spans the largest of their swings (symplectic
+    # Euler's total swings by some 300 J) and not much more.
+    dt, steps = 0.2, 200
+    figure = plot.compare_integrators(lambda: scenes.chain(11), dt, steps)
+    panels = {ax.get_title().split("\n")[0]: ax for ax in figure.axes if ax.get_visible()}
+    assert set(panels) == set(stability.INTEGRATORS)
+    low, high = panels["rk4"].get_ylim()
+    assert "left the scale at t =" in panels["explicit_euler"].get_title()
+    stable = [name for name in stability.INTEGRATORS if name != "explicit_euler"]
+    ranges = []
+    for name in stable:
+        ax = panels[name]
+        assert ax.get_title() == name
+        values = curve_of(ax, name).get_ydata()
+        assert len(values) == steps + 1
+        assert low < values.min() and values.max() < high
+        ranges.append((values.min(), values.max()))
+    swing = max(top for _, top in ranges) - min(bottom for bottom, _ in ranges)
+    assert high - low < 1.3 * swing
+    assert high - low > 0.05 * largest_kinetic_energy("symplectic_euler", dt, 10)
+
+
 def test_compare_integrators_draws_a_round_off_drift_flat():
     # RK4 at omega h = 0.01 drifts by about 1e-12 of the energy: the scale stays at least a
     # thousandth of the energy tall, so the drift is not stretched into a blow-up, and the
