@@ -20,7 +20,7 @@ from matplotlib.lines import Line2D
 
 from . import stability
 from ._core import DivergenceError
-from ._system import StabilityWarning, System
+from ._system import Energy, StabilityWarning, System
 from .trajectory import ENERGY_FIELDS, Trajectory
 
 __all__ = ["compare_integrators", "plot_energy", "plot_stability"]
@@ -272,11 +272,10 @@ class _Divergence:
     reason: str
 
 
-def _energy_in_play(system: System, gravity_start: float) -> float:
+def _energy_in_play(energy: Energy, gravity_start: float) -> float:
     """How much energy a state has in play (J): the largest of its kinetic and spring
     energies, the change of its gravitational energy since the start (whose zero is wherever
     y = 0 happens to be), the energy dissipated and the magnitude of the work done on it."""
-    energy = system.energy()
     return max(energy.kinetic, energy.spring, abs(energy.gravity - gravity_start), energy.dissipated,
                abs(energy.work))
 
@@ -290,10 +289,11 @@ def _run_series(system: System, dt: float, steps: int, quantity: str, node: int
     gravity_start = system.energy().gravity
 
     def value() -> tuple[float, float]:
-        in_play = _energy_in_play(system, gravity_start)
+        energy = system.energy()
+        in_play = _energy_in_play(energy, gravity_start)
         if quantity == "position":
             return float(system.x[node, 1]), in_play
-        return float(getattr(system.energy(), quantity)), in_play
+        return float(getattr(energy, quantity)), in_play
 
     every = max(1, steps // 1500)
     first = value()
@@ -359,7 +359,7 @@ def _shared_range(series: Sequence[_Series], quantity: str) -> tuple[float, floa
     else:
         measures = [_early(s.energies).max() for s in series]
     scale = float(min(measures))
-    if not scale > 0:
+    if not (scale > 0 and math.isfinite(scale)):
         scale = max(float(np.abs(_early(s.values)).max()) for s in series) or 1.0
     held = [s.failure is None and float(np.abs(s.values - s.values[0]).max()) <= _RANGE_FACTOR * scale
             for s in series]
