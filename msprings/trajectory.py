@@ -339,10 +339,12 @@ def _why_not(array: Any, shape: tuple[int, ...], dtype: type) -> str | None:
         return f"is {type(array).__name__}, not an array"
     if array.shape != shape:
         return f"has shape {array.shape}, not {shape}"
-    if array.dtype != dtype:
+    if array.dtype != dtype:  # byte-swapped dtypes too (">f8" is not float64 here)
         return f"has dtype {array.dtype}, not {np.dtype(dtype)}"
     if not array.flags.c_contiguous:
         return "is not C-contiguous"
+    if not array.flags.aligned:
+        return f"is not aligned (its data starts at an address that is not a multiple of {array.dtype.alignment})"
     if not array.flags.writeable:
         return "is read-only"
     return None
