@@ -191,7 +191,7 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
                                                       "collider_centers"), 0))
     nodes = archive.agree("nodes", {"positions": 1, "pinned": 0})
     springs = archive.agree("springs", dict.fromkeys(("springs", "rest"), 0))
-    colliders = archive.rows("collider_centers") and archive.agree("colliders", {"collider_centers": 1})
+    colliders = archive.agree("colliders", {"collider_centers": 1})
     ledger_fields = archive.read("ledger_fields", "U", (None,), _TEXT_BYTES_LIMIT * len(LEDGER_FIELDS))
     if tuple(ledger_fields.tolist()) not in (LEDGER_FIELDS, _LEDGER_FIELDS_BEFORE):
         raise archive.damaged("ledger_fields", f"its ledger columns {ledger_fields.tolist()} are not the ones this "
