@@ -88,10 +88,11 @@ def _checks_keywords(passes_to: str = "System") -> Callable[[_Builder], _Builder
         @functools.wraps(builder)
         def checked(*args: Any, **kwargs: Any) -> Any:
             handed_on = _keywords(System.__init__) - {"positions", "springs", "self"}
-            if passes_to == "from_mesh":
-                from . import mesh
+            if passes_to == "from_mesh":  # its own keywords and the options it sets on the system
+                from . import _mesh_springs
 
-                handed_on |= _keywords(mesh.from_mesh) - {"vertices", "faces"}
+                handed_on |= _keywords(_mesh_springs.from_mesh) - {"vertices", "faces"}
+                handed_on |= set(_mesh_springs._SYSTEM_ATTRIBUTES)
             taken = own | handed_on
             for name in kwargs:
                 if name not in taken:

@@ -37,6 +37,15 @@ def test_unknown_scene_keywords_suggest_the_closest(call, meant: str) -> None:
         call()
 
 
+def test_every_keyword_handed_on_is_still_taken() -> None:
+    """Keywords a builder hands on (System's, from_mesh's and the options from_mesh sets)."""
+    sphere = scenes.spring_sphere(1, strain_limit=0.1, threads=1, drag=0.2, integrator="rk4", density=500.0,
+                                  youngs_modulus=1e4)
+    assert sphere.strain_limit == 0.1 and sphere.drag == 0.2 and sphere.integrator == "rk4"
+    cloth = scenes.cloth(4, gravity=(0.0, -1.0, 0.0), velocities=np.zeros((16, 3)), integrator="rk4")
+    assert cloth.gravity.tolist() == [0.0, -1.0, 0.0]
+
+
 def test_far_off_keywords_are_refused_without_a_guess() -> None:
     with pytest.raises(TypeError, match=r"cloth\(\) got an unexpected keyword argument 'zzz'$"):
         scenes.cloth(4, zzz=1)
