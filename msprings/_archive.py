@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib import format as npy_format
 
-__all__ = ["Archive"]
+__all__ = ["Archive", "face_bytes_limit"]
 
 # Deflate cannot compress better than about 1032:1 (258 bytes per 2-bit code); a member
 # that claims more is lying about its size.
@@ -175,6 +175,14 @@ class Archive:
             raise self.damaged(key, f"unreadable data ({error})") from None
         array = np.frombuffer(data, dtype=header.dtype)
         return array.reshape(header.shape, order="F" if header.fortran_order else "C")
+
+
+def face_bytes_limit(nodes: int, itemsize: int = 8) -> int:
+    """The most bytes a faces entry (F, 3) over ``nodes`` nodes can need: a face joins three
+    different nodes, and there are n (n - 1) (n - 2) / 3 distinct triangles with their two
+    orientations.  A member claiming more faces than that (a few kilobytes that inflate to
+    megabytes) is refused from its header."""
+    return nodes * (nodes - 1) * (nodes - 2) // 3 * 3 * itemsize
 
 
 def _kind_names(kinds: str) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._archive import Archive
+from ._archive import Archive, face_bytes_limit
 from ._system import Ledger, System
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
@@ -196,8 +196,9 @@ def _load_archive(archive: Archive) -> System:
     # Every entry's header is checked against the others before any entry's data is read, so
     # that a member claiming a size the rest of the file does not agree with costs nothing.
     layout = _layout(archive, version)
+    limits = {"faces": face_bytes_limit(archive.rows("x_initial"), archive.header("faces").dtype.itemsize)}
     for key, (kinds, shape) in layout.items():
-        archive.check(key, kinds, shape, _TEXT_BYTES_LIMIT if kinds == "U" else None)
+        archive.check(key, kinds, shape, _TEXT_BYTES_LIMIT if kinds == "U" else limits.get(key))
 
     def read(key: str) -> np.ndarray:
         kinds, shape = layout[key]

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._archive import Archive
+from ._archive import Archive, face_bytes_limit
 from ._system import Energy, Ledger
 
 if TYPE_CHECKING:
@@ -209,7 +209,8 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
         "uv": ("f", (nodes, 2) if with_uv else (None, 2)),
     }
     limits = {"energy_fields": _TEXT_BYTES_LIMIT * len(ENERGY_FIELDS),
-              "colliders": _COLLIDER_JSON_BYTES * (1 + colliders)}
+              "colliders": _COLLIDER_JSON_BYTES * (1 + colliders),
+              "faces": face_bytes_limit(nodes, archive.header("faces").dtype.itemsize)}
     for key, (kinds, shape) in layout.items():
         archive.check(key, kinds, shape, limits.get(key))
 

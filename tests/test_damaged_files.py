@@ -161,7 +161,7 @@ def assert_refused_small(load: Any, path: Path, entry: str) -> None:
 
 
 @pytest.mark.parametrize("entry", ["x_initial", "v_initial", "mass", "pinned", "springs", "k", "collider_kind",
-                                   "collider_center"])
+                                   "collider_center", "faces"])
 def test_model_member_of_many_deflated_rows_costs_nothing(tmp_path: Path, entry: str) -> None:
     """The first entry read (x_initial) of 4 million zero rows, 96 MB deflated to about 100 kB,
     is refused from the headers: the node count the other entries agree on is 4."""
@@ -176,12 +176,14 @@ def test_model_member_of_many_deflated_rows_costs_nothing(tmp_path: Path, entry:
 
 @pytest.mark.parametrize("entry, shape", [("positions", (11, 400_000, 3)), ("times", (4_000_000,)),
                                           ("velocities", (11, 400_000, 3)), ("energy", (4_000_000, 7)),
-                                          ("rest", (4_000_000,)), ("uv", (4_000_000, 2))])
+                                          ("rest", (4_000_000,)), ("uv", (4_000_000, 2)), ("faces", (2_000_000, 3))])
 def test_trajectory_member_of_many_deflated_rows_costs_nothing(tmp_path: Path, entry: str,
                                                               shape: tuple[int, ...]) -> None:
+    """Faces too: four nodes make at most 8 distinct triangles (with both orientations)."""
     saved = saved_trajectory(tmp_path)
     contents = {"has_uv": np.array(True)} if entry == "uv" else {}
-    path = replaced(saved, tmp_path / "bomb.npz", **contents, **{entry: np.zeros(shape)})
+    bomb = np.zeros(shape, dtype=np.int32 if entry == "faces" else np.float64)
+    path = replaced(saved, tmp_path / "bomb.npz", **contents, **{entry: bomb})
     assert path.stat().st_size < 2e6
     assert_refused_small(msprings.Trajectory.load, path, entry)
 

@@ -271,57 +271,88 @@ JSON_VALUES = st.recursive(
                                                                                 max_size=4)),
     max_leaves=20,
 )
+# JSON for a trajectory's colliders, as (how, value): made into text when the file is written,
+# so that a failing example prints small
 HOSTILE_JSON = st.one_of(
-    JSON_VALUES.map(json.dumps),
-    st.integers(1, 200_000).map(lambda depth: "[" * depth + "]" * depth),
-    st.integers(1, 100_000).map(lambda depth: '[{"kind": "sphere", "center": ' + "[" * depth + "0" + "]" * depth + "}]"),
-    st.sampled_from(['[{"kind": "sphere", "center": [NaN, 0, 0]}]', '[{"kind": "plane", "center": [0, 0, 1e999]}]',
-                     '[{"kind": "sphere", "center": [0, 0, 0], "size": -Infinity}]', "[", "", "\x00",
-                     '[{"kind": "sphere", "center": [0, 0, 0]}]', '[{"kind": "box"}]']),
-    st.text(max_size=40),
+    st.tuples(st.just("json"), JSON_VALUES),
+    st.tuples(st.just("nested lists"), st.integers(1, 200_000)),
+    st.tuples(st.just("nested center"), st.integers(1, 100_000)),
+    st.tuples(st.just("text"), st.one_of(st.sampled_from([
+        '[{"kind": "sphere", "center": [NaN, 0, 0]}]', '[{"kind": "plane", "center": [0, 0, 1e999]}]',
+        '[{"kind": "sphere", "center": [0, 0, 0], "size": -Infinity}]', "[", "", "\x00",
+        '[{"kind": "sphere", "center": [0, 0, 0]}]', '[{"kind": "box"}]']), st.text(max_size=40))),
 )
 
 
+def _json_text(how: str, value: Any) -> str:
+    if how == "json":
+        return json.dumps(value)
+    if how == "nested lists":
+        return "[" * value + "]" * value
+    if how == "nested center":
+        return '[{"kind": "sphere", "center": ' + "[" * value + "0" + "]" * value + "}]"
+    return value
+
+
+# One damage to a member: (how, the member, what with).  Drawn small, applied when the file is
+# written.
 @st.composite
-def hostile_members(draw: Any, kind: str) -> tuple[dict[str, bytes], str]:
-    """A file's members with one to three of them damaged, and what was done (for messages)."""
-    members = dict(SEED_FILES[kind])
-    done = []
+def damage_plans(draw: Any, kind: str) -> list[tuple[str, str, Any]]:
+    plan = []
+    keys = MEMBER_KEYS[kind]
     for _ in range(draw(st.integers(1, 3))):
-        key = draw(st.sampled_from(sorted(members)))
-        original = np.load(io.BytesIO(SEED_FILES[kind][key]))
+        key = draw(st.sampled_from(keys))
         how = draw(st.sampled_from(["non-finite", "rows", "header lie", "dtype", "drop", "bomb", "json"]))
+        if how == "non-finite":
+            what: Any = (draw(st.integers(0, 10**6)), draw(HOSTILE_REALS))
+        elif how == "rows":
+            what = draw(st.integers(0, 12))
+        elif how == "header lie":
+            what = (tuple(draw(st.lists(st.sampled_from([0, 1, 3, 4, 2**20, 2**40, 2**62]), max_size=3))),
+                    draw(HOSTILE_DESCRS), draw(st.sampled_from([0, 8, 96, 200])))
+        elif how == "dtype":
+            what = draw(HOSTILE_DESCRS)
+        elif how == "bomb":
+            what = draw(st.sampled_from([2**20, 3 * 2**20]))
+        elif how == "json" and kind == "trajectory":
+            key, what = "colliders", draw(HOSTILE_JSON)
+        else:
+            what = None
+        plan.append((how, key, what))
+    return plan
+
+
+def _damaged_members(kind: str, plan: list[tuple[str, str, Any]]) -> dict[str, bytes]:
+    """A file's members with the plan's damage done (a step on a member already dropped, or
+    that does not apply to it, is skipped)."""
+    members = dict(SEED_FILES[kind])
+    for how, key, what in plan:
+        if key not in members:
+            continue
+        original = np.load(io.BytesIO(SEED_FILES[kind][key]))
         if how == "non-finite" and original.dtype.kind == "f" and original.size:
             damaged = np.array(original)
-            damaged.reshape(-1)[draw(st.integers(0, original.size - 1))] = draw(HOSTILE_REALS)
+            damaged.reshape(-1)[what[0] % original.size] = what[1]
             members[key] = _npy(damaged)
         elif how == "rows":
-            rows = draw(st.integers(0, 12))
-            members[key] = _npy(np.resize(original, (rows, *original.shape[1:])) if original.ndim
-                                else np.resize(original, (rows,)))
+            members[key] = _npy(np.resize(original, (what, *original.shape[1:])))
         elif how == "header lie":
-            shape = tuple(draw(st.lists(st.sampled_from([0, 1, 3, 4, 2**20, 2**40, 2**62]), max_size=3)))
-            members[key] = _npy_claiming(shape, draw(HOSTILE_DESCRS), bytes(draw(st.sampled_from([0, 8, 96, 200]))))
+            members[key] = _npy_claiming(what[0], what[1], bytes(what[2]))
         elif how == "dtype":
-            descr = draw(HOSTILE_DESCRS)
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")  # complex to real, NaN to integer, ...
-                    members[key] = _npy(original.astype(np.dtype(descr)))
+                    members[key] = _npy(original.astype(np.dtype(what)))
             except (ValueError, TypeError, OverflowError):
-                members[key] = _npy(np.zeros(original.shape, dtype=np.dtype(descr)))
+                members[key] = _npy(np.zeros(original.shape, dtype=np.dtype(what)))
         elif how == "drop":
             members.pop(key)
         elif how == "bomb":
-            members[key] = _npy(np.zeros((draw(st.sampled_from([2**20, 3 * 2**20])), *original.shape[1:]),
-                                         dtype=original.dtype if original.dtype.kind in "fiub" else np.float64))
-        elif how == "json" and kind == "trajectory":
-            key = "colliders"
-            members[key] = _npy(np.array(draw(HOSTILE_JSON)))
-        else:
-            continue
-        done.append(f"{how} {key}")
-    return members, ", ".join(done)
+            dtype = original.dtype if original.dtype.kind in "fiub" else np.float64
+            members[key] = _npy(np.zeros((what, *original.shape[1:]), dtype=dtype))
+        elif how == "json" and what is not None:
+            members[key] = _npy(np.array(_json_text(*what)))
+    return members
 
 
 def _write_members(path: Path, members: dict[str, bytes]) -> None:
@@ -330,10 +361,11 @@ def _write_members(path: Path, members: dict[str, bytes]) -> None:
             archive.writestr(f"{key}.npy", data)
 
 
-def _check_hostile_load(kind: str, members: dict[str, bytes], done: str) -> None:
+def _check_hostile_load(kind: str, plan: list[tuple[str, str, Any]]) -> None:
     """Loading gives a system or trajectory, or a ValueError that starts with the file's name
     and names an entry; never another exception, and never an allocation near a claimed size."""
     load = model_io.load if kind == "model" else msprings.Trajectory.load
+    members, done = _damaged_members(kind, plan), repr(plan)[:300]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / f"{kind}.npz"
         _write_members(path, members)
@@ -355,15 +387,15 @@ def _check_hostile_load(kind: str, members: dict[str, bytes], done: str) -> None
 
 
 @FUZZ_SETTINGS
-@given(hostile_members("model"))
-def hostile_model_files(case: tuple[dict[str, bytes], str]) -> None:
-    _check_hostile_load("model", *case)
+@given(damage_plans("model"))
+def hostile_model_files(plan: list[tuple[str, str, Any]]) -> None:
+    _check_hostile_load("model", plan)
 
 
 @FUZZ_SETTINGS
-@given(hostile_members("trajectory"))
-def hostile_trajectory_files(case: tuple[dict[str, bytes], str]) -> None:
-    _check_hostile_load("trajectory", *case)
+@given(damage_plans("trajectory"))
+def hostile_trajectory_files(plan: list[tuple[str, str, Any]]) -> None:
+    _check_hostile_load("trajectory", plan)
 
 
 def test_hostile_model_files() -> None:
