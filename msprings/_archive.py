@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.lib import format as npy_format
 
-__all__ = ["Archive"]
+__all__ = ["Archive", "face_bytes_limit"]
 
 # Deflate cannot compress better than about 1032:1 (258 bytes per 2-bit code); a member
 # that claims more is lying about its size.
@@ -112,10 +112,11 @@ class Archive:
         shape = self.header(key).shape
         return shape[0] if shape else 0
 
-    def read(self, key: str, kinds: str, shape: tuple[int | None, ...] | None = None) -> np.ndarray:
-        """The member ``key``, which must have a dtype of one of ``kinds`` (NumPy kind letters)
-        and, if given, ``shape`` (None: any length on that axis); both are checked on the
-        header, before the data is read."""
+    def check(self, key: str, kinds: str, shape: tuple[int | None, ...] | None = None,
+              max_bytes: int | None = None) -> _Header:
+        """The header of member ``key`` after checking, on the header alone, that its dtype is
+        one of ``kinds`` (NumPy kind letters), that its shape is ``shape`` if given (None: any
+        length on that axis) and that its data is at most ``max_bytes`` if given."""
         header = self.header(key)
         if header.dtype.kind not in kinds:
             raise self.damaged(key, f"dtype {header.dtype} is not one of the expected kinds ({_kind_names(kinds)})")
@@ -127,6 +128,37 @@ class Archive:
             wanted = f"({wanted},)" if len(shape) == 1 else f"({wanted})"
             raise ValueError(f"{self.name} is a damaged {self.what}: {key} has shape {header.shape}, "
                              f"expected {wanted}")
+        size = math.prod(header.shape) * header.dtype.itemsize
+        if max_bytes is not None and size > max_bytes:
+            raise self.damaged(key, f"it holds {size} bytes, more than the {max_bytes} such an entry can need")
+        return header
+
+    def agree(self, what: str, axes: dict[str, int]) -> int:
+        """The length that the members ``axes`` (member: axis) share on the given axes, from
+        their headers alone; a member that disagrees with the others is named in a ValueError.
+
+        A member missing from the archive, or with too few dimensions, is left to
+        :meth:`check` to refuse."""
+        lengths: dict[str, int] = {}
+        for key, axis in axes.items():
+            if key in self and len(self.header(key).shape) > axis:
+                lengths[key] = self.header(key).shape[axis]
+        if not lengths:
+            return 0
+        counts = [length for length in lengths.values()]
+        common = max(counts, key=lambda length: (counts.count(length), -length))
+        for key, length in lengths.items():
+            if length != common:
+                others = ", ".join(other for other, value in lengths.items() if value == common)
+                raise ValueError(f"{self.name} is a damaged {self.what}: {key} has shape {self.header(key).shape} "
+                                 f"({length} {what}), but {others} give {common}")
+        return common
+
+    def read(self, key: str, kinds: str, shape: tuple[int | None, ...] | None = None,
+             max_bytes: int | None = None) -> np.ndarray:
+        """The member ``key``, after :meth:`check` (dtype, shape and size checked on the
+        header, before any data is read)."""
+        header = self.check(key, kinds, shape, max_bytes)
         data = bytearray(math.prod(header.shape) * header.dtype.itemsize)
         try:
             with self._zip.open(self._infos[key]) as member:
@@ -143,6 +175,14 @@ class Archive:
             raise self.damaged(key, f"unreadable data ({error})") from None
         array = np.frombuffer(data, dtype=header.dtype)
         return array.reshape(header.shape, order="F" if header.fortran_order else "C")
+
+
+def face_bytes_limit(nodes: int, itemsize: int = 8) -> int:
+    """The most bytes a faces entry (F, 3) over ``nodes`` nodes can need: a face joins three
+    different nodes, and there are n (n - 1) (n - 2) / 3 distinct triangles with their two
+    orientations.  A member claiming more faces than that (a few kilobytes that inflate to
+    megabytes) is refused from its header."""
+    return nodes * (nodes - 1) * (nodes - 2) // 3 * 3 * itemsize
 
 
 def _kind_names(kinds: str) -> str:

@@ -71,6 +71,16 @@ def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
         )
 
 
+def _is_flat(x: np.ndarray, faces: np.ndarray) -> bool:
+    """Whether the mesh encloses no volume as a solid (``stabilise="center"``): its
+    tetrahedra to the vertex mean sum to less than 1e-9 of its area times its extent, as
+    when every vertex lies in one plane (up to rounding)."""
+    volume = float(element_sizes(x, faces, solid=True).sum())
+    area = float(element_sizes(x, faces).sum())
+    extent = float(np.linalg.norm(x.max(axis=0) - x.min(axis=0)))
+    return volume <= 1e-9 * area * extent
+
+
 def _leaf_order(points: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
     """An order of the points and the starts of its leaves: a k-d split (each group halved
     across its widest coordinate, level by level, one sort per level) until every leaf holds
@@ -349,7 +359,9 @@ def from_mesh(
         with ``damping_ratio``; a surface's ``density`` or ``youngs_modulus`` without
         ``thickness``, or a ``thickness`` for a solid; a material value that is not finite
         and > 0 (``damping_ratio`` >= 0); with ``density`` or ``total_mass``, a free vertex in
-        no triangle (it would have no mass).
+        no triangle (it would have no mass); ``density``, ``total_mass`` or
+        ``youngs_modulus`` with ``stabilise="center"`` on a flat mesh (all vertices in one
+        plane: the solid has no volume; convert it as a sheet, with a ``thickness``).
     TypeError
         An unknown keyword argument.
 
@@ -391,6 +403,15 @@ def from_mesh(
     n = x.shape[0]
     f = _triangles(faces, n)
     _check_mesh(x, f)
+    material = [name for name, value in (("density", density), ("total_mass", total_mass),
+                                         ("youngs_modulus", youngs_modulus)) if value is not None]
+    if solid and material and _is_flat(x, f):
+        raise ValueError(
+            "the mesh is flat (its vertices lie in one plane), so the solid that stabilise='center' makes of it "
+            f"(the tetrahedra from each triangle to the centre node) has no volume and {' and '.join(material)} "
+            "would give it no mass or stiffness: convert it as a sheet, with stabilise=None (or 'opposite') and "
+            "its thickness t (m), which gives every vertex a third of its triangles' mass rho t A and every edge "
+            "k = E t A_e / L^2")
     if solid:
         rim = len(boundary_edges(f))
         if rim:

@@ -1,6 +1,7 @@
 """The user-facing System: input normalisation and convenience on top of the C core."""
 from __future__ import annotations
 
+import difflib
 import functools
 import math
 import warnings
@@ -241,6 +242,26 @@ def _pinned_mask(pinned: ArrayLike | None, n_nodes: int) -> np.ndarray:
     return mask
 
 
+# The views of the system's memory that can be written into but not replaced (their units).
+_WRITABLE_VIEWS = {"x": "m", "v": "m/s", "f": "N", "external": "N", "mass": "kg", "pinned": "flags", "rest": "m",
+                   "k": "N/m", "c": "N s/m"}
+
+
+def _attribute_hint(system: System, name: str) -> str:
+    """Why ``name`` of ``system`` cannot be set and what to do instead, for an AttributeError."""
+    if name in _WRITABLE_VIEWS:
+        view = getattr(system, name)
+        return (f": {name} is a view of the system's memory, shape {view.shape} ({_WRITABLE_VIEWS[name]}), and is "
+                f"written into, not replaced: s.{name}[:] = ... (or s.{name}[i] = ... for one "
+                f"{'spring' if name in ('rest', 'k', 'c') else 'node'})")
+    if name in ("springs", "faces"):
+        return (f": {name} is fixed when a system is built (a read-only view); build a new System for another "
+                "topology")
+    public = [attribute for attribute in dir(type(system)) if not attribute.startswith("_")]
+    close = difflib.get_close_matches(name, public, n=1, cutoff=0.7)
+    return f"; did you mean {close[0]}?" if close and close[0] != name else ""
+
+
 class System(_core.System):
     """A mass-spring network stepped in C, with its state shared as NumPy arrays.
 
@@ -304,6 +325,14 @@ class System(_core.System):
     """
 
     __slots__ = ("_checked_step", "_stability_limits", "_warned", "families", "uv")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Sets an option or attribute; the views of the C memory (``x``, ``mass``, ...) are
+        written into, never replaced, and an AttributeError says how."""
+        try:
+            super().__setattr__(name, value)
+        except AttributeError as error:
+            raise AttributeError(f"{error}{_attribute_hint(self, name)}") from None
 
     def __init__(
         self,

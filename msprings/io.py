@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from ._archive import Archive
+from ._archive import Archive, face_bytes_limit
 from ._system import Ledger, System
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "load", "save"]
@@ -142,9 +142,47 @@ def load(path: str | os.PathLike[str]) -> System:
         return _load_archive(archive)
 
 
+# The longest text a model file's str entries need (bytes of their data): the format name,
+# an integrator's name, a collider's kind.
+_TEXT_BYTES_LIMIT = 4 * 256
+
+
+def _layout(archive: Archive, version: int) -> dict[str, tuple[str, tuple[int | None, ...]]]:
+    """Every entry a model file of ``version`` must hold, with its dtype kinds and shape: the
+    node, spring and collider counts are the ones their entries' headers agree on."""
+    nodes = archive.agree("nodes", dict.fromkeys(("x_initial", "v_initial", "x", "v", "f", "external", "mass",
+                                                   "pinned"), 0))
+    springs = archive.agree("springs", dict.fromkeys(("springs", "k", "c", "rest"), 0))
+    colliders = archive.agree("colliders", dict.fromkeys(("collider_kind", *(f"collider_{key}" for key in (
+        *_COLLIDER_VECTORS, *_COLLIDER_SCALARS, "start"))), 0))
+    layout: dict[str, tuple[str, tuple[int | None, ...]]] = {
+        "format_version": ("iu", ()), "has_uv": ("b", ()),
+        "x_initial": ("f", (nodes, 3)), "v_initial": ("f", (nodes, 3)),
+        "springs": ("iu", (springs, 2)), "faces": ("iu", (None, 3)),
+        "mass": ("f", (nodes,)), "pinned": ("b", (nodes,)),
+        "k": ("f", (springs,)), "c": ("f", (springs,)), "rest": ("f", (springs,)),
+        "x": ("f", (nodes, 3)), "v": ("f", (nodes, 3)), "f": ("f", (nodes, 3)), "external": ("f", (nodes, 3)),
+        "t": ("f", ()), "steps": ("iu", ()), "collider_kind": ("U", (colliders,)),
+    }
+    for option in _core.OPTIONS:
+        _, kinds, shape, _ = _OPTION_ENTRIES[option.kind]
+        layout[f"option_{option.name}"] = (kinds, shape)
+    layout.update({f"collider_{key}": ("f", (colliders, 3)) for key in _COLLIDER_VECTORS})
+    layout.update({f"collider_{key}": ("f", (colliders,)) for key in _COLLIDER_SCALARS})
+    if "collider_start" in archive:  # files written before it existed start their colliders where they are
+        layout["collider_start"] = ("f", (colliders, 3))
+    if version >= 2:
+        layout["ledger"] = ("f", (len(Ledger._fields) if version >= 3 else len(Ledger._fields) - 1,))
+        layout["watched_energy"] = ("f", ())
+    else:
+        layout["dissipated"] = ("f", ())
+    layout["uv"] = ("f", (nodes, 2) if bool(archive.read("has_uv", "b", ())) else (None, 2))
+    return layout
+
+
 def _load_archive(archive: Archive) -> System:
     name = archive.name
-    if "format" not in archive or str(archive.read("format", "U", ())) != FORMAT_NAME:
+    if "format" not in archive or str(archive.read("format", "U", (), _TEXT_BYTES_LIMIT)) != FORMAT_NAME:
         raise ValueError(f"{name} is not an msprings model file (no format entry {FORMAT_NAME!r})")
     version = int(archive.read("format_version", "iu", ()))
     if version > FORMAT_VERSION:
@@ -155,69 +193,77 @@ def _load_archive(archive: Archive) -> System:
     if version < 1:
         raise ValueError(f"{name} has an invalid format version {version}")
 
-    # The sizes come from three headers; every other entry must agree before it is read.
-    n, m, colliders = (archive.rows(key) for key in ("x_initial", "springs", "collider_kind"))
+    # Every entry's header is checked against the others before any entry's data is read, so
+    # that a member claiming a size the rest of the file does not agree with costs nothing.
+    layout = _layout(archive, version)
+    limits = {"faces": face_bytes_limit(archive.rows("x_initial"), archive.header("faces").dtype.itemsize)}
+    for key, (kinds, shape) in layout.items():
+        archive.check(key, kinds, shape, _TEXT_BYTES_LIMIT if kinds == "U" else limits.get(key))
 
-    def real(key: str, *shape: int | None) -> np.ndarray:
-        return archive.read(key, "f", shape)
+    def read(key: str) -> np.ndarray:
+        kinds, shape = layout[key]
+        return archive.read(key, kinds, shape)
 
-    def finite(key: str, *shape: int | None) -> np.ndarray:
-        value = real(key, *shape)
+    def finite(key: str) -> np.ndarray:
+        value = read(key)
         if not np.isfinite(value).all():
             raise archive.damaged(key, "it holds NaN or infinity")
         return value
 
-    has_uv = bool(archive.read("has_uv", "b", ()))
+    def checked(key: str, build: Callable[[], Any]) -> Any:
+        """What ``build`` returns; its TypeError or ValueError as the file's, naming ``key``."""
+        try:
+            return build()
+        except (TypeError, ValueError, OverflowError) as error:
+            if str(error).startswith(name):
+                raise
+            raise archive.damaged(key, str(error)) from None
+
+    springs, faces, pinned = read("springs"), read("faces"), read("pinned")
+    values = {key: finite(key) for key in ("x_initial", "v_initial", "mass", "k", "c", "rest")}
+    uv = finite("uv") if bool(read("has_uv")) else None
     try:
-        system = System(
-            finite("x_initial", n, 3),
-            archive.read("springs", "iu", (m, 2)),
-            mass=real("mass", n),
-            k=real("k", m),
-            c=real("c", m),
-            rest=real("rest", m),
-            pinned=archive.read("pinned", "b", (n,)),
-            velocities=finite("v_initial", n, 3),
-            faces=archive.read("faces", "iu", (None, 3)),
-            uv=finite("uv", n, 2) if has_uv else None,
-        )
-        for option in _core.OPTIONS:
-            setattr(system, option.name, _option_value(archive, option))
-        kinds = archive.read("collider_kind", "U", (colliders,))
-        fields = {key: real(f"collider_{key}", colliders, 3) for key in _COLLIDER_VECTORS}
-        fields.update({key: real(f"collider_{key}", colliders) for key in _COLLIDER_SCALARS})
-        # files written before collider_start existed start their colliders where they are
-        starts = real("collider_start", colliders, 3) if "collider_start" in archive else fields["center"]
-        collider_values = []
-        for index, kind in enumerate(kinds.tolist()):
-            values = (str(kind), *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
-                      *(float(fields[key][index]) for key in _COLLIDER_SCALARS))
-            collider_id = system._add_collider(values[0], np.array(starts[index], dtype=np.float64), *values[2:])
-            collider_values.append((collider_id, values))
+        system = System(values["x_initial"], springs, mass=values["mass"], k=values["k"], c=values["c"],
+                        rest=values["rest"], pinned=pinned, velocities=values["v_initial"], faces=faces, uv=uv)
     except (TypeError, ValueError) as error:
-        if str(error).startswith(name):
-            raise
         raise ValueError(f"{name} is a damaged msprings model file: {error}") from None
-    for view, key in ((system.x, "x"), (system.v, "v"), (system.external, "external")):
-        view[...] = finite(key, n, 3)
-    system.f[...] = real("f", n, 3)
+    for option in _core.OPTIONS:
+        value = checked(f"option_{option.name}", lambda: _option_value(archive, option))
+        checked(f"option_{option.name}", lambda: setattr(system, option.name, value))
+    kinds = read("collider_kind")
+    fields = {key: finite(f"collider_{key}") for key in (*_COLLIDER_VECTORS, *_COLLIDER_SCALARS)}
+    starts = finite("collider_start") if "collider_start" in layout else fields["center"]
+    collider_values = []
+    for index, kind in enumerate(kinds.tolist()):
+        collider = (str(kind), *(np.array(fields[key][index], dtype=np.float64) for key in _COLLIDER_VECTORS),
+                    *(float(fields[key][index]) for key in _COLLIDER_SCALARS))
+        collider_id = checked(f"collider {index} (collider_kind, collider_start and the collider_* entries)",
+                              lambda: system._add_collider(collider[0], np.array(starts[index], dtype=np.float64),
+                                                           *collider[2:]))
+        collider_values.append((index, collider_id, collider))
+    for view, key in ((system.x, "x"), (system.v, "v"), (system.external, "external"), (system.f, "f")):
+        view[...] = finite(key)
     if version >= 2:
-        stored = [name for name in Ledger._fields if version >= 3 or name != "numerical"]
+        stored = [part for part in Ledger._fields if version >= 3 or part != "numerical"]
         parts = dict.fromkeys(Ledger._fields, 0.0)
-        parts.update(zip(stored, (float(value) for value in real("ledger", len(stored)))))
-        values = tuple(parts.values())
-        watched = float(real("watched_energy"))
+        parts.update(zip(stored, (float(value) for value in finite("ledger"))))
+        if any(parts[part] < 0.0 for part in Ledger._fields[:4]):
+            raise archive.damaged("ledger", f"a dissipated part ({', '.join(Ledger._fields[:4])}) is negative")
+        ledger = tuple(parts.values())
+        watched = float(read("watched_energy"))  # NaN: no energy recorded
+        if math.isinf(watched):
+            raise archive.damaged("watched_energy", "it is infinite")
     else:
-        dissipated = float(real("dissipated"))
+        dissipated = float(finite("dissipated"))
         fields_v1 = dict.fromkeys(Ledger._fields, 0.0)
         fields_v1["dampers" if dissipated >= 0.0 else "wind"] = abs(dissipated)
-        values = tuple(fields_v1.values())
+        ledger = tuple(fields_v1.values())
         watched = math.nan
-    try:
-        system._restore_clock(float(real("t")), int(archive.read("steps", "iu", ())), values, watched)
-    except (TypeError, ValueError, OverflowError) as error:
-        raise ValueError(f"{name} is a damaged msprings model file: t, steps, ledger or watched_energy: "
-                         f"{error}") from None
-    for collider_id, values in collider_values:  # where the colliders are now
-        system._set_collider(collider_id, *values)
+    t = float(finite("t"))
+    steps = int(read("steps"))
+    if not 0 <= steps <= np.iinfo(np.int64).max:
+        raise archive.damaged("steps", f"{steps} is not a step count (0 to 2**63 - 1)")
+    checked("t, steps, ledger or watched_energy", lambda: system._restore_clock(t, steps, ledger, watched))
+    for index, collider_id, collider in collider_values:  # where the colliders are now
+        checked(f"collider {index} (collider_* entries)", lambda: system._set_collider(collider_id, *collider))
     return system

@@ -18,9 +18,12 @@ Conventions: SI units, y up; grids are indexed row-major, node (i, j) = ``i * co
 """
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import math
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,6 +47,70 @@ __all__ = [
 FAMILIES = ("structural", "shear", "bend")
 
 Parameter = float | Mapping[str, float]
+
+
+_Builder = TypeVar("_Builder", bound=Callable[..., Any])
+
+
+def _keywords(function: Callable[..., Any]) -> set[str]:
+    """The keywords ``function`` takes by name (its ``**options`` left out)."""
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return {name for name, parameter in inspect.signature(function).parameters.items() if parameter.kind in kinds}
+
+
+def _did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """'; did you mean pin=?' for the choice closest to ``name``, or '' if none is close: one
+    that begins with the other (pin for pinned, youngs_modulus for youngs) before one that is
+    only spelt alike (density for densty)."""
+    ordered = sorted(choices)
+    prefixed = [choice for choice in ordered if min(len(choice), len(name)) >= 3
+                and (choice.startswith(name) or name.startswith(choice))]
+    close = difflib.get_close_matches(name, prefixed, n=1, cutoff=0.0) or difflib.get_close_matches(
+        name, ordered, n=1, cutoff=0.7)
+    return f"; did you mean {close[0]}=?" if close else ""
+
+
+def _checks_keywords(passes_to: str = "System") -> Callable[[_Builder], _Builder]:
+    """A scene builder whose keywords are checked by name before it builds anything.
+
+    A builder hands the keywords it does not name itself (``**options``) to ``passes_to``
+    (:class:`System`, or :func:`msprings.mesh.from_mesh`, which hands its own on to System).
+    A keyword that neither takes is a TypeError that suggests the closest one that is taken
+    (``cloth(youngs=...)``: did you mean youngs_modulus=?).  A keyword handed on whose value
+    is refused with a TypeError, when it is close to one of the builder's own keywords, is
+    most likely that keyword misspelt (``cloth(pinned="corners")`` for ``pin="corners"``):
+    the TypeError says so.
+    """
+
+    def decorate(builder: _Builder) -> _Builder:
+        own = _keywords(builder)
+
+        @functools.wraps(builder)
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            handed_on = _keywords(System.__init__) - {"positions", "springs", "self"}
+            if passes_to == "from_mesh":  # its own keywords and the options it sets on the system
+                from . import _mesh_springs
+
+                handed_on |= _keywords(_mesh_springs.from_mesh) - {"vertices", "faces"}
+                handed_on |= set(_mesh_springs._SYSTEM_ATTRIBUTES)
+            taken = own | handed_on
+            for name in kwargs:
+                if name not in taken:
+                    raise TypeError(f"{builder.__name__}() got an unexpected keyword argument {name!r}"
+                                    f"{_did_you_mean(name, taken)}")
+            try:
+                return builder(*args, **kwargs)
+            except TypeError as error:
+                for name in kwargs:
+                    hint = "" if name in own else _did_you_mean(name, own)
+                    if hint and name in str(error):
+                        raise TypeError(f"{error}{hint} ({builder.__name__}() takes that itself; {name}= is "
+                                        f"handed on to {passes_to})") from None
+                raise
+
+        return checked  # type: ignore[return-value]
+
+    return decorate
 
 
 def _family_value(value: Parameter, family: str, name: str) -> float:
@@ -262,6 +329,7 @@ def _material_assemble(positions: np.ndarray, pairs: Mapping[str, np.ndarray], k
     return system
 
 
+@_checks_keywords()
 def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
                   stretch: float = 0.0, **options: Any) -> System:
     """The references' single spring: node 0 pinned at the origin, node 1 ``length`` m away
@@ -274,6 +342,7 @@ def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c:
     return system
 
 
+@_checks_keywords()
 def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
           anchor: str | None = "start", direction: ArrayLike = (1.0, 0.0, 0.0), **options: Any) -> System:
     """A string of ``n`` nodes ``spacing`` m apart along ``direction`` from the origin, joined
@@ -297,6 +366,7 @@ def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 20
     return _assemble(positions, pairs, k, c, mass=mass, **options)
 
 
+@_checks_keywords()
 def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: float | None = None,
           k: Parameter = 2500.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES,
           pin: str | Sequence[int] | None = "corners", density: float | None = None,
@@ -342,6 +412,7 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
                               uv=_grid_uv(rows, columns), **options)
 
 
+@_checks_keywords()
 def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float | None = None,
          k: Parameter = 2500.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES, gust: float = 6.0,
          wind: ArrayLike = (2.0, 0.0, 0.0), drag_coefficient: float = 1.0, lift_coefficient: float = 0.2,
@@ -380,6 +451,7 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float |
     return system
 
 
+@_checks_keywords()
 def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: float | None = None,
                k: Parameter = 3000.0, c: Parameter | None = None, families: Sequence[str] = FAMILIES,
                table_radius: float | None = None, table_height: float = 10.0, friction: float = 0.3,
@@ -426,6 +498,7 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
     return system
 
 
+@_checks_keywords()
 def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: Parameter = 150.0,
                c: Parameter | None = None, families: Sequence[str] = FAMILIES, height: float = 0.5,
                ground: bool = True, restitution: float = 0.0, friction: float = 0.5, density: float | None = None,
@@ -541,6 +614,7 @@ def _lattice_faces(n: int, positions: np.ndarray) -> np.ndarray:
     return triangles
 
 
+@_checks_keywords()
 def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0, k: float = 150.0,
             c: float | None = None, elevation: float = 0.5, ground: bool = True, **options: Any) -> System:
     """A square pyramid of springs: four base corners and an apex, every edge a spring plus
@@ -566,6 +640,7 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
     return system
 
 
+@_checks_keywords("from_mesh")
 def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLike = (0.0, 1.0, 0.0),
                   mass: float | None = None, k: float | None = None, c: float | None = None,
                   bend_k: float | None = None, stabilise: str | None = "center", **options: Any) -> System:
@@ -603,6 +678,7 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
     return system
 
 
+@_checks_keywords()
 def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float = 1.5, string_nodes: int = 10,
             lift: float = 1.0, mass: float = 0.002, k: float = 200.0, string_k: float = 200.0,
             string_c: float = 0.05, **options: Any) -> System:

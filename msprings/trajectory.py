@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ._archive import Archive
+from ._archive import Archive, face_bytes_limit
 from ._system import Energy, Ledger
 
 if TYPE_CHECKING:
@@ -170,73 +170,112 @@ def _json_number(value: Any) -> Any:
     raise TypeError(f"cannot store {type(value).__name__} in a trajectory file")
 
 
+# The longest text of a trajectory's str entries other than colliders (bytes of data), and
+# how much of the colliders' JSON description each collider may take.
+_TEXT_BYTES_LIMIT = 4 * 256
+_COLLIDER_JSON_BYTES = 4 * 4096
+_COLLIDER_KINDS = ("plane", "sphere", "box", "cylinder")
+
+
 def _trajectory_from_archive(archive: Archive) -> Trajectory:
     name = archive.name
+    if "format" not in archive or str(archive.read("format", "U", (), _TEXT_BYTES_LIMIT)) != FORMAT_NAME:
+        raise ValueError(f"{name} is not an msprings trajectory (no format entry {FORMAT_NAME!r})")
+    version = int(archive.read("format_version", "iu", ()))
+    if version != FORMAT_VERSION:
+        raise ValueError(f"{name} is an msprings trajectory of format version {version}; this msprings "
+                         f"reads version {FORMAT_VERSION}")
+    # Every entry's header is checked against the others before any entry's data is read, so
+    # that a member claiming a size the rest of the file does not agree with costs nothing.
+    records = archive.agree("records", dict.fromkeys(("times", "steps", "positions", "energy", "ledger",
+                                                      "collider_centers"), 0))
+    nodes = archive.agree("nodes", {"positions": 1, "pinned": 0})
+    springs = archive.agree("springs", dict.fromkeys(("springs", "rest"), 0))
+    colliders = archive.agree("colliders", {"collider_centers": 1})
+    ledger_fields = archive.read("ledger_fields", "U", (None,), _TEXT_BYTES_LIMIT * len(LEDGER_FIELDS))
+    if tuple(ledger_fields.tolist()) not in (LEDGER_FIELDS, _LEDGER_FIELDS_BEFORE):
+        raise archive.damaged("ledger_fields", f"its ledger columns {ledger_fields.tolist()} are not the ones this "
+                                               "msprings uses")
+    with_velocities = bool(archive.read("has_velocities", "b", ()))
+    with_uv = bool(archive.read("has_uv", "b", ()))
+    layout: dict[str, tuple[str, tuple[int | None, ...]]] = {
+        "times": ("f", (records,)), "steps": ("iu", (records,)), "positions": ("f", (records, nodes, 3)),
+        "energy": ("f", (records, len(ENERGY_FIELDS))), "energy_fields": ("U", (len(ENERGY_FIELDS),)),
+        "ledger": ("f", (records, len(ledger_fields))),
+        "springs": ("iu", (springs, 2)), "faces": ("iu", (None, 3)), "pinned": ("b", (nodes,)),
+        "rest": ("f", (springs,)), "collider_centers": ("f", (records, None, 3)), "colliders": ("U", ()),
+        "dt": ("f", ()),
+        "velocities": ("f", (records, nodes, 3) if with_velocities else (None, None, 3)),
+        "uv": ("f", (nodes, 2) if with_uv else (None, 2)),
+    }
+    limits = {"energy_fields": _TEXT_BYTES_LIMIT * len(ENERGY_FIELDS),
+              "colliders": _COLLIDER_JSON_BYTES * (1 + colliders),
+              "faces": face_bytes_limit(nodes, archive.header("faces").dtype.itemsize)}
+    for key, (kinds, shape) in layout.items():
+        archive.check(key, kinds, shape, limits.get(key))
 
-    def get(key: str, kind: str, ndim: int) -> np.ndarray:
-        # kind and dimensions are checked on the entry's header, before its data is read
-        value = archive.read(key, kind, (None,) * ndim)
+    def get(key: str) -> np.ndarray:
+        value = archive.read(key, *layout[key])
         if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} holds NaN or infinity")
+            raise archive.damaged(key, "it holds NaN or infinity")
         return value
 
-    if "format" not in archive or str(archive.read("format", "U", ())) != FORMAT_NAME:
-        raise ValueError(f"{name} is not an msprings trajectory (no format entry {FORMAT_NAME!r})")
-    version = get("format_version", "iu", 0)
-    if int(version) != FORMAT_VERSION:
-        raise ValueError(f"{name} is an msprings trajectory of format version {int(version)}; this msprings "
-                         f"reads version {FORMAT_VERSION}")
-    times, steps = get("times", "f", 1), get("steps", "iu", 1)
-    positions = get("positions", "f", 3)
-    records, nodes = len(times), positions.shape[1]
-    energy, ledger = get("energy", "f", 2), get("ledger", "f", 2)
-    energy_fields, ledger_fields = get("energy_fields", "U", 1), get("ledger_fields", "U", 1)
-    if tuple(energy_fields.tolist()) != ENERGY_FIELDS or tuple(ledger_fields.tolist()) not in (LEDGER_FIELDS,
-                                                                                              _LEDGER_FIELDS_BEFORE):
-        raise ValueError(f"{name}: its energy columns {energy_fields.tolist()} and ledger columns "
-                         f"{ledger_fields.tolist()} are not the ones this msprings uses")
-    if tuple(ledger_fields.tolist()) == _LEDGER_FIELDS_BEFORE and ledger.shape[1] == len(_LEDGER_FIELDS_BEFORE):
+    if tuple(get("energy_fields").tolist()) != ENERGY_FIELDS:
+        raise archive.damaged("energy_fields", "its energy columns are not the ones this msprings uses")
+    times, steps, positions = get("times"), get("steps"), get("positions")
+    energy, ledger = get("energy"), get("ledger")
+    if tuple(ledger_fields.tolist()) == _LEDGER_FIELDS_BEFORE:
         # written before the ledger had numerical, which nothing booked then
         ledger = np.insert(ledger, LEDGER_FIELDS.index("numerical"), 0.0, axis=1)
-    springs, faces = get("springs", "iu", 2), get("faces", "iu", 2)
-    pinned, rest = get("pinned", "b", 1), get("rest", "f", 1)
-    velocities = get("velocities", "f", 3) if bool(get("has_velocities", "b", 0)) else None
-    uv = get("uv", "f", 2) if bool(get("has_uv", "b", 0)) else None
-    centers = get("collider_centers", "f", 3)
-    try:
-        colliders = json.loads(str(get("colliders", "U", 0)))
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{name} is a damaged msprings trajectory: colliders: {error}") from None
-    if not isinstance(colliders, list) or not all(isinstance(c, dict) for c in colliders):
-        raise ValueError(f"{name} is a damaged msprings trajectory: colliders is not a list of descriptions")
-    # JSON keeps the descriptions' tuples as lists: give them back as they were recorded
-    colliders = [{key: tuple(value) if isinstance(value, list) else value for key, value in c.items()}
-                 for c in colliders]
-    expected = {
-        "steps": (steps.shape, (records,)),
-        "positions": (positions.shape, (records, nodes, 3)),
-        "energy": (energy.shape, (records, len(ENERGY_FIELDS))),
-        "ledger": (ledger.shape, (records, len(LEDGER_FIELDS))),
-        "springs": (springs.shape[1:], (2,)),
-        "faces": (faces.shape[1:], (3,)),
-        "pinned": (pinned.shape, (nodes,)),
-        "rest": (rest.shape, (len(springs),)),
-        "collider_centers": (centers.shape, (records, len(colliders), 3) if colliders else centers.shape),
-    }
-    if velocities is not None:
-        expected["velocities"] = (velocities.shape, (records, nodes, 3))
-    if uv is not None:
-        expected["uv"] = (uv.shape, (nodes, 2))
-    for key, (shape, wanted) in expected.items():
-        if shape != wanted:
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} has shape {shape}, expected {wanted} "
-                             f"({records} records in times, {nodes} nodes in positions, {len(springs)} springs)")
-    for key, indices, count in (("springs", springs, nodes), ("faces", faces, nodes)):
-        if indices.size and (indices.min() < 0 or indices.max() >= count):
-            raise ValueError(f"{name} is a damaged msprings trajectory: {key} refer to nodes outside 0..{count - 1}")
+    spring_pairs, faces, pinned, rest = get("springs"), get("faces"), get("pinned"), get("rest")
+    velocities = get("velocities") if with_velocities else None
+    uv = get("uv") if with_uv else None
+    centers = get("collider_centers")
+    descriptions = _collider_descriptions(archive, str(get("colliders")))
+    if len(descriptions) != colliders and (descriptions or centers.size):
+        raise archive.damaged("colliders", f"it describes {len(descriptions)} colliders but collider_centers has "
+                                           f"shape {centers.shape}, for {colliders}")
+    for key, indices in (("springs", spring_pairs), ("faces", faces)):
+        if indices.size and (indices.min() < 0 or indices.max() >= nodes):
+            raise ValueError(f"{archive.name} is a damaged msprings trajectory: {key} refer to nodes outside "
+                             f"0..{nodes - 1}")
     return Trajectory(times, steps.astype(np.int64), positions, velocities, energy, ledger,
-                      springs.astype(np.int32), faces.astype(np.int32), pinned, rest, uv, colliders, centers,
-                      float(get("dt", "f", 0)))
+                      spring_pairs.astype(np.int32), faces.astype(np.int32), pinned, rest, uv, descriptions, centers,
+                      float(get("dt")))
+
+
+def _refuse_constant(constant: str) -> float:
+    raise ValueError(f"it holds {constant}, which is not a finite number")
+
+
+def _collider_descriptions(archive: Archive, text: str) -> list[dict[str, Any]]:
+    """The colliders entry's JSON text as the descriptions :meth:`Collider.describe` gives
+    (tuples for vectors); a ValueError naming the entry if it is not one."""
+    try:
+        described = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise archive.damaged("colliders", "its JSON is nested too deeply") from None
+    except ValueError as error:  # json.JSONDecodeError too
+        raise archive.damaged("colliders", f"not a JSON description ({error})") from None
+    if not isinstance(described, list) or not all(isinstance(c, dict) for c in described):
+        raise archive.damaged("colliders", "it is not a list of descriptions")
+
+    def number(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+    for index, description in enumerate(described):
+        if description.get("kind") not in _COLLIDER_KINDS:
+            raise archive.damaged("colliders", f"collider {index} has no kind of {_COLLIDER_KINDS}")
+        center = description.get("center")
+        if not (isinstance(center, list) and len(center) == 3 and all(map(number, center))):
+            raise archive.damaged("colliders", f"collider {index} has no center of three finite numbers")
+        for key, value in description.items():
+            if key != "kind" and not (number(value) or isinstance(value, list) and all(map(number, value))):
+                raise archive.damaged("colliders", f"collider {index}'s {key} is not a finite number or a list "
+                                                   "of finite numbers")
+    # JSON keeps the descriptions' tuples as lists: give them back as they were recorded
+    return [{key: tuple(value) if isinstance(value, list) else value for key, value in c.items()}
+            for c in described]
 
 
 def _collider_dicts(system: System) -> list[dict[str, Any]]:
@@ -301,10 +340,12 @@ def _why_not(array: Any, shape: tuple[int, ...], dtype: type) -> str | None:
         return f"is {type(array).__name__}, not an array"
     if array.shape != shape:
         return f"has shape {array.shape}, not {shape}"
-    if array.dtype != dtype:
+    if array.dtype != dtype:  # byte-swapped dtypes too (">f8" is not float64 here)
         return f"has dtype {array.dtype}, not {np.dtype(dtype)}"
     if not array.flags.c_contiguous:
         return "is not C-contiguous"
+    if not array.flags.aligned:
+        return f"is not aligned (its data starts at an address that is not a multiple of {array.dtype.alignment})"
     if not array.flags.writeable:
         return "is read-only"
     return None

@@ -15,6 +15,8 @@ coverage-guided run mutates valid OBJ, model and trajectory files (tests/fuzz_ta
 from __future__ import annotations
 
 import importlib.util
+import io
+import json
 import math
 import os
 import re
@@ -22,6 +24,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
+import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +36,7 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from numpy.lib import format as npy_format  # noqa: E402
 
 import msprings  # noqa: E402
 from msprings import io as model_io  # noqa: E402
@@ -219,6 +225,256 @@ def test_stepped_systems_round_trip_bitwise() -> None:
     run_for_budget(stepped_round_trip, BUDGET_SECONDS / 2)
 
 
+# ---- hostile model and trajectory files ----------------------------------------------------
+
+def _npy(array: np.ndarray) -> bytes:
+    stream = io.BytesIO()
+    npy_format.write_array(stream, array, allow_pickle=False)
+    return stream.getvalue()
+
+
+def _npy_claiming(shape: tuple[int, ...], descr: str, data: bytes) -> bytes:
+    """A member whose header claims ``shape`` of ``descr`` whatever data follows."""
+    stream = io.BytesIO()
+    npy_format.write_array_header_1_0(stream, {"descr": descr, "fortran_order": False, "shape": shape})
+    return stream.getvalue() + data
+
+
+def _seed_files() -> dict[str, dict[str, bytes]]:
+    """The members of a valid model file and a valid trajectory, written once."""
+    s = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, 0.2]],
+                        [[0, 1], [1, 2], [2, 3], [3, 0]], pinned=[0], faces=[[0, 1, 2]],
+                        uv=[[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [1.0, 1.0]], c=0.1)
+    s.add_plane((0.0, -1.0, 0.0))
+    s.add_sphere((0.0, 2.0, 0.0), 0.3, velocity=(0.0, -1.0, 0.0))
+    s.strain_limit = 0.1
+    s.step(1e-3, 3)
+    with tempfile.TemporaryDirectory() as folder:
+        files = {"model": model_io.save(s, Path(folder) / "model.npz"),
+                 "trajectory": s.run(1e-3, 4, velocities=True).save(Path(folder) / "run.npz")}
+        contents = {}
+        for kind, path in files.items():
+            with zipfile.ZipFile(path) as archive:
+                contents[kind] = {info.filename[:-4]: archive.read(info) for info in archive.infolist()}
+    return contents
+
+
+SEED_FILES = _seed_files()
+MEMBER_KEYS = {kind: sorted(members) for kind, members in SEED_FILES.items()}
+HOSTILE_REALS = st.sampled_from([math.nan, math.inf, -math.inf, -1.0, 0.0, 1e308, -1e308, 5e-324])
+HOSTILE_DESCRS = st.sampled_from(["<f8", "<i8", "|b1", "<U16", "<c16", "<f4", ">f8", "<u8", "|u1"])
+# JSON that is valid but hostile, or not JSON at all
+JSON_VALUES = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False, allow_infinity=False),
+              st.text(max_size=8)),
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(st.text(max_size=8), children,
+                                                                                max_size=4)),
+    max_leaves=20,
+)
+# JSON for a trajectory's colliders, as (how, value): made into text when the file is written,
+# so that a failing example prints small
+HOSTILE_JSON = st.one_of(
+    st.tuples(st.just("json"), JSON_VALUES),
+    st.tuples(st.just("nested lists"), st.integers(1, 200_000)),
+    st.tuples(st.just("nested center"), st.integers(1, 100_000)),
+    st.tuples(st.just("text"), st.one_of(st.sampled_from([
+        '[{"kind": "sphere", "center": [NaN, 0, 0]}]', '[{"kind": "plane", "center": [0, 0, 1e999]}]',
+        '[{"kind": "sphere", "center": [0, 0, 0], "size": -Infinity}]', "[", "", "\x00",
+        '[{"kind": "sphere", "center": [0, 0, 0]}]', '[{"kind": "box"}]']), st.text(max_size=40))),
+)
+
+
+def _json_text(how: str, value: Any) -> str:
+    if how == "json":
+        return json.dumps(value)
+    if how == "nested lists":
+        return "[" * value + "]" * value
+    if how == "nested center":
+        return '[{"kind": "sphere", "center": ' + "[" * value + "0" + "]" * value + "}]"
+    return value
+
+
+# One damage to a member: (how, the member, what with).  Drawn small, applied when the file is
+# written.
+@st.composite
+def damage_plans(draw: Any, kind: str) -> list[tuple[str, str, Any]]:
+    plan = []
+    keys = MEMBER_KEYS[kind]
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(keys))
+        how = draw(st.sampled_from(["non-finite", "rows", "header lie", "dtype", "drop", "bomb", "json"]))
+        if how == "non-finite":
+            what: Any = (draw(st.integers(0, 10**6)), draw(HOSTILE_REALS))
+        elif how == "rows":
+            what = draw(st.integers(0, 12))
+        elif how == "header lie":
+            what = (tuple(draw(st.lists(st.sampled_from([0, 1, 3, 4, 2**20, 2**40, 2**62]), max_size=3))),
+                    draw(HOSTILE_DESCRS), draw(st.sampled_from([0, 8, 96, 200])))
+        elif how == "dtype":
+            what = draw(HOSTILE_DESCRS)
+        elif how == "bomb":
+            what = draw(st.sampled_from([2**20, 3 * 2**20]))
+        elif how == "json" and kind == "trajectory":
+            key, what = "colliders", draw(HOSTILE_JSON)
+        else:
+            what = None
+        plan.append((how, key, what))
+    return plan
+
+
+def _damaged_members(kind: str, plan: list[tuple[str, str, Any]]) -> dict[str, bytes]:
+    """A file's members with the plan's damage done (a step on a member already dropped, or
+    that does not apply to it, is skipped)."""
+    members = dict(SEED_FILES[kind])
+    for how, key, what in plan:
+        if key not in members:
+            continue
+        original = np.load(io.BytesIO(SEED_FILES[kind][key]))
+        if how == "non-finite" and original.dtype.kind == "f" and original.size:
+            damaged = np.array(original)
+            damaged.reshape(-1)[what[0] % original.size] = what[1]
+            members[key] = _npy(damaged)
+        elif how == "rows":
+            members[key] = _npy(np.resize(original, (what, *original.shape[1:])))
+        elif how == "header lie":
+            members[key] = _npy_claiming(what[0], what[1], bytes(what[2]))
+        elif how == "dtype":
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")  # complex to real, NaN to integer, ...
+                    members[key] = _npy(original.astype(np.dtype(what)))
+            except (ValueError, TypeError, OverflowError):
+                members[key] = _npy(np.zeros(original.shape, dtype=np.dtype(what)))
+        elif how == "drop":
+            members.pop(key)
+        elif how == "bomb":
+            dtype = original.dtype if original.dtype.kind in "fiub" else np.float64
+            members[key] = _npy(np.zeros((what, *original.shape[1:]), dtype=dtype))
+        elif how == "json" and what is not None:
+            members[key] = _npy(np.array(_json_text(*what)))
+    return members
+
+
+def _write_members(path: Path, members: dict[str, bytes]) -> None:
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key, data in members.items():
+            archive.writestr(f"{key}.npy", data)
+
+
+def _check_hostile_load(kind: str, plan: list[tuple[str, str, Any]]) -> None:
+    """Loading gives a system or trajectory, or a ValueError that starts with the file's name
+    and names an entry; never another exception, and never an allocation near a claimed size."""
+    load = model_io.load if kind == "model" else msprings.Trajectory.load
+    members, done = _damaged_members(kind, plan), repr(plan)[:300]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"{kind}.npz"
+        _write_members(path, members)
+        tracemalloc.start()
+        try:
+            load(path)
+        except ValueError as error:
+            message = str(error)
+            assert message.startswith(str(path)), f"{done}: {message}"
+            named = [key for key in (*MEMBER_KEYS[kind], "integrator", "collider") if re.search(
+                rf"(?<!\w){re.escape(key)}(?!\w)", message)]
+            assert named or "not an msprings" in message or "format version" in message, f"{done}: {message}"
+        except BaseException as error:
+            raise AssertionError(f"{done}: {type(error).__name__}: {error}") from None
+        finally:
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+        assert peak < 30e6, f"{done}: {peak / 1e6:.0f} MB allocated"
+
+
+@FUZZ_SETTINGS
+@given(damage_plans("model"))
+def hostile_model_files(plan: list[tuple[str, str, Any]]) -> None:
+    _check_hostile_load("model", plan)
+
+
+@FUZZ_SETTINGS
+@given(damage_plans("trajectory"))
+def hostile_trajectory_files(plan: list[tuple[str, str, Any]]) -> None:
+    _check_hostile_load("trajectory", plan)
+
+
+def test_hostile_model_files() -> None:
+    """Model files with entries made non-finite, of other lengths or dtypes, with headers that
+    lie about their data, missing, or inflating to many megabytes: a ValueError naming the
+    file and an entry, or a system."""
+    run_for_budget(hostile_model_files, BUDGET_SECONDS / 4)
+
+
+def test_hostile_trajectory_files() -> None:
+    """The same for trajectories, and hostile JSON (nested, NaN, not JSON) in colliders."""
+    run_for_budget(hostile_trajectory_files, BUDGET_SECONDS / 4)
+
+
+# ---- out= arrays of every layout -----------------------------------------------------------
+
+def _laid_out(array: np.ndarray, layout: str, shift: int) -> np.ndarray:
+    """A copy of ``array`` in memory laid out as ``layout``."""
+    if layout == "misaligned":
+        buffer = bytearray(array.nbytes + 16)
+        base = np.frombuffer(buffer, dtype=np.uint8).ctypes.data
+        start = (-base) % 8 + shift  # shift 1..7 bytes past an 8-byte boundary
+        view = np.frombuffer(buffer, dtype=np.float64, count=array.size, offset=start).reshape(array.shape)
+    elif layout == "strided":
+        wider = np.zeros((*array.shape[:-1], array.shape[-1] + shift))
+        view = wider[..., :array.shape[-1]]
+    elif layout == "reversed":
+        view = np.zeros(array.shape)[::-1]
+    elif layout == "fortran":
+        view = np.zeros(array.shape, order="F")
+    elif layout == "byte-swapped":
+        view = np.zeros(array.shape, dtype=np.dtype(np.float64).newbyteorder())
+    elif layout == "read-only":
+        view = np.zeros(array.shape)
+        view[...] = array
+        view.setflags(write=False)
+        return view
+    else:
+        view = np.zeros(array.shape)
+    view[...] = array
+    return view
+
+
+LAYOUTS = ("plain", "misaligned", "strided", "reversed", "fortran", "byte-swapped", "read-only")
+
+
+@FUZZ_SETTINGS
+@given(st.sampled_from(LAYOUTS), st.sampled_from(LAYOUTS), st.integers(1, 7), st.booleans(), st.integers(1, 3))
+def out_layouts(positions_layout: str, velocities_layout: str, shift: int, velocities: bool, every: int) -> None:
+    system = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0], [1.0, 1.0, 0.0]], [[0, 1], [1, 2], [2, 0]],
+                             pinned=[0], c=0.1)
+    expected = system.copy().run(1e-3, 6, record_every=every, velocities=velocities)
+    out = system.copy().run(1e-3, 6, record_every=every, velocities=True)
+    out.positions = _laid_out(out.positions, positions_layout, shift)
+    out.velocities = _laid_out(out.velocities, velocities_layout, shift)
+    before = {name: np.array(getattr(out, name)).tobytes() for name in ("positions", "velocities", "times")}
+    x = system.x.tobytes()
+    usable = {"plain"}
+    try:
+        recorded = system.run(1e-3, 6, record_every=every, velocities=velocities, out=out)
+    except (ValueError, TypeError) as error:
+        assert positions_layout not in usable or (velocities and velocities_layout not in usable), error
+        assert "positions" in str(error) or "velocities" in str(error), error
+        assert system.x.tobytes() == x and system.steps == 0
+        for name, data in before.items():
+            assert np.array(getattr(out, name)).tobytes() == data, name
+        return
+    assert positions_layout in usable and (not velocities or velocities_layout in usable)
+    assert recorded is out
+    assert out.positions.tobytes() == expected.positions.tobytes()
+
+
+def test_out_arrays_of_every_layout() -> None:
+    """out's positions and velocities misaligned by 1 to 7 bytes, strided, reversed, in
+    Fortran order, byte-swapped or read-only: refused naming the field with out and the system
+    unchanged; a plain array records what a new run records."""
+    run_for_budget(out_layouts, BUDGET_SECONDS / 4)
+
+
 # ---- coverage-guided runs over the file readers (where atheris is installed) -------------
 
 COVERAGE_SECONDS = 5
@@ -226,6 +482,10 @@ COVERAGE_SECONDS = 5
 
 def _seed_corpus(target: str, folder: Path) -> None:
     folder.mkdir()
+    if target in ("model_members", "trajectory_members", "run_out"):  # inputs that choose what to damage
+        for index, seed in enumerate((bytes(64), bytes(range(256)), b"\xff" * 64)):
+            (folder / f"seed{index}").write_bytes(seed)
+        return
     if target == "load_obj":
         (folder / "triangle.obj").write_text("v 0 0 0\nv 1 0 0\nv 0 1 0\nvt 0 0\nvt 1 0\nvt 0 1\nvn 0 0 1\n"
                                              "f 1/1/1 2/2/1 3/3/1\nf -3 -2 -1\n")
@@ -240,10 +500,12 @@ def _seed_corpus(target: str, folder: Path) -> None:
 
 
 @pytest.mark.skipif(importlib.util.find_spec("atheris") is None, reason="the atheris fuzzer is not installed")
-@pytest.mark.parametrize("target", ["load_obj", "load_model", "load_trajectory"])
+@pytest.mark.parametrize("target", ["load_obj", "load_model", "load_trajectory", "model_members",
+                                    "trajectory_members", "run_out"])
 def test_coverage_guided_readers(target: str, tmp_path: Path) -> None:
-    """libFuzzer (through atheris) mutates a valid file for a few seconds: the reader raises
-    nothing but ValueError, and nothing crashes."""
+    """libFuzzer (through atheris) mutates a valid file, or chooses how to damage a valid
+    file's members or lay out out='s arrays, for a few seconds: nothing but the documented
+    exceptions, and nothing crashes (see tests/fuzz_targets.py)."""
     _seed_corpus(target, tmp_path / "corpus")
     script = Path(__file__).resolve().parent / "fuzz_targets.py"
     environment = dict(os.environ, PYTHONPATH=python_path())

@@ -160,3 +160,66 @@ def test_a_run_into_out_that_diverges_keeps_the_records_made_and_marks_the_rest(
         np.testing.assert_allclose(out.energy[made - 1, :3], system.energy()[:3], rtol=1e-12)
     else:
         assert np.isnan(out.energy[made - 1, :3]).all()
+
+
+def misaligned_like(array: np.ndarray) -> np.ndarray:
+    """A writable, C-contiguous float64 copy of ``array`` whose data starts one byte past an
+    aligned address (a view into a byte buffer)."""
+    buffer = bytearray(array.nbytes + 8)
+    start = 1 if np.frombuffer(buffer, dtype=np.uint8).ctypes.data % 8 == 0 else 2
+    view = np.frombuffer(buffer, dtype=np.float64, count=array.size, offset=start).reshape(array.shape)
+    view[...] = array
+    return view
+
+
+def test_misaligned_strided_or_byte_swapped_out_arrays_are_refused_before_any_step() -> None:
+    """Records are stored as doubles through out's positions and velocities: an array that is
+    misaligned, strided or byte-swapped cannot take them and is refused, naming the field,
+    with out and the system unchanged."""
+    system = moving_cloth()
+    out = system.copy().run(1e-3, 10, record_every=5, velocities=True)
+    positions, velocities = out.positions, out.velocities
+    saved = {name: np.array(getattr(out, name)) for name in ARRAYS if getattr(out, name) is not None}
+    x, steps = np.array(system.x), system.steps
+    wider = np.zeros((*positions.shape[:2], 4))
+    cases = [
+        ("positions", misaligned_like(positions), r"its positions is not aligned"),
+        ("velocities", misaligned_like(velocities), r"out's velocities is not aligned"),
+        ("positions", positions.astype(">f8"), r"its positions has dtype >f8, not float64"),
+        ("velocities", velocities.astype(">f8"), r"out's velocities has dtype >f8, not float64"),
+        ("positions", wider[:, :, :3], r"its positions is not C-contiguous"),
+        ("velocities", np.lib.stride_tricks.as_strided(wider, positions.shape, (wider.strides[0], 32, 8)),
+         r"out's velocities is not C-contiguous"),
+    ]
+    for field, array, message in cases:
+        assert array.dtype.kind == "f" and array.shape == positions.shape and array.flags.writeable
+        before = array.tobytes()
+        setattr(out, field, array)
+        with pytest.raises(ValueError, match=message):
+            system.run(1e-3, 10, record_every=5, velocities=True, out=out)
+        assert array.tobytes() == before, field
+        out.positions, out.velocities = positions, velocities
+    for name, array in saved.items():
+        np.testing.assert_array_equal(getattr(out, name), array, err_msg=name)
+    np.testing.assert_array_equal(system.x, x)
+    assert system.steps == steps
+    recorded = system.copy().run(1e-3, 10, record_every=5, velocities=True)
+    assert system.run(1e-3, 10, record_every=5, velocities=True, out=out) is out
+    assert_same_records(out, recorded)
+
+
+def test_the_binding_refuses_misaligned_and_byte_swapped_rows() -> None:
+    """The call that stores a record refuses, by itself, rows it cannot store doubles into."""
+    system = moving_cloth(3)
+    x = np.array(system.x)
+    row = misaligned_like(np.zeros_like(x))
+    with pytest.raises(ValueError, match="positions must be a writable, aligned, C-contiguous array"):
+        system._record_state(row)
+    with pytest.raises(ValueError, match="velocities must be a writable, aligned, C-contiguous array"):
+        system._record_state(np.zeros_like(x), row)
+    with pytest.raises(TypeError, match="positions must be a float64 array in the machine's byte order"):
+        system._record_state(np.zeros(x.shape, dtype=">f8"))
+    assert not row.any()
+    stored = np.zeros_like(x)
+    system._record_state(stored)
+    np.testing.assert_array_equal(stored, x)

@@ -1082,18 +1082,21 @@ static int meets_state(const SystemObject* self, const char* low, const char* hi
            meets(low, high, s->external, n);
 }
 
-/* The row of a recording that one of x and v goes to: a writable C-contiguous float64
-   array of nnode x 3 values, or NULL with TypeError/ValueError set. */
+/* The row of a recording that one of x and v goes to: a writable, aligned, C-contiguous
+   float64 array in the machine's byte order of nnode x 3 values, or NULL with
+   TypeError/ValueError set.  Doubles are stored through the pointer returned, so an
+   array that is misaligned (e.g. a view at an odd offset into a byte buffer) is refused. */
 static double* record_row(SystemObject* self, PyObject* row, const char* name) {
-    if (!PyArray_Check(row) || PyArray_TYPE((PyArrayObject*)row) != NPY_DOUBLE) {
-        PyErr_Format(PyExc_TypeError, "%s must be a float64 array", name);
+    if (!PyArray_Check(row) || PyArray_TYPE((PyArrayObject*)row) != NPY_DOUBLE ||
+        !PyArray_ISNOTSWAPPED((PyArrayObject*)row)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a float64 array in the machine's byte order", name);
         return NULL;
     }
     PyArrayObject* array = (PyArrayObject*)row;
-    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISWRITEABLE(array) ||
+    if (!PyArray_IS_C_CONTIGUOUS(array) || !PyArray_ISWRITEABLE(array) || !PyArray_ISALIGNED(array) ||
         PyArray_SIZE(array) != 3 * (npy_intp)self->model->nnode) {
-        PyErr_Format(PyExc_ValueError, "%s must be a writable C-contiguous array of %lld values (nodes x 3)", name,
-                     3LL * (long long)self->model->nnode);
+        PyErr_Format(PyExc_ValueError, "%s must be a writable, aligned, C-contiguous array of %lld values "
+                     "(nodes x 3)", name, 3LL * (long long)self->model->nnode);
         return NULL;
     }
     return (double*)PyArray_DATA(array);
