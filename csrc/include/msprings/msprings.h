@@ -148,8 +148,10 @@ typedef struct ms_ledger {
     double dampers;      /* spring dampers: c ((v_j - v_i).n)^2 */
     double drag;         /* the air in its own frame: node drag b |v - w|^2 and the triangles'
                             F.(w - v_mean) (pressure drag; lift does no work in that frame) */
-    double contact;      /* colliders' restitution and friction in the collider's frame, and
-                            the approach velocity that self-collision removes */
+    double contact;      /* what contact with the colliders removes in the collider's frame
+                            (restitution and friction, less the energy the push out of the
+                            collider gives back), and the approach velocity that
+                            self-collision removes */
     double energy_loss;  /* the references' per-step velocity factor */
     double numerical;    /* implicit Euler, projective and xpbd only: what a step removed that
                             no other part accounts for (the step's residual of the ledger,
@@ -163,9 +165,10 @@ typedef struct ms_ledger {
     double external;     /* the external force: f_ext.v over free nodes */
     double pins;         /* pinned nodes moving with their velocity: -(force of the springs
                             and the air on the pin).v_pin */
-    double colliders;    /* collider pushes: impulse times the collider's velocity, plus the
-                            gravitational and spring energy that the position correction adds */
-    double constraints;  /* strain limiting and self-collision's position corrections */
+    double colliders;    /* moving colliders: each push's impulse times the collider's
+                            velocity; 0 for colliders at rest */
+    double constraints;  /* strain limiting and self-collision's position corrections, and a
+                            step's contact pushes when they add energy in the colliders' frame */
     double user;         /* the caller's changes between steps (see ms_state_watch) */
 } ms_ledger;
 
