@@ -196,9 +196,12 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x);
 int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
-   m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed
-   (J), or a negative value if its storage could not be allocated. */
-double ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v);
+   m->opt.self_collision and not joined by a spring, and puts the kinetic energy that
+   removes (J) in *removed.  Returns MS_OK, or MS_ERR_MEMORY if its storage could not be
+   allocated (then nothing changed).  A state that overflows while pushed is left
+   non-finite (and *removed with it) for the step's checks: a divergence, never taken for
+   a failed allocation. */
+int ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v, double* removed);
 void ms_self_work_free(void* work);
 
 /* The number of workers a step of this model and state may use. */

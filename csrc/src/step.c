@@ -201,10 +201,8 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
             double removed = 0.0;
             tm->serial_ok = 1;
             if (m->opt.strain_limiting) ms_limit_strain(m, s->inv_mass, x_next, v_next, tm->h);
-            if (m->opt.self_collision > 0.0) {
-                removed = ms_self_collide(m, s, x_next, v_next);
-                tm->serial_ok = removed >= 0.0;
-            }
+            if (m->opt.self_collision > 0.0)
+                tm->serial_ok = ms_self_collide(m, s, x_next, v_next, &removed) == MS_OK;
             tm->serial_value = removed;
             tm->serial_work = ms_mechanical_energy(m, x_next, v_next) - before + removed;
         }

@@ -24,6 +24,12 @@ extern "C" {
 
 #define MS_VERSION "0.1.0"
 
+/* The largest self-collision distance (m): a thousand kilometres, far beyond the node
+   spacing of any network built in metres, and small enough that the squares and products
+   of lengths that the pair and node-triangle tests form at that scale (up to the fourth
+   power) stay far from overflowing. */
+#define MS_SELF_COLLISION_MAX 1e6
+
 typedef enum ms_integrator {
     MS_EXPLICIT_EULER = 0,   /* x' = x + h v;  v' = v + h a(x, v) */
     MS_SYMPLECTIC_EULER = 1, /* v' = v + h a(x, v);  x' = x + h v' */
@@ -86,7 +92,8 @@ typedef struct ms_options {
     double strain_limit; /* tau >= 0, default 0.1 */
     double self_collision; /* > 0: after each step, nodes closer than this distance (m) that
                               no spring joins are pushed apart (found with a spatial hash
-                              grid); 0 (default) turns self-collision off */
+                              grid); 0 (default) turns self-collision off; at most
+                              MS_SELF_COLLISION_MAX */
     ms_implicit_options implicit;
     ms_air air;
     int iterations;      /* solver iterations per step of projective and xpbd (>= 0; 0, the
