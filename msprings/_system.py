@@ -77,7 +77,9 @@ class Ledger(NamedTuple):
     - ``dampers``: the springs' dampers, ``c ((v_j - v_i).n)^2`` integrated over time;
     - ``drag``: the air in its own frame: node drag ``b |v - w|^2`` and the triangles'
       pressure drag ``F.(w - v_mean)`` (lift does no work in the air's frame);
-    - ``contact``: restitution and friction at colliders, in the collider's frame, and the
+    - ``contact``: what contact with colliders removes in the collider's frame: the kinetic
+      energy restitution and friction take, less the gravitational and spring energy the
+      push back out of the collider gives back (a step's pushes taken together); and the
       approach velocity that self-collision removes;
     - ``energy_loss``: the per-step velocity factor;
     - ``numerical``: what the large-step solvers (``implicit_euler``, ``projective``,
@@ -95,9 +97,11 @@ class Ledger(NamedTuple):
     - ``external``: ``external.v`` over the free nodes;
     - ``pins``: pinned nodes moving with their velocity, ``-f_pin.v_pin`` with ``f_pin`` the
       force of their springs (and the air on their triangles) on them;
-    - ``colliders``: collider pushes, ``m V.(v' - v)`` plus the gravitational and spring
-      energy the position correction adds;
-    - ``constraints``: strain limiting's and self-collision's position corrections;
+    - ``colliders``: the work of moving colliders, each push's impulse times the collider's
+      velocity ``m V.(v' - v)``; a collider at rest does none;
+    - ``constraints``: strain limiting's and self-collision's position corrections, and
+      the energy a step's contact pushes add in the colliders' frame (when they add rather
+      than remove it: a push that undoes a sinking the step paid for with kinetic energy);
     - ``user``: your changes between steps (writing ``x``, ``v``, ``mass``, ``pinned``,
       ``rest``, ``k`` or ``gravity``), booked at the start of the next step; changes before
       the first step set up the initial state and are not booked.

@@ -11,10 +11,12 @@ velocity relative to the collider then loses its normal component ``v_n < 0`` ti
 tangential part ``v_t`` by at most ``mu`` times that normal change:
 ``v_t' = max(0, 1 - mu dv_n / |v_t|) v_t``.  A node fast enough to cross a thin collider in
 one step is caught by a swept test along its path.  In the energy ledger
-(:meth:`msprings.System.ledger`) the kinetic energy a push removes in the collider's frame
-is dissipated as ``contact``, and the rest of what it changes -- the impulse times the
-collider's velocity, and the gravitational and spring energy of the position correction --
-is the collider's work, ``colliders``.
+(:meth:`msprings.System.ledger`) the impulse times the collider's velocity,
+``m V.(v' - v)``, is the collider's work, ``colliders`` (none for a collider at rest); the
+rest of what a step's pushes change -- kinetic energy in the collider's frame, and the
+gravitational and spring energy of the position correction -- is dissipated as ``contact``
+when it is a loss, and booked as ``constraints`` work when the correction gives back more
+than restitution and friction take.
 """
 from __future__ import annotations
 

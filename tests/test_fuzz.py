@@ -7,6 +7,12 @@ unchanged; or a DivergenceError with the positions, velocities, forces, time and
 bitwise as before the failing step.  A step that returns leaves a finite state, and a model
 file loads back bitwise.
 
+Two more properties: any self-collision distance is either refused with a ValueError (outside
+[0, 1e6] m) or steps without an out-of-memory error; and a node thrown among random static
+and moving colliders keeps the contact ledger's bounds (no work from a collider at rest,
+contact dissipation never decreasing nor exceeding the energy there was and the work done,
+the ledger closed to the integrator's closed-form error under gravity).
+
 Each test runs for a fixed time budget; with the CI environment variable set the examples are
 derandomised, so a CI run is repeatable.  Where the atheris fuzzer is installed, a short
 coverage-guided run mutates valid OBJ, model and trajectory files (tests/fuzz_targets.py).
@@ -516,3 +522,112 @@ def test_coverage_guided_readers(target: str, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert re.search(r"Done \d+ runs", result.stderr), result.stderr[-4000:]
+
+
+# ---- self-collision distances and the contact ledger ------------------------------------
+
+LARGEST_SELF_COLLISION = 1e6  # m
+distances = st.one_of(
+    reals,
+    st.floats(0.0, 2.0),
+    st.sampled_from([1e-12, 1e-11, 1e6, math.nextafter(1e6, math.inf), math.nextafter(1e6, 0.0), 1e100, -1e-300]),
+)
+
+
+@FUZZ_SETTINGS
+@given(st.integers(3, 6), st.floats(0.05, 3.0), distances, st.sampled_from(msprings.INTEGRATORS),
+       st.integers(1, 20))
+def hostile_self_collision(side: int, size: float, distance: float, integrator: str, steps: int) -> None:
+    """Any distance on a falling cloth (triangles too): a ValueError naming the option with
+    nothing changed exactly when it is outside [0, 1e6] m (or NaN), else steps that succeed
+    or diverge with the state rolled back -- never an out-of-memory error."""
+    s = msprings.scenes.cloth(side, size=size, integrator=integrator)
+    s.step(1e-3, 2)
+    before = snapshot(s)
+    valid = 0.0 <= distance <= LARGEST_SELF_COLLISION
+    try:
+        s.self_collision = distance
+    except ValueError as error:
+        assert not valid and "self_collision" in str(error), (distance, error)
+        assert snapshot(s) == before
+        return
+    assert valid, distance
+    try:
+        s.step(1e-3, steps)
+    except msprings.DivergenceError:
+        assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+        return
+    assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+
+
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning", "ignore::msprings.SolverWarning")
+def test_hostile_self_collision_distances() -> None:
+    run_for_budget(hostile_self_collision, BUDGET_SECONDS / 4)
+
+
+GRAVITY = 9.81
+positions = st.tuples(st.floats(-1.0, 1.0), st.floats(0.05, 2.0), st.floats(-1.0, 1.0))
+velocities = st.tuples(st.floats(-5.0, 5.0), st.floats(-5.0, 5.0), st.floats(-5.0, 5.0))
+surfaces = st.fixed_dictionaries({"restitution": st.floats(0.0, 1.0), "friction": st.floats(0.0, 2.0),
+                                  "thickness": st.sampled_from([0.0, 0.0, 1e-3, 0.05])})
+obstacles = st.lists(st.one_of(
+    st.tuples(st.just("sphere"), positions, st.floats(0.05, 1.0)),
+    st.tuples(st.just("box"), positions, st.tuples(st.floats(0.05, 1.0), st.floats(0.05, 1.0),
+                                                   st.floats(0.05, 1.0))),
+    st.tuples(st.just("cylinder"), positions, st.floats(0.05, 1.0)),
+), max_size=3)
+
+
+@FUZZ_SETTINGS
+@given(positions, velocities, st.floats(0.1, 5.0), obstacles, surfaces, st.sampled_from(msprings.INTEGRATORS),
+       st.floats(1e-4, 2e-3), st.lists(st.integers(1, 40), min_size=1, max_size=12),
+       st.one_of(st.none(), velocities))
+def contact_ledger(start: Any, velocity: Any, mass: float, shapes: list[Any], surface: dict[str, float],
+                   integrator: str, h: float, calls: list[int], moving: Any) -> None:
+    """A node thrown among random colliders above a ground plane (listed last, so every step
+    ends with the node above it), each collider at rest or, with ``moving``, the first one
+    moving.  Colliders at rest book no work, ever; contact dissipation never decreases and
+    never exceeds the energy the node had above the ground plus the work done on it (and
+    what the explicit Euler step adds of its own); and the ledger closes to the
+    integrator's error, which under gravity alone is closed-form: +-1/2 m g^2 h^2 per step
+    for the explicit and symplectic Euler steps, none for Verlet and RK4, and the large-step
+    solvers book theirs."""
+    s = msprings.System([start], np.zeros((0, 2), dtype=np.int64), mass=mass, velocities=[velocity],
+                        integrator=integrator)
+    for index, (kind, center, extent) in enumerate(shapes):
+        options = dict(surface)
+        if moving is not None and index == 0:
+            options["velocity"] = moving
+        if kind == "sphere":
+            s.add_sphere(center, extent, **options)
+        elif kind == "box":
+            s.add_box(np.subtract(center, extent), np.add(center, extent), **options)
+        else:
+            s.add_cylinder(center, extent, extent, **options)
+    s.add_plane(**surface)
+    begin = s.energy()
+    assert begin.mechanical >= 0.0  # above the ground: what there is to dissipate
+    contact = constraints = 0.0
+    steps = 0
+    try:
+        for count in calls:
+            s.step(h, count)
+            steps += count
+            ledger = s.ledger()
+            if moving is None or not shapes:
+                assert ledger.colliders == 0.0
+            assert ledger.contact >= contact
+            assert ledger.constraints >= constraints
+            contact, constraints = ledger.contact, ledger.constraints
+    except msprings.DivergenceError:
+        return
+    end = s.energy()
+    own = steps * 0.5 * mass * GRAVITY**2 * h**2
+    expected = {"explicit_euler": own, "symplectic_euler": -own}.get(integrator, 0.0)
+    scale = begin.mechanical + end.dissipated + abs(end.work) + abs(end.mechanical) + own + 1e-9
+    assert end.total - begin.total == pytest.approx(expected, abs=1e-9 * scale)
+    assert contact <= begin.mechanical + max(end.work, 0.0) + max(expected, 0.0) + 1e-9 * scale
+
+
+def test_contact_ledger_with_static_and_moving_colliders() -> None:
+    run_for_budget(contact_ledger, BUDGET_SECONDS / 4)

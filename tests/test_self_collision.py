@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import msprings
+from msprings import scenes as builders
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scenes  # noqa: E402
@@ -334,7 +335,8 @@ def test_setting_reads_back_and_turns_off() -> None:
 
 
 @pytest.mark.parametrize("value, error", [(-0.1, ValueError), (math.nan, ValueError), (math.inf, ValueError),
-                                          (-math.inf, ValueError), ("far", TypeError), ((0.1, 0.2), TypeError)])
+                                          (-math.inf, ValueError), (1e100, ValueError), ("far", TypeError),
+                                          ((0.1, 0.2), TypeError)])
 def test_bad_values_are_refused(value: object, error: type[Exception]) -> None:
     """A bad distance raises and leaves the setting and the state unchanged."""
     s = msprings.System([[0.0, 0.0, 0.0], [0.01, 0.0, 0.0]], NO_SPRINGS, gravity=NO_GRAVITY)
@@ -343,6 +345,65 @@ def test_bad_values_are_refused(value: object, error: type[Exception]) -> None:
         s.self_collision = value
     assert s.self_collision == 0.05
     np.testing.assert_array_equal(s.x, [[0.0, 0.0, 0.0], [0.01, 0.0, 0.0]])
+
+
+LARGEST = 1e6  # m: the largest self-collision distance
+
+
+@pytest.mark.parametrize("value", [1e100, 1e300, math.nextafter(LARGEST, math.inf), 2.0 * LARGEST])
+def test_distances_beyond_the_largest_are_refused_before_anything_changes(value: float) -> None:
+    """A distance beyond 1e6 m is refused by the setter with a ValueError that names the
+    option and its range; the setting, the state and the ledger stay as they were, and the
+    system steps on as before."""
+    s = builders.cloth(6, size=0.5)
+    s.self_collision = 0.02
+    s.step(1e-3, 5)
+    x, v, ledger = s.x.copy(), s.v.copy(), s.ledger()
+    with pytest.raises(ValueError, match=r"self_collision = .* must be in \[0, 1e\+06\]"):
+        s.self_collision = value
+    assert s.self_collision == 0.02
+    np.testing.assert_array_equal(s.x, x)
+    np.testing.assert_array_equal(s.v, v)
+    assert s.ledger() == ledger
+    s.step(1e-3, 5)
+    assert np.isfinite(s.x).all()
+
+
+def test_the_range_is_the_option_tables() -> None:
+    """The option table gives the same closed range [0, 1e6] m as the check."""
+    row = next(option for option in msprings._core.OPTIONS if option.name == "self_collision")
+    assert (row.low, row.high, row.low_open, row.high_open) == (0.0, LARGEST, False, False)
+
+
+def test_the_largest_distance_acts_beyond_the_systems_extent_and_the_next_is_refused() -> None:
+    """1e6 m, far larger than the cloth, is accepted: all its nodes fall in a few cells of the
+    grid (whose size does not depend on the distance), the step pushes the unjoined pairs
+    apart over the distance and the ledger still closes.  The next double is refused."""
+    s = builders.cloth(5, size=0.4, integrator="rk4")
+    start = s.energy()
+    s.self_collision = LARGEST
+    s.step(1e-3)
+    assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+    assert np.ptp(s.x, axis=0).max() > 0.5 * LARGEST
+    assert s.ledger().constraints > 0.0
+    assert s.energy().total == pytest.approx(start.total, rel=1e-9)
+    with pytest.raises(ValueError, match="self_collision"):
+        s.self_collision = math.nextafter(LARGEST, math.inf)
+    assert s.self_collision == LARGEST
+
+
+def test_a_state_that_overflows_in_the_triangle_test_diverges_and_is_not_out_of_memory() -> None:
+    """A cloth 1e80 m across: the node-triangle test's products of lengths overflow to
+    non-finite values.  The step reports a divergence and rolls back; running out of memory
+    is for allocations only."""
+    s = builders.cloth(6, size=0.5)
+    s.x[:] = s.x * 2e80
+    s.self_collision = 0.05
+    x = s.x.copy()
+    with pytest.raises(msprings.DivergenceError):
+        s.step(1e-3)
+    np.testing.assert_array_equal(s.x, x)
+    assert s.steps == 0
 
 
 # ---- node-triangle ---------------------------------------------------------------------

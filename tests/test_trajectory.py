@@ -13,7 +13,7 @@ from msprings.trajectory import ENERGY_FIELDS, LEDGER_FIELDS
 
 def recorded() -> msprings.Trajectory:
     system = scenes.tablecloth(8, size=3.0, height=0.05, table_height=1.0)
-    system.add_sphere((0.0, 0.5, 0.0), 0.3, velocity=(0.1, 0.0, 0.0))
+    system.add_sphere((0.3, 0.9, 0.0), 0.3, velocity=(0.1, 0.0, 0.0))  # pokes through the table
     return system.run(2e-3, 150, record_every=10, velocities=True)
 
 

@@ -390,10 +390,11 @@ static const option_spec options[] = {
      "in [0, 1024] (at most 64 are used): 0 (default) = the process-wide setting of "
      "msprings.set_num_threads (all online cores unless set), 1 = single-threaded. Any number of threads "
      "gives the same result, bit for bit; `workers` says how many the last step ran on."},
-    {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, RANGE_AT_LEAST_ZERO, 0,
-     "Self-collision distance (m, >= 0): after each step, nodes closer than this that no spring joins are "
-     "pushed apart and their approach velocity removed (spatial hash grid, linear cost). 0 or None turns it "
-     "off (the default; reads 0.0)."},
+    {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, 0.0, MS_SELF_COLLISION_MAX, 0, 0, 0,
+     "Self-collision distance (m, in [0, 1e6]): after each step, nodes closer than this that no spring joins "
+     "are pushed apart and their approach velocity removed (spatial hash grid, linear cost while the distance "
+     "stays below about half the node spacing). 0 or None turns it off (the default; reads 0.0); a distance "
+     "below 1e-12 m, the separation under which two nodes count as coincident, has nothing to act on."},
     {"newton_max_iter", OPTION_INTEGER, OFFSET(implicit.newton_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
      "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
      "Default 50."},

@@ -370,10 +370,10 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
                 }
                 for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
             }
-            /* The ledger (see ms_contact): kinetic energy lost in the collider's frame, and
-               the work of the push -- impulse times the collider's velocity, plus the
-               gravitational energy the projection adds (the springs' share is summed
-               afterwards from push_from). */
+            /* The ledger (see ms_contact): the work of the collider, its impulse times its
+               velocity (exactly 0 for a collider at rest), and the change of the node's
+               kinetic energy in the collider's frame plus the gravitational energy the
+               projection adds (the springs' share is summed afterwards from push_from). */
             double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
             for (int a = 0; a < 3; ++a) {
                 relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
@@ -381,8 +381,8 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
                 impulse_work += V[a] * (vi[a] - v_before[a]);
                 lift -= g[a] * (moved[a] - xi[a]);
             }
-            contact.dissipated += 0.5 * mass * (relative_before - relative_after);
-            contact.work += mass * (impulse_work + lift);
+            contact.change += mass * (0.5 * (relative_after - relative_before) + lift);
+            contact.work += mass * impulse_work;
             if (!s->pushed[i]) {
                 s->pushed[i] = 1;
                 for (int a = 0; a < 3; ++a) s->push_from[3 * i + a] = xi[a];
@@ -427,6 +427,27 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
     }
     memset(pushed, 0, (size_t)m->nnode);
     return change;
+}
+
+/* A collider at rest does no work: what its pushes change is contact's.  The velocity
+   response only removes relative speed, but the projection also moves the node, and for a
+   node resting on the collider it undoes the sinking that the step paid for with kinetic
+   energy: the response then removes kinetic energy that the projection gives back as
+   gravitational (or spring) energy.  Booking the kinetic loss as dissipation and the lift as
+   the collider's work would count that exchange twice, every step, so a resting node would
+   dissipate without bound and a static floor would do work.  So the step's pushes are booked
+   by their net change in the colliders' frame (they are taken together because the springs'
+   share is measured for all pushed nodes at once): a loss is dissipated, a gain -- the
+   projection giving back more than restitution and friction took, as when a first-order
+   step's fall of g h^2 into the floor is undone -- is the position correction's work, with
+   the constraints'.  Dissipation then never goes negative, the ledger closes exactly as
+   before (the two parts differ only by their sign), and contact never dissipates more than
+   there was: E0 - E_end, plus whatever the integrator itself added. */
+void ms_book_contact(ms_ledger* booked, double change) {
+    if (change < 0.0)
+        booked->contact -= change;
+    else
+        booked->constraints += change;
 }
 
 const char* ms_collider_type_name(int type) {

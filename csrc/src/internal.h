@@ -148,16 +148,31 @@ void ms_system_product(const ms_model* m, const double* inv_mass, const double* 
 void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, double* v, double h);
 
 /* What contact did in a step (J).  A push of node i (mass m) against a collider moving
-   with velocity V takes its velocity from v to v' and its position from x to x':
-     dissipated = 1/2 m (|v - V|^2 - |v' - V|^2) >= 0   (restitution and friction, in the
-                                                         collider's frame)
-     work       = m V.(v' - v) - m g.(x' - x) + the springs' energy change from the move
-   so that kinetic + gravity + spring + dissipated - work does not change. */
+   with velocity V takes its velocity from v to v' and its position from x to x'.  In the
+   lab frame its kinetic energy changes by
+     1/2 m (|v' - V|^2 - |v - V|^2) + m V.(v' - v),
+   the first term the change in the collider's frame, the second the collider's impulse
+   times its velocity: the collider's work (0 for a collider at rest, which does none).
+   The rest is what contact itself did, in the collider's frame:
+     change = 1/2 m (|v' - V|^2 - |v - V|^2) - m g.(x' - x) + the springs' energy change
+   Restitution and friction remove relative speed, but the projection out of the collider
+   moves the node, and it undoes a sinking that the integrator paid for with kinetic
+   energy, so a single push's change has no fixed sign; what the contact stage of a step
+   changes in all (ms_book_contact) is dissipated when negative, and booked with the
+   constraints' position corrections when positive.  Then
+     kinetic + gravity + spring + dissipated - work
+   does not change, no collider at rest books work, and a node resting on a static
+   collider, sinking and pushed back every step, books almost nothing. */
 typedef struct ms_contact {
-    double dissipated;
-    double work;
+    double change;  /* the sum of the pushes' changes, less the springs' (J) */
+    double work;    /* the colliders' work, m V.(v' - v) summed over the pushes (J) */
     int64_t pushes; /* nodes moved, whose springs' energy change is still to be added */
 } ms_contact;
+
+/* Books a step's contact change (ms_contact.change with the springs' share added) into
+   the ledger: -change as contact dissipation when negative, change as constraint work
+   when positive, so that contact never books a negative amount. */
+void ms_book_contact(ms_ledger* booked, double change);
 
 /* Contact with every collider (moving from where the state has it by velocity times h
    over the step) for the free nodes [begin, end) of (x, v), which moved from x_old during
@@ -181,9 +196,12 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x);
 int ms_state_ensure_pushes(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
-   m->opt.self_collision and not joined by a spring.  Returns the kinetic energy removed
-   (J), or a negative value if its storage could not be allocated. */
-double ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v);
+   m->opt.self_collision and not joined by a spring, and puts the kinetic energy that
+   removes (J) in *removed.  Returns MS_OK, or MS_ERR_MEMORY if its storage could not be
+   allocated (then nothing changed).  A state that overflows while pushed is left
+   non-finite (and *removed with it) for the step's checks: a divergence, never taken for
+   a failed allocation. */
+int ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v, double* removed);
 void ms_self_work_free(void* work);
 
 /* The number of workers a step of this model and state may use. */

@@ -140,10 +140,11 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
                             "strain_limit = %g must be finite and >= 0 (allowed stretch as a fraction of the "
                             "rest length)",
                             opt->strain_limit);
-    if (!isfinite(opt->self_collision) || opt->self_collision < 0.0)
+    if (!(opt->self_collision >= 0.0 && opt->self_collision <= MS_SELF_COLLISION_MAX)) /* also NaN */
         return ms_error_set(err, MS_ERR_VALUE,
-                            "self_collision = %g must be finite and >= 0 (m; 0 turns self-collision off)",
-                            opt->self_collision);
+                            "self_collision = %g must be in [0, %g] (m; the distance nodes keep apart, "
+                            "0 turns self-collision off)",
+                            opt->self_collision, MS_SELF_COLLISION_MAX);
     if (opt->iterations < 0)
         return ms_error_set(err, MS_ERR_VALUE, "iterations = %d must be >= 0 (0 = the integrator's default)",
                             opt->iterations);

@@ -19,6 +19,10 @@
 #include "internal.h"
 #include "layout.h"
 
+/* Two nodes (or a node and a triangle) closer than 1e-12 m count as coincident: there is
+   no direction to push them apart.  The square of that distance (m^2). */
+#define MS_COINCIDENT2 1e-24
+
 typedef struct self_work {
     int64_t* adjacency_start; /* (nnode + 1): neighbours of i are adjacency[start[i] .. start[i+1]) */
     int32_t* adjacency;       /* (2 nspring), sorted per node */
@@ -225,7 +229,7 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
                 for (int q = 0; q < 3; ++q)
                     d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
                 const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                if (length2 >= distance * distance || length2 <= 1e-24) continue;
+                if (length2 >= distance * distance || length2 <= MS_COINCIDENT2) continue;
                 const double w_node = inv_mass[i];
                 const double w_face[3] = {inv_mass[face[0]], inv_mass[face[1]], inv_mass[face[2]]};
                 const double total = w_node + weight[0] * weight[0] * w_face[0] +
@@ -257,14 +261,22 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
     return removed;
 }
 
-double ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v) {
+int ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v,
+                    double* removed_energy) {
+    *removed_energy = 0.0;
+    const double distance = m->opt.self_collision;
+    /* A distance no larger than the coincidence one leaves no pair to push (the grid's
+       cells, 1 / distance, would not even be finite below 1e-308).  The size of the grid
+       does not depend on the distance: its cells are hashed into buckets counted by nodes,
+       so a distance beyond the system's extent just puts every node in a few cells. */
+    if (!(distance * distance > MS_COINCIDENT2)) return MS_OK;
     if (s->self_work == NULL) {
         s->self_work = build_work(m);
-        if (s->self_work == NULL) return -1.0;
+        if (s->self_work == NULL) return MS_ERR_MEMORY;
     }
     self_work* w = s->self_work;
     const int64_t n = m->nnode;
-    const double distance = m->opt.self_collision, inv_cell = 1.0 / distance;
+    const double inv_cell = 1.0 / distance;
     const double* inv_mass = s->inv_mass;
 
     /* The nodes sorted by bucket. */
@@ -292,7 +304,7 @@ double ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, do
                 double* xj = x + 3 * j;
                 const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
                 const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-                if (length2 >= distance2 || length2 <= 1e-24) continue;
+                if (length2 >= distance2 || length2 <= MS_COINCIDENT2) continue;
                 if (joined(w, (int32_t)i, j)) continue;
                 const double length = sqrt(length2);
                 const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
@@ -314,5 +326,6 @@ double ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, do
         }
     }
     if (m->nface > 0) removed += node_triangle_pass(m, w, inv_mass, x, v, distance);
-    return removed;
+    *removed_energy = removed; /* non-finite if the state overflowed: the step's checks see it */
+    return MS_OK;
 }

@@ -201,10 +201,8 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
             double removed = 0.0;
             tm->serial_ok = 1;
             if (m->opt.strain_limiting) ms_limit_strain(m, s->inv_mass, x_next, v_next, tm->h);
-            if (m->opt.self_collision > 0.0) {
-                removed = ms_self_collide(m, s, x_next, v_next);
-                tm->serial_ok = removed >= 0.0;
-            }
+            if (m->opt.self_collision > 0.0)
+                tm->serial_ok = ms_self_collide(m, s, x_next, v_next, &removed) == MS_OK;
             tm->serial_value = removed;
             tm->serial_work = ms_mechanical_energy(m, x_next, v_next) - before + removed;
         }
@@ -216,15 +214,17 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
     }
     if (m->ncollider > 0) {
         int64_t pushes = 0;
+        double change = 0.0;
         for (int64_t b = 0; b < tm->nnode_block; ++b) {
-            booked->contact += tm->nodes[b].contact.dissipated;
+            change += tm->nodes[b].contact.change;
             booked->colliders += tm->nodes[b].contact.work;
             pushes += tm->nodes[b].contact.pushes;
         }
         if (ms_any_bad(tm)) return 0;
         /* the springs' share of the pushes, in spring order; the marks it clears are set
            again only after the next step's barriers */
-        if (pushes > 0 && w->id == 0) booked->colliders += ms_push_spring_energy(m, s, x_next);
+        if (pushes > 0 && w->id == 0) change += ms_push_spring_energy(m, s, x_next);
+        ms_book_contact(booked, change);
     }
     return !ms_any_bad(tm) && ms_ledger_finite(booked);
 }

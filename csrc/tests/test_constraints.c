@@ -126,9 +126,10 @@ static int test_strain_limiting(void) {
     return 0;
 }
 
-/* Self-collision with a tiny distance and huge coordinates: the cells lie far beyond int64
+/* Self-collision with a small distance and huge coordinates: the cells lie far beyond int64
    and share the outermost cell (no undefined cast or overflow for the sanitizers to find);
-   nodes that far apart are not pushed. */
+   nodes that far apart are not pushed.  (A distance below 1e-12 m has nothing to act on and
+   builds no grid.) */
 static int test_self_collision_far_cells(void) {
     ms_error err = fresh_error();
     ms_model* m = ms_model_create(3, 0, 0, &err);
@@ -137,7 +138,7 @@ static int test_self_collision_far_cells(void) {
     memcpy(m->x_initial, x, sizeof x);
     for (int i = 0; i < 3; ++i) m->mass[i] = 1.0;
     m->opt.gravity[1] = 0.0;
-    m->opt.self_collision = 1e-300;
+    m->opt.self_collision = 1e-11;
     ENSURE(ms_model_check(m, &err) == MS_OK);
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
@@ -148,8 +149,53 @@ static int test_self_collision_far_cells(void) {
     return 0;
 }
 
+/* The self-collision distance is checked with the options: [0, MS_SELF_COLLISION_MAX] m,
+   refused beyond it (and NaN) with a message naming the option and the range. */
+static int test_self_collision_range(void) {
+    ms_options opt = ms_default_options();
+    ms_error err = fresh_error();
+    const double valid[] = {0.0, 5e-324, 1e-300, 0.05, 1e3, MS_SELF_COLLISION_MAX};
+    for (int k = 0; k < 6; ++k) {
+        opt.self_collision = valid[k];
+        ENSURE(ms_options_check(&opt, &err) == MS_OK);
+    }
+    const double invalid[] = {-1e-300, -1.0, nextafter(MS_SELF_COLLISION_MAX, INFINITY), 1e100, INFINITY, NAN};
+    for (int k = 0; k < 6; ++k) {
+        opt.self_collision = invalid[k];
+        ENSURE(ms_options_check(&opt, &err) == MS_ERR_VALUE);
+        ENSURE(strstr(err.message, "self_collision") != NULL && strstr(err.message, "[0, 1e+06]") != NULL);
+    }
+    return 0;
+}
+
+/* A state whose arithmetic overflows in the self-collision pass (triangles 1e80 m across:
+   the closest-point test multiplies four such lengths) is a divergence, rolled back; out of
+   memory is reported only when an allocation fails. */
+static int test_self_collision_overflow_is_a_divergence(void) {
+    ms_error err = fresh_error();
+    ms_model* m = ms_model_create(4, 0, 2, &err);
+    ENSURE(m != NULL);
+    const double x[12] = {0.0, 0.0, 0.0, 1e80, 0.0, 0.0, 0.0, 0.0, 1e80, 3e79, 1e78, 3e79};
+    memcpy(m->x_initial, x, sizeof x);
+    const int32_t faces[6] = {0, 1, 2, 1, 2, 3};
+    memcpy(m->faces, faces, sizeof faces);
+    for (int i = 0; i < 4; ++i) m->mass[i] = 1.0;
+    m->opt.self_collision = 0.05;
+    ENSURE(ms_model_check(m, &err) == MS_OK);
+    ms_state* s = ms_state_create(m, &err);
+    ENSURE(s != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_DIVERGED);
+    for (int q = 0; q < 12; ++q) ENSURE(s->x[q] == x[q]);
+    ENSURE(s->steps == 0);
+    ms_state_destroy(s);
+    ms_model_destroy(m);
+    return 0;
+}
+
 const test_case constraints_tests[] = {
     TEST(test_strain_limiting),
     TEST(test_self_collision_far_cells),
+    TEST(test_self_collision_range),
+    TEST(test_self_collision_overflow_is_a_divergence),
     {NULL, NULL},
 };

@@ -24,6 +24,12 @@ extern "C" {
 
 #define MS_VERSION "0.1.0"
 
+/* The largest self-collision distance (m): a thousand kilometres, far beyond the node
+   spacing of any network built in metres, and small enough that the squares and products
+   of lengths that the pair and node-triangle tests form at that scale (up to the fourth
+   power) stay far from overflowing. */
+#define MS_SELF_COLLISION_MAX 1e6
+
 typedef enum ms_integrator {
     MS_EXPLICIT_EULER = 0,   /* x' = x + h v;  v' = v + h a(x, v) */
     MS_SYMPLECTIC_EULER = 1, /* v' = v + h a(x, v);  x' = x + h v' */
@@ -86,7 +92,8 @@ typedef struct ms_options {
     double strain_limit; /* tau >= 0, default 0.1 */
     double self_collision; /* > 0: after each step, nodes closer than this distance (m) that
                               no spring joins are pushed apart (found with a spatial hash
-                              grid); 0 (default) turns self-collision off */
+                              grid); 0 (default) turns self-collision off; at most
+                              MS_SELF_COLLISION_MAX */
     ms_implicit_options implicit;
     ms_air air;
     int iterations;      /* solver iterations per step of projective and xpbd (>= 0; 0, the
@@ -148,8 +155,10 @@ typedef struct ms_ledger {
     double dampers;      /* spring dampers: c ((v_j - v_i).n)^2 */
     double drag;         /* the air in its own frame: node drag b |v - w|^2 and the triangles'
                             F.(w - v_mean) (pressure drag; lift does no work in that frame) */
-    double contact;      /* colliders' restitution and friction in the collider's frame, and
-                            the approach velocity that self-collision removes */
+    double contact;      /* what contact with the colliders removes in the collider's frame
+                            (restitution and friction, less the energy the push out of the
+                            collider gives back), and the approach velocity that
+                            self-collision removes */
     double energy_loss;  /* the references' per-step velocity factor */
     double numerical;    /* implicit Euler, projective and xpbd only: what a step removed that
                             no other part accounts for (the step's residual of the ledger,
@@ -163,9 +172,10 @@ typedef struct ms_ledger {
     double external;     /* the external force: f_ext.v over free nodes */
     double pins;         /* pinned nodes moving with their velocity: -(force of the springs
                             and the air on the pin).v_pin */
-    double colliders;    /* collider pushes: impulse times the collider's velocity, plus the
-                            gravitational and spring energy that the position correction adds */
-    double constraints;  /* strain limiting and self-collision's position corrections */
+    double colliders;    /* moving colliders: each push's impulse times the collider's
+                            velocity; 0 for colliders at rest */
+    double constraints;  /* strain limiting and self-collision's position corrections, and a
+                            step's contact pushes when they add energy in the colliders' frame */
     double user;         /* the caller's changes between steps (see ms_state_watch) */
 } ms_ledger;
 
