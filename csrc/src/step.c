@@ -748,6 +748,7 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     const int keep_start = s->keep_start_energy, forces_unread = s->forces_unread;
     const int continues = s->continues_call, continued = s->call_continues;
     s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->forces_unread = 0;
+    s->start_energy_valid = 0; /* kept only by a call that steps */
     s->continues_call = s->call_continues = 0;
     if (ms_time_step_check(h, err)) return MS_ERR_VALUE;
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
