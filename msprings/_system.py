@@ -445,9 +445,11 @@ class System(_core.System):
         ``1 + ceil(steps / record_every)`` records of as many nodes, and velocities if
         ``velocities``; everything in it is replaced by this run's (with ``velocities=False``
         its velocities become None).  A bad ``out`` (or ``dt``) raises TypeError or
-        ValueError before any step, with ``out`` unchanged.  If stepping raises (e.g.
-        :class:`DivergenceError`), ``out`` holds the records made until then and NaN in the
-        others (step count -1).
+        ValueError before any step, with ``out`` unchanged.
+
+        The run is one call, all or nothing: if stepping raises (a :class:`DivergenceError`,
+        whose step counts from the run's start, or Ctrl-C), the system is as it was before the
+        run, and ``out`` holds the records made until then and NaN in the others (step count -1).
         """
         from .trajectory import record
 
