@@ -4,7 +4,9 @@
  * buffer, so the last finite state is always intact: when a step produces a non-finite
  * value the driver keeps the previous half and reports the divergence.  The Euler methods
  * with nothing acting after the integrator step in place instead, checking each update
- * before writing it.  The stages of one step:
+ * before writing it.  A failed call is then undone as a whole (see "all or nothing"
+ * below).  Every decision to leave the step loop is taken from values that every worker
+ * reads after a barrier, so all workers leave together.  The stages of one step:
  *
  *   forces -> integrate -> energy loss -> constraints -> contact -> checks -> ledger -> clock
  *
@@ -606,13 +608,15 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
  * as the call begins and put back on the one way out of a failed call (ms_step).  A call
  * of one step needs no copy of x, v and f: its step writes the next state into the other
  * half of the double buffer, or in place only once it is known to be finite, and a
- * diverged call puts f back itself (ms_step_call).  Longer calls, and a call that others
- * continue (ms_state.call_continues), copy them once, into storage made on first use. */
+ * diverged call puts f back itself (ms_step_call).  Longer calls copy x and v once, into
+ * storage made on first use; f they put back themselves as well.  A call that others
+ * continue (ms_state.call_continues) copies f too: the parts after it write it. */
 
 typedef struct call_start {
     int kept;                /* holds the start of the state's last call, which a failure of
                                 that call (or of one continuing it) goes back to */
-    int motion;              /* x, v and f are in motion_copy (else the call's one step keeps them) */
+    int motion;              /* x and v are in motion_copy (else the call's one step keeps them) */
+    int forces;              /* f is in motion_copy (else the call puts it back itself) */
     double t;
     int64_t steps;
     ms_ledger ledger;        /* before the call booked the caller's changes (ledger.user) */
@@ -633,9 +637,9 @@ void ms_call_start_free(void* start) {
     free(kept);
 }
 
-/* Keeps what a step call may change, with copies of x, v and f if copies.  Returns MS_OK
-   or MS_ERR_MEMORY (nothing changed but the storage). */
-static int keep_call_start(const ms_model* m, ms_state* s, int copies, ms_error* err) {
+/* Keeps what a step call may change, with copies of x and v if copies, and of f too if
+   continued.  Returns MS_OK or MS_ERR_MEMORY (nothing changed but the storage). */
+static int keep_call_start(const ms_model* m, ms_state* s, int copies, int continued, ms_error* err) {
     call_start* start = s->call_start;
     if (start == NULL) {
         start = calloc(1, sizeof *start);
@@ -659,6 +663,7 @@ static int keep_call_start(const ms_model* m, ms_state* s, int copies, ms_error*
     }
     start->kept = 1;
     start->motion = copies;
+    start->forces = continued;
     start->t = s->t;
     start->steps = s->steps;
     start->ledger = s->ledger;
@@ -671,8 +676,8 @@ static int keep_call_start(const ms_model* m, ms_state* s, int copies, ms_error*
     if (copies) {
         memcpy(start->motion_copy, s->x, bytes);
         memcpy(start->motion_copy + 3 * m->nnode, s->v, bytes);
-        memcpy(start->motion_copy + 6 * m->nnode, s->f, bytes);
     }
+    if (continued) memcpy(start->motion_copy + 6 * m->nnode, s->f, bytes);
     return MS_OK;
 }
 
@@ -683,8 +688,8 @@ static void roll_back(const ms_model* m, ms_state* s) {
     if (start->motion) {
         memcpy(s->x, start->motion_copy, bytes);
         memcpy(s->v, start->motion_copy + 3 * m->nnode, bytes);
-        memcpy(s->f, start->motion_copy + 6 * m->nnode, bytes);
     }
+    if (start->forces) memcpy(s->f, start->motion_copy + 6 * m->nnode, bytes);
     s->t = start->t;
     s->steps = start->steps;
     s->ledger = start->ledger;
@@ -700,7 +705,7 @@ static void roll_back(const ms_model* m, ms_state* s) {
 
 int ms_step_roll_back(const ms_model* m, ms_state* s) {
     const call_start* start = s->call_start;
-    if (start == NULL || !start->kept || !start->motion) return 0;
+    if (start == NULL || !start->kept || !start->forces) return 0;
     roll_back(m, s);
     if (s->watch_after_step && !s->watched) ms_state_watch(m, s);
     return 1;
@@ -757,8 +762,8 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
     /* a part of a longer call goes back to where its first part began */
     const call_start* kept = s->call_start;
-    const int continuing = continues && kept != NULL && kept->kept && kept->motion;
-    if (!continuing && keep_call_start(m, s, n > 1 || continued, err)) return MS_ERR_MEMORY;
+    const int continuing = continues && kept != NULL && kept->kept && kept->forces;
+    if (!continuing && keep_call_start(m, s, n > 1 || continued, continued, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
     s->keep_start_energy = keep_start;
     s->forces_unread = forces_unread;
