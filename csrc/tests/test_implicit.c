@@ -122,7 +122,7 @@ static int test_implicit_pinned_nodes_exact(void) {
 
 static int test_implicit_overflow_rolls_back(void) {
     /* Implicit Euler cannot blow up gradually, but a step so large that h^2 k overflows a
-       double still produces a non-finite state: it is rolled back like any divergence. */
+       double still produces a non-finite state: the call is undone like any divergence. */
     ms_model* m = make_oscillator(1e6, 1.0, 0.5, 0.1, MS_IMPLICIT_EULER);
     ENSURE(m != NULL);
     ms_error err = fresh_error();
