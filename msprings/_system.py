@@ -395,8 +395,8 @@ class System(_core.System):
             were before it.  The error's ``step`` is the step that blew up (counted as
             ``steps`` counts), ``time`` the time it would have reached (s), ``call_step``
             which step of this call it was (1 is the first), ``dt`` the step size (s) and
-            ``critical_dt`` this integrator's stable limit at the restored state (s; None
-            when it is not estimated); its message says what to change.
+            ``critical_dt`` this integrator's stable limit for the system (s, from
+            :meth:`critical_dt`; None when it is not estimated); its message says what to change.
         """
         if isinstance(dt, bool):
             raise TypeError("dt must be a number of seconds, not bool")
@@ -457,12 +457,12 @@ class System(_core.System):
 
     def _divergence_limit(self, integrator: str) -> float | None:
         """The integrator's stable step (s) for a divergence message: the one the stability
-        check keeps, else :meth:`critical_dt` when it is cheap (explicit integrators on networks
-        of up to a million springs), else None."""
+        check keeps, else :meth:`critical_dt` when it is cheap (a closed form, or the Lanczos
+        estimate on networks of up to a million springs), else None."""
         kept = getattr(self, "_stability_limits", None) or {}
         if integrator in kept:
             return kept[integrator]
-        if integrator in ("implicit_euler", "xpbd", "projective") or self.n_springs <= 1_000_000:
+        if integrator in ("implicit_euler", "xpbd") or self.n_springs <= 1_000_000:
             try:
                 return self.critical_dt(integrator)
             except (ValueError, ArithmeticError, MemoryError):

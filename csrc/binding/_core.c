@@ -1581,8 +1581,8 @@ static int core_exec(PyObject* module) {
         "The motion blew up: a position or velocity became non-finite.  The step call is undone: the system "
         "is as it was before the call.  Attributes: step (the step that blew up, counted as System.steps "
         "counts), time (s, the time that step would have reached), call_step (which step of the call: 1 is "
-        "its first); System.step adds dt (s) and critical_dt (s, the integrator's stable limit estimated at "
-        "the restored state, or None).",
+        "its first); System.step adds dt (s) and critical_dt (s, the integrator's stable limit for the "
+        "system, or None).",
         PyExc_FloatingPointError, NULL);
     if (st->divergence_error == NULL) goto done;
     if (PyModule_AddObjectRef(module, "DivergenceError", st->divergence_error) < 0) goto done;
