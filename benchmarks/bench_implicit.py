@@ -64,7 +64,7 @@ def record(row: harness.Contender, steps: int, bound: float) -> tuple[np.ndarray
     for _ in range(steps):
         try:
             row.run(state, 1)
-        except FloatingPointError:  # msprings.DivergenceError: the state stays at the last finite step
+        except FloatingPointError:  # msprings.DivergenceError: the state is as before the failed step
             return np.array(state.x), "diverged", False
         if isinstance(row.run, harness.ScipyNewton):
             newton.append(row.run.solves[-1])

@@ -215,7 +215,13 @@ def run(name: str, *, steps: int | None, dt: float | None, integrator: str | Non
     if not quiet:
         print(f"msprings {__version__}: {name} ({system.n_nodes} nodes, {system.n_springs} springs), "
               f"{system.integrator}, dt = {step:g} s, {count} steps")
-    trajectory = system.run(step, count, every, progress=None if not quiet else False)
+    try:
+        trajectory = system.run(step, count, every, progress=None if not quiet else False)
+    except DivergenceError as error:
+        raise BlewUp(f"{name}: {error} Nothing was written.") from None
+    blown = _blow_up(trajectory, system)
+    if blown is not None:
+        raise BlewUp(f"{name}: {blown} Nothing was written.")
     if not quiet:
         _print_ledger(trajectory, 6, system.integrator)
     if output is not None:
@@ -223,6 +229,42 @@ def run(name: str, *, steps: int | None, dt: float | None, integrator: str | Non
         if not quiet:
             print(f"wrote {output}")
     return 0
+
+
+class BlewUp(Exception):
+    """A run whose motion blew up: its message is the paragraph the command line prints."""
+
+
+#: A run blew up when the energy ledger's balance drifts by more than this many times the
+#: scene's energy scale: far beyond any integrator's error on a stable step.
+BLOW_UP_FACTOR = 1e6
+
+
+def _blow_up(trajectory: Any, system: System) -> str | None:
+    """What went wrong if a finished run blew up without overflowing (its energies grew a
+    millionfold, e.g. at a dt above the stable limit), else None.  The energy scale is the
+    largest of the start's kinetic, spring and gravitational energy and the weight of the free
+    nodes times the size of the start's bounding box."""
+    energy = np.stack([trajectory.column(name) for name in ("kinetic", "spring", "gravity")], axis=1)
+    free = ~np.asarray(system.pinned, dtype=bool)
+    weight = float(np.sum(np.asarray(system.mass)[free])) * float(np.linalg.norm(system.gravity))
+    extent = float(np.linalg.norm(np.ptp(trajectory.positions[0], axis=0)))
+    scale = max(float(np.max(np.abs(energy[0]))), weight * extent)
+    drift = np.abs(trajectory.total - trajectory.total[0])
+    with np.errstate(invalid="ignore"):
+        bad = ~np.isfinite(drift) | (drift > BLOW_UP_FACTOR * scale)
+    if not bad.any():
+        return None
+    r = int(np.argmax(bad))
+    system.x[:] = trajectory.positions[0]  # the stable limit where the run began (it depends on x alone)
+    limit = system.critical_dt()
+    advice = (f"dt = {trajectory.dt:g} s is above {system.integrator}'s stable limit of about {limit:.2g} s for this "
+              "scene: use a smaller --dt or a more stable --integrator (implicit_euler)"
+              if trajectory.dt > limit else "use a smaller --dt or a more stable --integrator (implicit_euler)")
+    return (f"the motion blew up: by t = {trajectory.times[r]:.6g} s (step {trajectory.steps[r]}) the energy "
+            f"ledger's balance (mechanical + dissipated - work) had drifted by {drift[r]:.3g} J, more than "
+            f"{BLOW_UP_FACTOR:.0e} times the scene's energy scale of {scale:.3g} J, so the motion from there on "
+            f"means nothing; {advice}.")
 
 
 def demo(output: Path, quiet: bool) -> int:
@@ -304,8 +346,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m msprings`` and the ``msprings`` console script.
 
     A user error (bad option, unknown scene, an output that cannot be written, a missing
-    tool, a diverging run) is one line on stderr and exit status 2; output piped into a
-    program that stops reading (``| head``) ends the command quietly."""
+    tool) is one line on stderr and exit status 2.  A run whose motion blew up (a position or
+    velocity became non-finite, or the energies grew a millionfold) prints one paragraph on
+    stderr that says when and what to change, writes nothing and exits with status 3.  Output
+    piped into a program that stops reading (``| head``) ends the command quietly."""
     try:
         status = _main(argv)
         sys.stdout.flush()  # here, where a closed pipe can still be handled
@@ -377,6 +421,9 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "bench":
             return bench(args.suite, args.quick)
         return info()
+    except BlewUp as error:
+        print(f"msprings: {_one_line(error)}", file=sys.stderr)
+        return 3
     except (ValueError, DivergenceError, OSError) as error:
         if isinstance(error, BrokenPipeError):
             raise

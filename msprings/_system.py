@@ -145,6 +145,12 @@ def _stability_limit(integrator: str, zeta: float) -> float:
     return float(stability.stability_limit(integrator, zeta))
 
 
+def _seconds(value: float) -> str:
+    """A time in seconds as a student reads it: 6 significant digits, ``63.0`` for 63."""
+    text = f"{value:.6g}"
+    return text + ".0" if text.lstrip("-").isdigit() else text
+
+
 def _beyond_range(array: np.ndarray) -> bool:
     """Whether an object array holds only Python numbers, with integers too large for NumPy's
     types among them (NumPy gives such input dtype object)."""
@@ -409,14 +415,21 @@ class System(_core.System):
         :class:`StabilityWarning` is issued (once per system).  With ``implicit_euler``, a step whose CG solve hits ``cg_max_iter``
         completes with the best iterate and issues a :class:`SolverWarning` (once per system).
 
+        A call is all or nothing: if it fails, the system is exactly as it was before the call.
+
         Raises
         ------
         ValueError
             Bad ``dt`` or ``n``, or a bad value written through a view; nothing has changed.
         DivergenceError
-            A position or velocity became non-finite; the state is rolled back to the last
-            finite step, named by the error's ``step`` and ``time`` attributes, and ``f`` to
-            its value before the call.
+            A position or velocity became non-finite.  The call is undone: ``x``, ``v``,
+            ``f``, ``t``, ``steps``, the ledger (a change you made before the call is still
+            pending for its ``user`` part), the solver's counts and the colliders are as they
+            were before it.  The error's ``step`` is the step that blew up (counted as
+            ``steps`` counts), ``time`` the time it would have reached (s), ``call_step``
+            which step of this call it was (1 is the first), ``dt`` the step size (s) and
+            ``critical_dt`` this integrator's stable limit for the system (s, from
+            :meth:`critical_dt`; None when it is not estimated); its message says what to change.
         """
         if isinstance(dt, bool):
             raise TypeError("dt must be a number of seconds, not bool")
@@ -428,11 +441,15 @@ class System(_core.System):
             self._check_values()
             self._check_step(dt, integrator)
             self._checked_step = key
-        if integrator != "implicit_euler":
+        try:
+            if integrator != "implicit_euler":
+                super().step(dt, n)
+                return
+            failures = self.solver_stats["cg_failures"]
             super().step(dt, n)
-            return
-        failures = self.solver_stats["cg_failures"]
-        super().step(dt, n)
+        except _core.DivergenceError as error:
+            self._explain_divergence(error, float(dt), integrator)
+            raise
         if self.solver_stats["cg_failures"] > failures:
             self._warn_once(
                 "solver",
@@ -461,13 +478,57 @@ class System(_core.System):
         ``1 + ceil(steps / record_every)`` records of as many nodes, and velocities if
         ``velocities``; everything in it is replaced by this run's (with ``velocities=False``
         its velocities become None).  A bad ``out`` (or ``dt``) raises TypeError or
-        ValueError before any step, with ``out`` unchanged.  If stepping raises (e.g.
-        :class:`DivergenceError`), ``out`` holds the records made until then and NaN in the
-        others (step count -1).
+        ValueError before any step, with ``out`` unchanged.
+
+        The run is one call, all or nothing: if stepping raises (a :class:`DivergenceError`,
+        whose step counts from the run's start, or Ctrl-C), the system is as it was before the
+        run, and ``out`` holds the records made until then and NaN in the others (step count -1).
         """
         from .trajectory import record
 
         return record(self, dt, steps, record_every, velocities, progress, out)
+
+    def _divergence_limit(self, integrator: str) -> float | None:
+        """The integrator's stable step (s) for a divergence message: the one the stability
+        check keeps, else :meth:`critical_dt` when it is cheap (a closed form, or the Lanczos
+        estimate on networks of up to a million springs), else None."""
+        kept = getattr(self, "_stability_limits", None) or {}
+        if integrator in kept:
+            return kept[integrator]
+        if integrator in ("implicit_euler", "xpbd") or self.n_springs <= 1_000_000:
+            try:
+                return self.critical_dt(integrator)
+            except (ValueError, ArithmeticError, MemoryError):
+                return None
+        return None
+
+    def _explain_divergence(self, error: BaseException, dt: float, integrator: str, call: str = "call") -> None:
+        """Completes a DivergenceError from a step ``call`` ("call", or "run" for a recording) of
+        ``dt`` (s), with the system back at its start: its ``dt`` and ``critical_dt`` attributes
+        and a message that says when it blew up, where the system is and what to change."""
+        limit = error.critical_dt if hasattr(error, "critical_dt") else self._divergence_limit(integrator)
+        error.dt = dt
+        error.critical_dt = limit
+        what = (f"the motion blew up at t = {_seconds(error.time)} s (step {error.call_step} of this {call}, "
+                f"dt = {_seconds(dt)} s): a position or velocity became non-finite. The system is as it was "
+                f"before the {call} (t = {_seconds(self.t)} s). ")
+        if limit is None:
+            advice = "Use a smaller dt, more damping or a more stable integrator (implicit_euler)."
+        elif limit == 0.0 and integrator == "explicit_euler":
+            advice = ("explicit_euler is unstable at any dt for this system (some motion has no damping): use "
+                      "symplectic_euler, velocity_verlet, rk4 or implicit_euler.")
+        elif limit == 0.0:
+            advice = (f"No dt is stable for {integrator} here: the stiffness or damping is beyond what a double "
+                      "can hold. Check k, c, the masses and drag.")
+        elif dt > limit:
+            advice = (f"dt is above {integrator}'s stable limit of about {limit:.2g} s for this system: use a "
+                      "smaller dt, more damping or a more stable integrator.")
+        else:
+            bound = "any dt" if math.isinf(limit) else f"dt up to about {limit:.2g} s"
+            advice = (f"{integrator} is stable at {bound} for this system, so the numbers themselves overflowed: "
+                      "positions, velocities, forces or parameters too large for a double (beyond about 1e150). "
+                      "Check the values written into the system.")
+        error.args = (what + advice,)
 
     def _warn_once(self, kind: str, warning: Warning) -> None:
         warned = getattr(self, "_warned", frozenset())

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from . import _core
 from ._archive import Archive, face_bytes_limit
 from ._system import Energy, Ledger
 
@@ -470,6 +471,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
     done = 0
     made = 1  # records made
     system._keep_start_energy(True)
+    system._continue_calls(True)  # the run's step calls are one call: all or nothing
     try:
         for r in range(1, count):
             chunk = min(record_every, steps - done)
@@ -482,14 +484,24 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
             made = r + 1
             if bar is not None:
                 bar.update(done)
-    except BaseException:
+    except BaseException as error:
         if out is not None:  # the caller keeps out: the records not made say so
             if left:  # the last record's energy was to come from the call that raised
-                at_record = system.steps == step_counts[made - 1]
-                energy[made - 1, :3] = system._energy_and_ledger()[0][:3] if at_record else np.nan
+                # a step call that diverged kept it as it started (from that record)
+                start = system._start_energy() if isinstance(error, _core.DivergenceError) else None
+                if start is not None:
+                    energy[made - 1, :3] = start
+                elif system.steps == step_counts[made - 1]:
+                    energy[made - 1, :3] = system._energy_and_ledger()[0][:3]
+                else:
+                    energy[made - 1, :3] = np.nan
             _unmade(trajectory, made)
+        system._roll_back()  # the system as the run found it (a divergence did so already)
+        if isinstance(error, _core.DivergenceError):
+            system._explain_divergence(error, float(dt), system.integrator, "run")
         raise
     finally:
+        system._continue_calls(False)
         system._keep_start_energy(False)
         system._leave_forces(False)
     _energy_sums(energy, ledger)

@@ -407,8 +407,8 @@ class LiveControls(ipywidgets.Box):
 
     def tick(self) -> bool:
         """One frame: ``steps_per_frame`` steps of ``dt``, then a new picture.  Returns False
-        (and pauses with a message) when the step diverged; the system is then rolled back
-        to its last finite state, as :meth:`System.step` leaves it."""
+        (and pauses with a message) when the step diverged; the system is then as it was
+        before the frame's steps, as :meth:`System.step` leaves it."""
         system = self.system
         for node, (position, _was_pinned) in self._held.items():
             system.x[node] = position
@@ -425,8 +425,8 @@ class LiveControls(ipywidgets.Box):
             reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
                       if self.dt.value > critical else "the state became non-finite")
             self._set_message(
-                f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The state was "
-                "rolled back to the last finite step. Lower dt or change the integrator, then press Reset.")
+                f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
+                f"it was before this frame (t = {system.t:.4g} s). Lower dt or change the integrator, then press Reset.")
             self._publish()
             return False
         except ValueError as error:
@@ -541,7 +541,7 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     says which mechanisms dissipated energy and which did work.  Drag a node to move it (it is held with
     zero velocity while the button is down); drag empty space to turn the view.  A step that
     diverges (:class:`msprings.DivergenceError`) pauses the controls and says why; the system
-    is rolled back to its last finite state.
+    is as it was before that frame's steps.
 
     Parameters
     ----------

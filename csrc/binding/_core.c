@@ -50,6 +50,8 @@ typedef struct {
                                starts from (state->start_energy), for a recording */
     int forces_unread;      /* step calls may leave f as it is (state->forces_unread): the
                                caller reads it only after a call without this */
+    int continue_calls;     /* step calls continue one another (a recording): 0 no, 1 the next
+                               call begins such a series, 2 it continues one (ms_state.continues_call) */
     PyObject* weakreflist;
 } SystemObject;
 
@@ -639,12 +641,15 @@ static PyObject* raise_divergence(SystemObject* self, const ms_error* err) {
     PyObject* exc = PyObject_CallFunction(st->divergence_error, "s", err->message);
     PyObject* step = PyLong_FromLongLong(err->step);
     PyObject* time = PyFloat_FromDouble(err->time);
-    if (exc != NULL && step != NULL && time != NULL && PyObject_SetAttrString(exc, "step", step) == 0 &&
-        PyObject_SetAttrString(exc, "time", time) == 0)
+    PyObject* call_step = PyLong_FromLongLong(err->call_step);
+    if (exc != NULL && step != NULL && time != NULL && call_step != NULL &&
+        PyObject_SetAttrString(exc, "step", step) == 0 && PyObject_SetAttrString(exc, "time", time) == 0 &&
+        PyObject_SetAttrString(exc, "call_step", call_step) == 0)
         PyErr_SetObject(st->divergence_error, exc);
     Py_XDECREF(exc);
     Py_XDECREF(step);
     Py_XDECREF(time);
+    Py_XDECREF(call_step);
     return NULL;
 }
 
@@ -714,6 +719,10 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         state->motion_unchanged = motion_unchanged;
         state->keep_start_energy = self->keep_start_energy && done == 0;
         state->forces_unread = self->forces_unread;
+        /* the chunks are one call: a failure of any undoes them all (and a recording's
+           calls are one call too) */
+        state->continues_call = done > 0 || self->continue_calls == 2;
+        state->call_continues = done + count < n || self->continue_calls != 0;
         parameters_unchanged = !parameter_views;
         motion_unchanged = !energy_views;
         if (release) {
@@ -733,7 +742,11 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     self->stepping = 0;
     state->start_energy_valid = start_energy_valid;
     memcpy(state->start_energy, start_energy, sizeof start_energy);
-    if (interrupted) return NULL;
+    if (self->continue_calls == 1 && status == MS_OK && !interrupted) self->continue_calls = 2;
+    if (interrupted) {
+        ms_step_roll_back(model, state); /* an interrupted call is undone like a failed one */
+        return NULL;
+    }
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
     if (status != MS_OK) return raise_ms_error(&err);
     Py_RETURN_NONE;
@@ -1131,6 +1144,20 @@ static PyObject* System_keep_start_energy(SystemObject* self, PyObject* flag) {
     Py_RETURN_NONE;
 }
 
+static PyObject* System_continue_calls(SystemObject* self, PyObject* flag) {
+    if (require_ready(self) < 0) return NULL;
+    const int continued = PyObject_IsTrue(flag);
+    if (continued < 0) return NULL;
+    self->continue_calls = continued;
+    if (!continued && !busy(self)) ms_step_end_call(self->state);
+    Py_RETURN_NONE;
+}
+
+static PyObject* System_roll_back(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
+    if (require_ready(self) < 0 || require_idle(self) < 0) return NULL;
+    return PyBool_FromLong(ms_step_roll_back(self->model, self->state));
+}
+
 static PyObject* System_check_dt(SystemObject* self, PyObject* dt_obj) {
     (void)self;
     double dt;
@@ -1181,7 +1208,7 @@ static PyMethodDef System_methods[] = {
     {"step", (PyCFunction)(void (*)(void))System_step, METH_FASTCALL | METH_KEYWORDS,
      "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
-     "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
+     "and DivergenceError if the state becomes non-finite (the call is undone: the state is as it was before it)."},
     {"_accounts", (PyCFunction)System_accounts, METH_NOARGS,
      "((kinetic, spring, gravity, dissipated, work), (the ledger's eleven parts)) in J, from one pass."},
     {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
@@ -1215,6 +1242,12 @@ static PyMethodDef System_methods[] = {
     {"_record_state", (PyCFunction)System_record_state, METH_VARARGS,
      "_record_state(positions, velocities=None): copies x (m) and, unless velocities is None, v (m/s) into these "
      "rows of a recording (writable C-contiguous float64, nodes x 3), bypassing the caches where it can."},
+    {"_continue_calls", (PyCFunction)System_continue_calls, METH_O,
+     "_continue_calls(flag): from now on, whether each step call continues the one before (a recording): a failure "
+     "then undoes every call since the first, and _roll_back() can; False ends such a series."},
+    {"_roll_back", (PyCFunction)System_roll_back, METH_NOARGS,
+     "_roll_back(): undoes the step calls made since _continue_calls(True), as a failure of the next would; "
+     "returns False if there is nothing to undo."},
     {"_keep_start_energy", (PyCFunction)System_keep_start_energy, METH_O,
      "_keep_start_energy(flag): from now on, whether each step call keeps the mechanical energy of the state it "
      "starts from for _start_energy (a by-product of its first forces)."},
@@ -1549,8 +1582,11 @@ static int core_exec(PyObject* module) {
     if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) goto done;
     st->divergence_error = PyErr_NewExceptionWithDoc(
         "msprings.DivergenceError",
-        "The simulation became non-finite.  The state was rolled back to the last finite step; "
-        "the attributes step (index of the failing step) and time (s, at its start) say where.",
+        "The motion blew up: a position or velocity became non-finite.  The step call is undone: the system "
+        "is as it was before the call.  Attributes: step (the step that blew up, counted as System.steps "
+        "counts), time (s, the time that step would have reached), call_step (which step of the call: 1 is "
+        "its first); System.step adds dt (s) and critical_dt (s, the integrator's stable limit for the "
+        "system, or None).",
         PyExc_FloatingPointError, NULL);
     if (st->divergence_error == NULL) goto done;
     if (PyModule_AddObjectRef(module, "DivergenceError", st->divergence_error) < 0) goto done;

@@ -11,6 +11,7 @@ int ms_error_set(ms_error* err, ms_status status, const char* format, ...) {
         err->status = status;
         err->step = 0;
         err->time = 0.0;
+        err->call_step = 0;
         va_list args;
         va_start(args, format);
         vsnprintf(err->message, sizeof err->message, format, args);
@@ -24,6 +25,7 @@ void ms_error_clear(ms_error* err) {
         err->status = MS_OK;
         err->step = 0;
         err->time = 0.0;
+        err->call_step = 0;
         err->message[0] = '\0';
     }
 }

@@ -70,6 +70,9 @@ int ms_ranked_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* er
 int ms_ranked_filled(const ms_state* s);
 void ms_ranked_free(void* ranked);
 
+/* Frees what a step call keeps of where it began (ms_state.call_start, step.c). */
+void ms_call_start_free(void* start);
+
 /* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
 double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
 

@@ -134,8 +134,8 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
     ms_state* rs = r->s;
     if (copy_in(m, s, r, parameters, motion, err)) return MS_ERR_MEMORY;
     const int status = ms_step_call(&r->m, rs, h, n, parameters, err);
-    /* a diverged call rolled the copy back to its last finite state and keeps the f it
-       found (s->f as it is) */
+    /* a failed call left the copy at its last finite state and f as it found it (s->f as
+       it is); ms_step puts the call's start back and has the copy copied in again */
     gather_vectors(r->rank, rs->x, m->nnode, s->x);
     gather_vectors(r->rank, rs->v, m->nnode, s->v);
     /* a caller that will not read f (forces_unread) finds it as it was */

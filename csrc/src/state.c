@@ -106,6 +106,7 @@ void ms_state_destroy(ms_state* s) {
     ms_colouring_free(s->constraints);
     ms_projective_free(s->projective);
     ms_ranked_free(s->ranked);
+    ms_call_start_free(s->call_start);
     free(s->collider_center);
     free(s->collider_id);
     free(s->buffer);
@@ -123,6 +124,7 @@ void ms_state_reset(const ms_model* m, ms_state* s) {
     s->watched = 0;
     memset(&s->solver, 0, sizeof s->solver);
     if (s->ranked != NULL) ((ms_ranked*)s->ranked)->current = 0;
+    ms_step_end_call(s);
     for (int64_t k = 0; k < s->collider_count && k < m->ncollider; ++k)
         memcpy(s->collider_center + 3 * k, m->colliders[k].center, sizeof(double) * 3);
 }

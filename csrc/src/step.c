@@ -4,7 +4,9 @@
  * buffer, so the last finite state is always intact: when a step produces a non-finite
  * value the driver keeps the previous half and reports the divergence.  The Euler methods
  * with nothing acting after the integrator step in place instead, checking each update
- * before writing it.  The stages of one step:
+ * before writing it.  A failed call is then undone as a whole (see "all or nothing"
+ * below).  Every decision to leave the step loop is taken from values that every worker
+ * reads after a barrier, so all workers leave together.  The stages of one step:
  *
  *   forces -> integrate -> energy loss -> constraints -> contact -> checks -> ledger -> clock
  *
@@ -221,9 +223,15 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
             pushes += tm->nodes[b].contact.pushes;
         }
         if (ms_any_bad(tm)) return 0;
-        /* the springs' share of the pushes, in spring order; the marks it clears are set
-           again only after the next step's barriers */
-        if (pushes > 0 && w->id == 0) change += ms_push_spring_energy(m, s, x_next);
+        if (pushes > 0) {
+            /* the springs' share of the pushes, in spring order, by worker 0; every worker
+               adds it after the barrier, so all book the same and take the same decision
+               below.  The marks it clears are set again only after the next step's
+               barriers. */
+            if (w->id == 0) tm->push_energy = ms_push_spring_energy(m, s, x_next);
+            ms_sync(w);
+            change += tm->push_energy;
+        }
         ms_book_contact(booked, change);
     }
     return !ms_any_bad(tm) && ms_ledger_finite(booked);
@@ -590,16 +598,140 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     if (c.completed == n) return MS_OK;
     if (!in_place) memcpy(s->f, s->f_saved, bytes);
     if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
-    ms_error_set(err, MS_ERR_DIVERGED,
-                 "the simulation diverged at step %lld (t = %g s): a position or velocity "
-                 "became non-finite; the state was rolled back to the step before. "
-                 "Use a smaller dt, more damping, or a more stable integrator",
-                 (long long)(s->steps + 1), s->t);
-    if (err != NULL) {
-        err->step = s->steps + 1;
-        err->time = s->t;
+    /* ms_step says what happened, once it knows where the call began */
+    return ms_error_set(err, MS_ERR_DIVERGED, "a position or velocity became non-finite");
+}
+
+/* ---- all or nothing ------------------------------------------------------------------
+ *
+ * A step call that fails after its checks (a divergence, memory running out, or anything a
+ * later status adds) leaves the state as it found it: everything a call changes is kept
+ * as the call begins and put back on the one way out of a failed call (ms_step).  A call
+ * of one step needs no copy of x, v and f: its step writes the next state into the other
+ * half of the double buffer, or in place only once it is known to be finite, and a
+ * diverged call puts f back itself (ms_step_call).  Longer calls copy x and v once, into
+ * storage made on first use; f they put back themselves as well.  A call that others
+ * continue (ms_state.call_continues) copies f too: the parts after it write it. */
+
+typedef struct call_start {
+    int kept;                /* holds the start of the state's last call, which a failure of
+                                that call (or of one continuing it) goes back to */
+    int motion;              /* x and v are in motion_copy (else the call's one step keeps them) */
+    int forces;              /* f is in motion_copy (else the call puts it back itself) */
+    double t;
+    int64_t steps;
+    ms_ledger ledger;        /* before the call booked the caller's changes (ledger.user) */
+    int watched;
+    double watched_energy;
+    ms_solver_stats solver;
+    int64_t collider_count;
+    int64_t collider_capacity;
+    double* collider_center; /* where the colliders were          (collider_capacity x 3) */
+    double* motion_copy;     /* x, v and f                         (3 x nnode x 3)         */
+} call_start;
+
+void ms_call_start_free(void* start) {
+    call_start* kept = start;
+    if (kept == NULL) return;
+    free(kept->collider_center);
+    free(kept->motion_copy);
+    free(kept);
+}
+
+/* Keeps what a step call may change, with copies of x and v if copies, and of f too if
+   continued.  Returns MS_OK or MS_ERR_MEMORY (nothing changed but the storage). */
+static int keep_call_start(const ms_model* m, ms_state* s, int copies, int continued, ms_error* err) {
+    call_start* start = s->call_start;
+    if (start == NULL) {
+        start = calloc(1, sizeof *start);
+        if (start == NULL) return ms_error_set(err, MS_ERR_MEMORY, "out of memory keeping the state a step starts from");
+        s->call_start = start;
     }
-    return MS_ERR_DIVERGED;
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    if (s->collider_count > start->collider_capacity) {
+        double* center = realloc(start->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
+        if (center == NULL)
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory keeping the positions of %lld colliders",
+                                (long long)s->collider_count);
+        start->collider_center = center;
+        start->collider_capacity = s->collider_count;
+    }
+    if (copies && start->motion_copy == NULL) {
+        start->motion_copy = malloc(3 * bytes);
+        if (start->motion_copy == NULL)
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory keeping the state of %lld nodes a step starts from",
+                                (long long)m->nnode);
+    }
+    start->kept = 1;
+    start->motion = copies;
+    start->forces = continued;
+    start->t = s->t;
+    start->steps = s->steps;
+    start->ledger = s->ledger;
+    start->watched = s->watched;
+    start->watched_energy = s->watched_energy;
+    start->solver = s->solver;
+    start->collider_count = s->collider_count;
+    if (s->collider_count > 0)
+        memcpy(start->collider_center, s->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
+    if (copies) {
+        memcpy(start->motion_copy, s->x, bytes);
+        memcpy(start->motion_copy + 3 * m->nnode, s->v, bytes);
+    }
+    if (continued) memcpy(start->motion_copy + 6 * m->nnode, s->f, bytes);
+    return MS_OK;
+}
+
+/* Puts back what keep_call_start kept, and forgets it. */
+static void roll_back(const ms_model* m, ms_state* s) {
+    call_start* start = s->call_start;
+    const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
+    if (start->motion) {
+        memcpy(s->x, start->motion_copy, bytes);
+        memcpy(s->v, start->motion_copy + 3 * m->nnode, bytes);
+    }
+    if (start->forces) memcpy(s->f, start->motion_copy + 6 * m->nnode, bytes);
+    s->t = start->t;
+    s->steps = start->steps;
+    s->ledger = start->ledger;
+    s->watched = start->watched;
+    s->watched_energy = start->watched_energy;
+    s->solver = start->solver;
+    if (s->collider_count == start->collider_count && s->collider_count > 0)
+        memcpy(s->collider_center, start->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
+    /* the renumbered copy holds where the failed call got to: copied in again next call */
+    if (s->ranked != NULL) ((ms_ranked*)s->ranked)->current = 0;
+    start->kept = 0;
+}
+
+int ms_step_roll_back(const ms_model* m, ms_state* s) {
+    const call_start* start = s->call_start;
+    if (start == NULL || !start->kept || !start->forces) return 0;
+    roll_back(m, s);
+    if (s->watch_after_step && !s->watched) ms_state_watch(m, s);
+    return 1;
+}
+
+void ms_step_end_call(ms_state* s) {
+    call_start* start = s->call_start;
+    if (start != NULL) start->kept = 0;
+}
+
+/* The message of a call that diverged, while s is at its last finite step. */
+static void describe_divergence(const ms_state* s, double h, ms_error* err) {
+    const call_start* start = s->call_start;
+    const int64_t step = s->steps + 1;
+    const double time = s->t + h;
+    ms_error_set(err, MS_ERR_DIVERGED,
+                 "the motion blew up at t = %g s (step %lld of this call, dt = %g s): a position or "
+                 "velocity became non-finite. The system is as it was before the call (t = %g s). "
+                 "Use a smaller dt, more damping or a more stable integrator",
+                 time, (long long)(step - start->steps), h, start->t);
+    if (err != NULL) {
+        err->step = step;
+        err->time = time;
+        err->call_step = step - start->steps;
+    }
 }
 
 /* The parameters were checked and read by an earlier step call: into the layout, or into
@@ -620,12 +752,19 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     const int parameters = !s->parameters_unchanged || !parameters_read(s);
     const int motion = !s->motion_unchanged;
     const int keep_start = s->keep_start_energy, forces_unread = s->forces_unread;
+    const int continues = s->continues_call, continued = s->call_continues;
     s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->forces_unread = 0;
+    s->start_energy_valid = 0; /* kept only by a call that steps */
+    s->continues_call = s->call_continues = 0;
     if (ms_time_step_check(h, err)) return MS_ERR_VALUE;
     if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
     if (check_values(m, parameters, err)) return MS_ERR_VALUE;
     if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
     if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
+    /* a part of a longer call goes back to where its first part began */
+    const call_start* kept = s->call_start;
+    const int continuing = continues && kept != NULL && kept->kept && kept->forces;
+    if (!continuing && keep_call_start(m, s, n > 1 || continued, continued, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
     s->keep_start_energy = keep_start;
     s->forces_unread = forces_unread;
@@ -633,7 +772,16 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
                                          : ms_step_call(m, s, h, n, parameters, err);
     s->keep_start_energy = s->forces_unread = 0; /* also where the copy could not be made */
-    if (s->watch_after_step) {
+    if (status != MS_OK) {
+        /* the one way out of a failed call: everything back as the call found it */
+        if (status == MS_ERR_DIVERGED) describe_divergence(s, h, err);
+        roll_back(m, s);
+    } else if (!continued) {
+        ms_step_end_call(s);
+    }
+    /* a change the caller made before a failed call is pending again: the energy to
+       compare with is the one before that change */
+    if (s->watch_after_step && !s->watched) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
         s->watched = 1;
     }

@@ -55,6 +55,7 @@ typedef struct ms_team {
     int serial_ok;
     double serial_value;    /* the kinetic energy self-collision removed (J) */
     double serial_work;     /* the constraints' work (J) */
+    double push_energy;     /* the springs' share of the contact pushes (J) */
 } ms_team;
 
 /* What sums the mechanical energy of the state a step call starts from (ms_worker's
@@ -133,8 +134,8 @@ int ms_implicit_stages(ms_worker* w, const double* x, const double* v, double* x
 /* A step call after ms_step's checks of its arguments and its booking of the caller's
    changes (ledger.user), with the state's layout made:
    n steps of h on s; parameters: the model's parameters may have changed since the last
-   call (they are read again).  Returns MS_OK, or MS_ERR_DIVERGED with the state rolled
-   back to its last finite step, or MS_ERR_MEMORY. */
+   call (they are read again).  Returns MS_OK, or MS_ERR_DIVERGED with x and v at the last
+   finite step and f as the call found it, or MS_ERR_MEMORY; ms_step then undoes the call. */
 int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err);
 
 #endif

@@ -122,7 +122,7 @@ static int test_implicit_pinned_nodes_exact(void) {
 
 static int test_implicit_overflow_rolls_back(void) {
     /* Implicit Euler cannot blow up gradually, but a step so large that h^2 k overflows a
-       double still produces a non-finite state: it is rolled back like any divergence. */
+       double still produces a non-finite state: the call is undone like any divergence. */
     ms_model* m = make_oscillator(1e6, 1.0, 0.5, 0.1, MS_IMPLICIT_EULER);
     ENSURE(m != NULL);
     ms_error err = fresh_error();
@@ -135,15 +135,10 @@ static int test_implicit_overflow_rolls_back(void) {
     ENSURE(ms_step(m, s, 1e307, 3, &err) == MS_ERR_DIVERGED);
     ENSURE(err.status == MS_ERR_DIVERGED);
     ENSURE(has_message(&err));
-    ENSURE(err.step == 6);
-    ENSURE(err.time == s->t);
-    ENSURE(s->steps == 5);
-    /* x, v, t, steps and dissipated are as before; f is the force at the failed step's
-       start, which is the state kept. */
-    size_t bytes = 6 * sizeof(double);
-    ENSURE(memcmp(s->x, before.arrays, bytes) == 0);
-    ENSURE(memcmp(s->v, before.arrays + 6, bytes) == 0);
-    ENSURE(s->t == before.t && memcmp(&s->ledger, &before.ledger, sizeof s->ledger) == 0);
+    ENSURE(err.step == 6 && err.call_step == 1);
+    ENSURE(err.time == s->t + 1e307);
+    /* the call is undone: the state is bitwise as it began */
+    ENSURE(snapshot_equal(m, s, &before));
     /* A sane step goes on from there. */
     ENSURE(ms_step(m, s, 1e-4, 1, &err) == MS_OK);
     ENSURE(s->steps == 6);

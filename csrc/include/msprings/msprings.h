@@ -47,13 +47,16 @@ typedef enum ms_status {
     MS_OK = 0,
     MS_ERR_VALUE = 1,    /* an argument or a parameter has a bad value */
     MS_ERR_MEMORY = 2,   /* an allocation failed */
-    MS_ERR_DIVERGED = 3  /* the state became non-finite; it was rolled back */
+    MS_ERR_DIVERGED = 3  /* the state became non-finite; the call was undone (ms_step) */
 } ms_status;
 
 typedef struct ms_error {
     ms_status status;
-    int64_t step;      /* MS_ERR_DIVERGED: index of the step that failed (state.steps + 1) */
-    double time;       /* MS_ERR_DIVERGED: time at the start of the failing step (s) */
+    int64_t step;      /* MS_ERR_DIVERGED: the step that blew up, counted as state.steps counts
+                          (the count the state would have reached with it) */
+    double time;       /* MS_ERR_DIVERGED: the time (s) the step that blew up would have reached */
+    int64_t call_step; /* MS_ERR_DIVERGED: which step of the call blew up (1 = its first; a call
+                          made in parts counts from the first part's start) */
     char message[320]; /* names the argument, the offending item and the fix */
 } ms_error;
 
@@ -248,6 +251,18 @@ typedef struct ms_state {
                                  last step call started from: as ms_state_energy's but summed
                                  by the step's blocks (equal to rounding; the same bits on every
                                  vector path and for any number of threads) */
+    int continues_call;       /* set by the caller before ms_step when this call continues the
+                                 previous one (one long call made in parts: between checks for
+                                 Ctrl-C, or a recording's calls between its records) and that
+                                 one was marked with call_continues: a failure then puts
+                                 everything back as it was when the first part began.  Every
+                                 step call clears it. */
+    int call_continues;       /* set by the caller before ms_step when a call that continues this
+                                 one may follow: the call's start is kept after it returns (for
+                                 the next part, or ms_step_roll_back).  Every step call clears it. */
+    void* call_start;         /* what a failed step call puts back (step.c): the start of the
+                                 call, or of the first of the calls that continued it; made by
+                                 the first step call, x, v and f in it by the first that needs them */
     /* scratch, not part of the observable state */
     int external_active; /* the external force is non-zero somewhere (set by ms_step) */
     int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
@@ -400,11 +415,24 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
 /* ---- stepping ------------------------------------------------------------------- */
 
 /* Advances n >= 1 steps of size h > 0 with m->opt.integrator.  Checks the model values
-   and the state first (MS_ERR_VALUE, nothing changed).  If a step produces a non-finite
-   position or velocity, the state is left as it was before that step and
-   MS_ERR_DIVERGED is returned with err->step and err->time set.  Colliders with a velocity
-   move with it after every successful step (in the state).  The model is only read. */
+   and the state first (MS_ERR_VALUE, nothing changed).  A call is all or nothing: if a
+   step produces a non-finite position or velocity (MS_ERR_DIVERGED, with err->step,
+   err->time and err->call_step set), or the call fails in any other way after its checks
+   (MS_ERR_MEMORY), everything is put back as it was when the call began (or the first part
+   of a call made in parts, ms_state.continues_call): x, v, f, t, steps, the ledger (with a
+   change the caller made before the call pending again), the solver's counts and where the
+   colliders are.  Colliders with a velocity move with it after every successful step (in
+   the state).  The model is only read. */
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
+
+/* For a caller that abandons a call made in parts between two of them (interrupted): puts
+   everything back as it was when the first part began, as a failed call would.  Returns 1
+   if it did, 0 if no start was kept (the last step call was not marked with
+   call_continues, or it failed and was undone already). */
+int ms_step_roll_back(const ms_model* m, ms_state* s);
+
+/* A call made in parts is over: its start is no longer kept (ms_state_reset does this too). */
+void ms_step_end_call(ms_state* s);
 
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
    relative to the wind, aerodynamic forces on the triangles and the external force
