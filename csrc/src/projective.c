@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "pattern.h"
 #include "projective.h"
+#include "step.h"
 
 struct ms_projective {
     ms_node_pattern node;  /* the matrix's pattern over the free nodes */
@@ -146,8 +147,9 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
     return status;
 }
 
-int ms_projective_step(const ms_model* m, ms_state* s, const double* MS_RESTRICT f_ext, const double* MS_RESTRICT x,
-                       const double* MS_RESTRICT v, double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double h) {
+int ms_projective_step(ms_worker* w, const ms_model* m, ms_state* s, const double* MS_RESTRICT f_ext,
+                       const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+                       double* MS_RESTRICT v_out, double h) {
     ms_projective* p = s->projective;
     const int64_t n = m->nnode;
     const double* MS_RESTRICT inv_mass = s->inv_mass;
@@ -160,7 +162,7 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* MS_RESTRICT
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 10;
     const double rho2 = m->opt.chebyshev * m->opt.chebyshev;
     double weight = 1.0; /* Chebyshev's w */
-    for (int iteration = 0; iteration < iterations; ++iteration) {
+    for (int iteration = 0; iteration < iterations && !ms_should_stop(w); ++iteration) {
         if (rho2 > 0.0) memcpy(p->current, x_out, sizeof(double) * 3 * (size_t)n);
         /* local step: each spring's nearest point on its sphere */
         for (int64_t sp = 0; sp < m->nspring; ++sp) {

@@ -29,6 +29,42 @@ void ms_sync(ms_worker* w) {
     if (w->team->barrier != NULL) ms_barrier_wait(w->team->barrier, &w->sense);
 }
 
+/* Decision points come about every MS_DECISION_PERIOD of work, so their barrier and clock
+   cost nothing beside it, and the caller's check runs about every MS_CHECK_PERIOD. */
+#define MS_DECISION_PERIOD 1e-3
+#define MS_CHECK_PERIOD 0.025
+#define MS_MAX_STRIDE ((int64_t)1 << 40)
+
+int ms_should_stop(ms_worker* w) {
+    ms_team* tm = w->team;
+    if (tm->interrupt == NULL || w->stopped) return w->stopped;
+    if (--w->countdown > 0) return 0;
+    /* two slots: worker 0 writes this one before the barrier, and writes it again only two
+       decision points later, after the next barrier, which every reader passes after it
+       has read it */
+    const int slot = w->decisions++ & 1;
+    if (w->id == 0) {
+        const double now = ms_clock_seconds();
+        const double elapsed = now - tm->paced_at;
+        int64_t stride = tm->stride[!slot];
+        if (elapsed < 0.5 * MS_DECISION_PERIOD)
+            stride = stride < MS_MAX_STRIDE ? 2 * stride : stride;
+        else if (elapsed > 2.0 * MS_DECISION_PERIOD)
+            stride = (int64_t)((double)stride * (MS_DECISION_PERIOD / elapsed)) + 1;
+        tm->paced_at = now;
+        if (!tm->stopping && now - tm->checked_at >= MS_CHECK_PERIOD) {
+            tm->checked_at = now;
+            tm->stopping = tm->interrupt->check(tm->interrupt->context) != 0;
+        }
+        tm->stop[slot] = tm->stopping;
+        tm->stride[slot] = stride;
+    }
+    ms_sync(w);
+    w->countdown = tm->stride[slot];
+    w->stopped = tm->stop[slot];
+    return w->stopped;
+}
+
 void ms_node_block(const ms_team* tm, int64_t b, int64_t* begin, int64_t* end) {
     const int64_t size = tm->layout->node_block;
     *begin = b * size;
@@ -126,6 +162,7 @@ static void share(ms_team* tm, ms_worker* w, int id) {
     w->node_last = tm->nnode_block * (id + 1) / tm->count;
     w->spring_first = tm->layout->nblock * id / tm->count;
     w->spring_last = tm->layout->nblock * (id + 1) / tm->count;
+    w->countdown = 1; /* the first check is a decision point */
 }
 
 /* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
@@ -291,6 +328,7 @@ typedef struct call {
     ms_integrator_stages stages;
     int64_t completed; /* steps taken (written by worker 0) */
     int out_of_memory;
+    int interrupted;   /* the caller's check stopped the call (written by worker 0) */
     double* x_final;   /* where the newest state is (written by worker 0) */
     double* v_final;
 } call;
@@ -306,6 +344,7 @@ static void run_in_place(call* c, ms_worker* w) {
     double* force = s->f_saved;
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
+        if (ms_should_stop(w)) return;
         const int ticket = ms_stage_forces(w, s->x, s->v, t, force);
         MS_FOR_MY_NODES(w, b, begin, end) {
             ms_energy_request request;
@@ -348,10 +387,12 @@ static void run_buffered(call* c, ms_worker* w) {
         s->start_energy_valid = 1;
     }
     for (int64_t step = 0; step < c->n; ++step) {
+        if (ms_should_stop(w)) break;
         ms_flow flow = no_flow;
         ms_ledger booked = {0};
         int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
         if (step == 0 && w->start_energy) keep_start_energy(w);
+        if (w->stopped) break; /* within the step: the step before is the last one taken */
         ms_ledger_add_flow(&booked, &flow);
         if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
         if (finite > 0 && c->book_numerical) {
@@ -402,6 +443,7 @@ static void run_worker(void* context, int id) {
         run_in_place(c, &w);
     else
         run_buffered(c, &w);
+    if (id == 0) c->interrupted = w.stopped;
     ms_restore_fp(found);
 }
 
@@ -473,8 +515,9 @@ int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err
 }
 
 int ms_thread_count(const ms_model* m, const ms_state* s) {
-    const int request = m->opt.threads > 0 ? m->opt.threads : s->default_threads;
-    return ms_resolve_threads(request);
+    int threads = m->opt.threads > 0 ? m->opt.threads : s->default_threads > 0 ? s->default_threads : s->cores;
+    if (threads < 1) threads = 1;
+    return threads < MS_MAX_THREADS ? threads : MS_MAX_THREADS;
 }
 
 int ms_resolve_threads(int n) {
@@ -524,7 +567,8 @@ static void book_watched(const ms_model* m, ms_state* s) {
     s->watched = 0;
 }
 
-int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, const ms_interrupt* interrupt,
+                 ms_error* err) {
     /* the caller's word holds for this call only */
     const int keep_start = s->keep_start_energy;
     const int forces_unread = s->forces_unread;
@@ -559,10 +603,14 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
        integrators' drift is their error, left in sight. */
     c.book_numerical = integrator == MS_IMPLICIT_EULER || integrator == MS_PROJECTIVE || integrator == MS_XPBD;
     c.stages = ms_integrator_table[integrator];
+    if (interrupt != NULL && interrupt->check != NULL) {
+        c.team.interrupt = interrupt;
+        c.team.stride[0] = c.team.stride[1] = 1;
+        c.team.paced_at = c.team.checked_at = ms_clock_seconds();
+    }
     /* Large networks step on several workers; projective dynamics on one. */
-    int count = ms_thread_count(m, s);
-    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_PROJECTIVE)
-        count = 1;
+    const int count_matters = m->nspring >= MS_PARALLEL_MIN_SPRINGS && integrator != MS_PROJECTIVE;
+    int count = count_matters ? ms_thread_count(m, s) : 1;
     if (count > 1) {
         c.team.barrier = ms_barrier_create(count);
         if (c.team.barrier == NULL) count = 1;
@@ -590,6 +638,16 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     if (c.completed == n) return MS_OK;
     if (!in_place) memcpy(s->f, s->f_saved, bytes);
     if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
+    if (c.interrupted) {
+        ms_error_set(err, MS_ERR_INTERRUPTED,
+                     "the step call was interrupted in step %lld (t = %g s); the state was rolled back to "
+                     "the step before", (long long)(s->steps + 1), s->t);
+        if (err != NULL) {
+            err->step = s->steps + 1;
+            err->time = s->t;
+        }
+        return MS_ERR_INTERRUPTED;
+    }
     ms_error_set(err, MS_ERR_DIVERGED,
                  "the simulation diverged at step %lld (t = %g s): a position or velocity "
                  "became non-finite; the state was rolled back to the step before. "
@@ -616,6 +674,11 @@ int ms_time_step_check(double h, ms_error* err) {
 }
 
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    return ms_step_checked(m, s, h, n, NULL, err);
+}
+
+int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const ms_interrupt* interrupt,
+                    ms_error* err) {
     /* the caller's word holds for this call only, even one refused below */
     const int parameters = !s->parameters_unchanged || !parameters_read(s);
     const int motion = !s->motion_unchanged;
@@ -630,8 +693,8 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     s->keep_start_energy = keep_start;
     s->forces_unread = forces_unread;
     /* A network whose numbering is not local steps on a copy renumbered by rank. */
-    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
-                                         : ms_step_call(m, s, h, n, parameters, err);
+    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, interrupt, err)
+                                         : ms_step_call(m, s, h, n, parameters, interrupt, err);
     s->keep_start_energy = s->forces_unread = 0; /* also where the copy could not be made */
     if (s->watch_after_step) {
         s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
