@@ -203,8 +203,11 @@ static int xpbd(ms_worker* w, const double* MS_RESTRICT x, const double* MS_REST
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
     const int64_t ncolour = colours->ncolour, nregion = colours->nregion;
     const int64_t* boundary = colours->start + nregion * ncolour; /* the boundary's colour segments */
-    /* a small boundary is one worker's: two barriers per sweep, not one per colour */
-    const int split_boundary = tm->count > 1 && 8 * (boundary[ncolour] - boundary[0]) > colours->nspring;
+    /* a small boundary, or one of many small colours (a node with many springs), is one
+       worker's: two barriers per sweep, not one per colour */
+    const int64_t boundary_springs = boundary[ncolour] - boundary[0];
+    const int split_boundary = tm->count > 1 && 8 * boundary_springs > colours->nspring &&
+                               boundary_springs >= 64 * ncolour;
     for (int iteration = 0; iteration < iterations && !ms_should_stop(w); ++iteration) {
         const int first_sweep = iteration == 0;
         for (int64_t g = nregion * w->id / tm->count; g < nregion * (w->id + 1) / tm->count; ++g)
