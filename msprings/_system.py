@@ -384,6 +384,11 @@ class System(_core.System):
             A position or velocity became non-finite; the state is rolled back to the last
             finite step, named by the error's ``step`` and ``time`` attributes, and ``f`` to
             its value before the call.
+        KeyboardInterrupt
+            Ctrl-C (or another signal handler's exception) during the call, which checks for
+            signals about every 25 ms of its work, even inside one long step (huge
+            ``iterations``, ``newton_max_iter``, ``cg_max_iter``); the state is left as for
+            a DivergenceError.
         """
         if isinstance(dt, bool):
             raise TypeError("dt must be a number of seconds, not bool")

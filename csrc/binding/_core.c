@@ -1220,7 +1220,9 @@ static PyMethodDef System_methods[] = {
     {"step", (PyCFunction)(void (*)(void))System_step, METH_FASTCALL | METH_KEYWORDS,
      "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
-     "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step)."},
+     "and DivergenceError if the state becomes non-finite (the state is rolled back to the last finite step); "
+     "KeyboardInterrupt (Ctrl-C, checked about every 25 ms of the call's work) leaves the state as DivergenceError "
+     "does."},
     {"_accounts", (PyCFunction)System_accounts, METH_NOARGS,
      "((kinetic, spring, gravity, dissipated, work), (the ledger's eleven parts)) in J, from one pass."},
     {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
