@@ -120,3 +120,36 @@ def test_run_interrupted_keeps_its_records() -> None:
     assert result["taken"] == 0 and result["unchanged"]
     # out keeps the record made (the start) and marks the others as not made
     assert result["records"] == [2, -1, -1] and result["first_record"]
+
+
+FACTOR_SCRIPT = r"""
+import json, signal, threading, time
+from msprings import scenes
+
+# a jelly cube of 32,768 nodes: projective dynamics' first step factors its matrix for seconds
+s = scenes.jelly_cube(32, integrator="projective")
+before = [s.x.tobytes(), s.v.tobytes(), float(s.t).hex(), int(s.steps)]
+timer = threading.Timer(0.3, signal.pthread_kill, (threading.main_thread().ident, signal.SIGINT))
+start = time.perf_counter()
+timer.start()
+try:
+    s.step(1e-3)
+    raised = "nothing"
+except KeyboardInterrupt:
+    raised = "KeyboardInterrupt"
+seconds = time.perf_counter() - start
+timer.join()
+print(json.dumps({"raised": raised, "seconds": seconds,
+                  "unchanged": [s.x.tobytes(), s.v.tobytes(), float(s.t).hex(), int(s.steps)] == before}))
+"""
+
+
+def test_factorisation_interrupted() -> None:
+    """Ctrl-C stops projective dynamics while it factors its matrix (12 s here), before any step."""
+    env = dict(os.environ, PYTHONPATH=python_path())
+    done = subprocess.run([sys.executable, "-c", FACTOR_SCRIPT], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["raised"] == "KeyboardInterrupt"
+    assert result["seconds"] < 3.0
+    assert result["unchanged"]

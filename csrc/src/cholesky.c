@@ -9,6 +9,7 @@
 
 #include "cholesky.h"
 #include "internal.h"
+#include "thread.h"
 
 /* A pivot at most this many machine epsilons of its diagonal entry is taken as zero: the
    rounding in computing it is of that order, so its sign means nothing. */
@@ -626,13 +627,30 @@ static void queue_update(ms_cholesky* c, int32_t s) {
 }
 
 int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err) {
+    return ms_cholesky_factor_checked(c, values, NULL, err);
+}
+
+/* Supernodes factored between two readings of the clock. */
+#define MS_CHOLESKY_PACE 64
+
+int ms_cholesky_factor_checked(ms_cholesky* c, const double* values, const ms_interrupt* interrupt, ms_error* err) {
     c->factored = 0;
+    const int checked = interrupt != NULL && interrupt->check != NULL;
+    double checked_at = checked ? ms_clock_seconds() : 0.0;
     if (c->nnz_a > 0 && !ms_all_finite(values, (size_t)c->nnz_a)) return report_non_finite(c, values, err);
     double* diagonal = c->work;
     for (int64_t s = 0; s < c->nsuper; ++s) c->head[s] = -1;
     /* left-looking by supernodes: gather A's columns, subtract the updates of the
        supernodes below in the tree that reach these columns, factor the block */
     for (int64_t s = 0; s < c->nsuper; ++s) {
+        if (checked && s % MS_CHOLESKY_PACE == MS_CHOLESKY_PACE - 1) {
+            const double now = ms_clock_seconds();
+            if (now - checked_at >= MS_CHECK_PERIOD) {
+                checked_at = now;
+                if (interrupt->check(interrupt->context))
+                    return ms_error_set(err, MS_ERR_INTERRUPTED, "the factorisation was interrupted");
+            }
+        }
         const int64_t first = c->super_start[s], end = c->super_start[s + 1];
         const int32_t* rows = c->l_rows + c->l_start[first];
         const int64_t length = c->l_start[first + 1] - c->l_start[first];

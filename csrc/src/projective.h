@@ -8,8 +8,10 @@ typedef struct ms_projective ms_projective;
 
 /* s->projective ready for steps of size h: its pattern made on first use (and again when
    the pins change), its factor made again when h, a mass or a stiffness changed.
-   MS_ERR_VALUE if the matrix cannot be factored, MS_ERR_MEMORY. */
-int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_error* err);
+   MS_ERR_VALUE if the matrix cannot be factored, MS_ERR_MEMORY, MS_ERR_INTERRUPTED if the
+   caller's check (or NULL) stopped the factorisation. */
+int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, const ms_interrupt* interrupt,
+                               ms_error* err);
 void ms_projective_free(void* solver);
 
 struct ms_worker;

@@ -32,7 +32,6 @@ void ms_sync(ms_worker* w) {
 /* Decision points come about every MS_DECISION_PERIOD of work, so their barrier and clock
    cost nothing beside it, and the caller's check runs about every MS_CHECK_PERIOD. */
 #define MS_DECISION_PERIOD 1e-3
-#define MS_CHECK_PERIOD 0.025
 #define MS_MAX_STRIDE ((int64_t)1 << 40)
 
 int ms_should_stop(ms_worker* w) {
@@ -581,7 +580,11 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
                          m->opt.energy_loss == 0.0;
     if (ensure_storage(m, s, in_place, err)) return MS_ERR_MEMORY;
     if (integrator == MS_PROJECTIVE) {
-        const int status = ms_state_ensure_projective(m, s, h, err);
+        const int status = ms_state_ensure_projective(m, s, h, interrupt, err);
+        if (status == MS_ERR_INTERRUPTED && err != NULL) {
+            err->step = s->steps + 1;
+            err->time = s->t;
+        }
         if (status != MS_OK) return status;
     }
     if (parameters) ms_layout_refresh(m, s->layout);

@@ -21,6 +21,9 @@ int ms_cpu_count(void);
    vDSO, Windows' performance counter). */
 double ms_clock_seconds(void);
 
+/* Seconds between two runs of a caller's interruption check (ms_interrupt) in a long call. */
+#define MS_CHECK_PERIOD 0.025
+
 /* The work of one worker: worker is 0 .. count - 1. */
 typedef void (*ms_thread_work)(void* context, int worker);
 
