@@ -86,18 +86,18 @@ OPTIONS = ("integrator", "threads", "newton_max_iter", "cg_max_iter", "newton_to
            "energy_loss", "strain_limit", "self_collision", "gravity", "wind", "air_density",
            "drag_coefficient", "lift_coefficient", "gust", "gust_frequency", "gust_wavenumber", "iterations",
            "chebyshev")
-# iteration counts at the top of the range make a step run for hours: it must stay interruptible
-HUGE_COUNTS = st.sampled_from([2**31 - 1, 2**30, 10**9])
+# iteration counts, small or at the top of the range (one step for hours: it must stay interruptible)
+COUNTS = st.one_of(st.integers(0, 5), st.integers(1, 40), st.integers(0, 3), st.sampled_from([2**31 - 1, 2**30, 10**9]))
 COUNT_OPTIONS = ("iterations", "newton_max_iter", "cg_max_iter")
 # a step that runs this long (s) is interrupted as Ctrl-C would: KeyboardInterrupt
-STEP_PATIENCE = 0.5
+STEP_PATIENCE = 0.1
 VIEWS = ("x", "v", "external", "mass", "rest", "k", "c")
 
 operations = st.one_of(
     st.tuples(st.just("step"), st.one_of(reals, st.sampled_from([1e-3, 1e-2])),
               st.one_of(st.integers(1, 30), st.sampled_from([0, -1, 2**63, 2**70]))),
     st.tuples(st.just("set"), st.sampled_from(OPTIONS), anything),
-    st.tuples(st.just("set"), st.sampled_from(COUNT_OPTIONS), HUGE_COUNTS),
+    st.tuples(st.just("set"), st.sampled_from(COUNT_OPTIONS), COUNTS),
     st.tuples(st.just("write"), st.sampled_from(VIEWS), st.integers(0, 200), reals),
     st.tuples(st.just("plane"), vectors, vectors, reals),
     st.tuples(st.just("sphere"), vectors, reals, reals),
@@ -188,9 +188,13 @@ def apply(s: msprings.System, operation: tuple[Any, ...], folder: Path) -> mspri
             assert loaded._watched_energy() == s._watched_energy() or (
                 math.isnan(loaded._watched_energy()) and math.isnan(s._watched_energy()))
             return loaded
-    except (msprings.DivergenceError, KeyboardInterrupt):
+    except (msprings.DivergenceError, KeyboardInterrupt) as error:
         assert kind == "step"
         after = snapshot(s)
+        if isinstance(error, KeyboardInterrupt) and after["clock"][1] == before["clock"][1] + arguments[1]:
+            # the signal came as the call returned: the steps were taken
+            assert np.isfinite(s.x).all() and np.isfinite(s.v).all()
+            return s
         assert np.isfinite(s.x).all() and np.isfinite(s.v).all(), "rolled back to a non-finite state"
         assert after["f"] == before["f"], "f was not rolled back"
         if arguments[1] == 1:
