@@ -123,7 +123,8 @@ static int group_by_region(const ms_model* m, ms_colouring* c) {
    where the colours are many (a node with thousands of springs needs as many colours). */
 static int64_t region_count(int64_t nspring, int64_t ncolour) {
     int64_t regions = 1;
-    while (regions < 64 && nspring / (2 * regions) >= MS_XPBD_REGION_SPRINGS && (2 * regions + 1) * ncolour <= 4 * nspring)
+    while (regions < 64 && nspring / (2 * regions) >= MS_XPBD_REGION_SPRINGS &&
+           (2 * regions + 1) * ncolour <= 4 * nspring)
         regions *= 2;
     return regions;
 }
