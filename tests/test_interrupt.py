@@ -39,6 +39,14 @@ elif integrator == "implicit_euler":
     s.newton_max_iter = s.cg_max_iter = huge
     s.newton_tol = s.cg_tol = 1e-300
 n = 1 if integrator in ("xpbd", "projective", "implicit_euler") else 10**15
+if how == "file":  # the iteration count comes from a model file
+    import os, tempfile
+    from msprings import io as model_io
+    folder = tempfile.mkdtemp()
+    path = model_io.save(s, os.path.join(folder, "model.npz"))
+    with np.load(path) as archive:
+        assert int(archive["option_iterations"]) == huge
+    s = model_io.load(path)
 
 
 def state(system):
@@ -111,6 +119,15 @@ def test_steps_for_hours_interrupted(integrator: str, threads: int) -> None:
     assert result["workers"] == threads
     # the state of a completed step (none, once a stopped call rolls back to its start)
     assert result["as_stepped"]
+
+
+def test_model_file_with_huge_iterations_interrupted() -> None:
+    """A model file may hold option_iterations = 2**31 - 1 (the setter's range): a step of the
+    system it loads stops at Ctrl-C."""
+    result = interrupted("xpbd", 1, "file")
+    assert result["raised"] == "KeyboardInterrupt"
+    assert result["seconds"] < 3.0
+    assert result["taken"] == 0 and result["unchanged"]
 
 
 def test_run_interrupted_keeps_its_records() -> None:
