@@ -430,6 +430,11 @@ class System(_core.System):
             which step of this call it was (1 is the first), ``dt`` the step size (s) and
             ``critical_dt`` this integrator's stable limit for the system (s, from
             :meth:`critical_dt`; None when it is not estimated); its message says what to change.
+        KeyboardInterrupt
+            Ctrl-C (or another signal handler's exception) during the call, which checks for
+            signals about every 25 ms of its work, even inside one long step (huge
+            ``iterations``, ``newton_max_iter``, ``cg_max_iter``); the call is undone as
+            for a DivergenceError.
         """
         if isinstance(dt, bool):
             raise TypeError("dt must be a number of seconds, not bool")

@@ -28,6 +28,8 @@ typedef struct {
     PyObject* system_type;
     PyObject* divergence_error;
     int num_threads; /* worker threads of systems whose threads is 0 (0: all online cores) */
+    long long process; /* this process's id: set when the module is made and again in a forked
+                          child (os.register_at_fork), so a step call asks no system for it */
     PyGetSetDef* getset; /* System's attributes and options, with a sentinel (see system_type);
                             freed with the module, which outlives the type (the type holds it) */
 } module_state;
@@ -72,9 +74,19 @@ static int require_ready(SystemObject* self) {
     return 0;
 }
 
+/* The id of this process, as the module keeps it (ms_process_id without a system call). */
+static long long this_process(const SystemObject* self) {
+    const module_state* st = state_of_type(Py_TYPE(self));
+    if (st == NULL) {
+        PyErr_Clear();
+        return ms_process_id();
+    }
+    return st->process;
+}
+
 /* Whether a thread of this process is stepping the system.  A process forked while one
    was has no such thread: there the system is idle, in the state the fork caught it in. */
-static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == ms_process_id(); }
+static int busy(const SystemObject* self) { return self->stepping != 0 && self->stepping == this_process(self); }
 
 static int require_idle(SystemObject* self) {
     if (require_ready(self) < 0) return -1;
@@ -653,6 +665,32 @@ static PyObject* raise_divergence(SystemObject* self, const ms_error* err) {
     return NULL;
 }
 
+/* The interruption check of a step call: Python's signal handlers (Ctrl-C's raises
+   KeyboardInterrupt), run with the GIL, which the call may have released. */
+typedef struct signal_check {
+    PyThreadState* released; /* the calling thread's state while the call runs without the GIL */
+    int raised;              /* a handler raised: its exception is pending */
+} signal_check;
+
+static int check_signals(void* context) {
+    signal_check* check = context;
+    if (check->released != NULL) PyEval_RestoreThread(check->released);
+    if (PyErr_CheckSignals() < 0) check->raised = 1;
+    if (check->released != NULL) check->released = PyEval_SaveThread();
+    return check->raised;
+}
+
+/* The passes over the network that one step may take at most (iterations of the solvers). */
+static double passes_per_step(const ms_model* m) {
+    const ms_options* opt = &m->opt;
+    switch (opt->integrator) {
+    case MS_XPBD: return opt->iterations > 0 ? (double)opt->iterations : 1.0;
+    case MS_PROJECTIVE: return opt->iterations > 0 ? (double)opt->iterations : 10.0;
+    case MS_IMPLICIT_EULER: return (double)opt->implicit.newton_max_iter * (double)opt->implicit.cg_max_iter;
+    default: return 4.0;
+    }
+}
+
 static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
     PyObject* dt_obj = nargs > 0 ? args[0] : NULL;
     PyObject* n_obj = nargs > 1 ? args[1] : NULL;
@@ -694,8 +732,9 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     int status = MS_OK;
     const int64_t chunk = chunk_steps(model);
     /* n can be up to LLONG_MAX: compare without multiplying (no signed overflow) */
-    const int64_t work = model->nnode + model->nspring;
-    const int release = n > 20000 || n * work > 20000;
+    /* the GIL is released unless the call is short for sure (in doubles: no overflow) */
+    const double work = (double)(model->nnode + model->nspring) * passes_per_step(model);
+    const int release = (double)n * work > 80000.0;
     module_state* st = state_of_type(Py_TYPE(self));
     if (st == NULL) return NULL;
     state->default_threads = st->num_threads;
@@ -709,8 +748,10 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
     /* likewise x and v, through the energy views (the only way to write them) */
     int motion_unchanged = !self->energy_written && !energy_views;
     self->parameters_written = self->energy_written = 0;
-    self->stepping = ms_process_id();
-    int interrupted = 0; /* a signal handler raised between chunks */
+    self->stepping = st->process;
+    int interrupted = 0; /* a signal handler raised, during a chunk or between chunks */
+    signal_check check = {NULL, 0};
+    const ms_interrupt interrupt = {check_signals, &check};
     int start_energy_valid = 0; /* the first chunk's, which the call starts with */
     double start_energy[3] = {0.0, 0.0, 0.0};
     for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
@@ -726,18 +767,20 @@ static PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize
         parameters_unchanged = !parameter_views;
         motion_unchanged = !energy_views;
         if (release) {
-            Py_BEGIN_ALLOW_THREADS
-            status = ms_step(model, state, dt, count, &err);
-            Py_END_ALLOW_THREADS
+            check.released = PyEval_SaveThread();
+            status = ms_step_checked(model, state, dt, count, &interrupt, &err);
+            PyEval_RestoreThread(check.released);
+            check.released = NULL;
         } else {
-            status = ms_step(model, state, dt, count, &err);
+            status = ms_step_checked(model, state, dt, count, &interrupt, &err);
         }
+        if (check.raised) interrupted = 1;
         if (done == 0) {
             start_energy_valid = state->start_energy_valid;
             memcpy(start_energy, state->start_energy, sizeof start_energy);
         }
         done += count;
-        if (status == MS_OK && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
+        if (status == MS_OK && !interrupted && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
     state->start_energy_valid = start_energy_valid;
@@ -1208,7 +1251,8 @@ static PyMethodDef System_methods[] = {
     {"step", (PyCFunction)(void (*)(void))System_step, METH_FASTCALL | METH_KEYWORDS,
      "step(dt, n=1)\n--\n\nAdvance n steps of dt seconds with the current integrator, inside C with the GIL "
      "released.\n\nRaises ValueError (nothing changed) for a bad dt or n or a bad value written through a view, "
-     "and DivergenceError if the state becomes non-finite (the call is undone: the state is as it was before it)."},
+     "and DivergenceError if the state becomes non-finite; KeyboardInterrupt (Ctrl-C, checked about every 25 ms "
+     "of the call's work) likewise: the call is undone, the state is as it was before it."},
     {"_accounts", (PyCFunction)System_accounts, METH_NOARGS,
      "((kinetic, spring, gravity, dissipated, work), (the ledger's eleven parts)) in J, from one pass."},
     {"_ledger", (PyCFunction)System_ledger, METH_VARARGS,
@@ -1495,11 +1539,18 @@ static PyObject* core_get_num_threads(PyObject* module, PyObject* Py_UNUSED(igno
     return PyLong_FromLong(ms_resolve_threads(((module_state*)PyModule_GetState(module))->num_threads));
 }
 
+static PyObject* core_after_fork(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    ((module_state*)PyModule_GetState(module))->process = ms_process_id();
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef core_methods[] = {
     {"set_num_threads", core_set_num_threads, METH_O,
      "set_num_threads(n)\n--\n\nWorker threads of every system whose threads is 0 (0: all online cores)."},
     {"get_num_threads", core_get_num_threads, METH_NOARGS,
      "get_num_threads()\n--\n\nWorker threads that a system whose threads is 0 uses."},
+    {"_after_fork", core_after_fork, METH_NOARGS,
+     "_after_fork()\n--\n\nTakes note of the process id in a forked child (registered with os.register_at_fork)."},
     {"version", core_version, METH_NOARGS, "version()\n--\n\nVersion of the C core."},
     {"avx2", core_avx2, METH_NOARGS,
      "avx2()\n--\n\nTrue if steps use the AVX2 vector path on this processor."},
@@ -1572,11 +1623,38 @@ done:
     return result;
 }
 
+/* A forked child takes note of its own process id (no-op where os cannot fork). */
+static int register_after_fork(PyObject* module) {
+    PyObject* os = PyImport_ImportModule("os");
+    if (os == NULL) return -1;
+    int result = 0;
+    PyObject* hook = PyObject_GetAttrString(module, "_after_fork");
+    PyObject* register_at_fork = PyObject_HasAttrString(os, "register_at_fork")
+                                     ? PyObject_GetAttrString(os, "register_at_fork") : NULL;
+    if (hook == NULL) {
+        result = -1;
+    } else if (register_at_fork != NULL) {
+        PyObject* args = PyTuple_New(0);
+        PyObject* kwargs = Py_BuildValue("{sO}", "after_in_child", hook);
+        PyObject* done = args != NULL && kwargs != NULL ? PyObject_Call(register_at_fork, args, kwargs) : NULL;
+        if (done == NULL) result = -1;
+        Py_XDECREF(done);
+        Py_XDECREF(args);
+        Py_XDECREF(kwargs);
+    }
+    Py_XDECREF(register_at_fork);
+    Py_XDECREF(hook);
+    Py_DECREF(os);
+    return result;
+}
+
 static int core_exec(PyObject* module) {
     int result = -1;
     PyObject* integrators = NULL;
     if (PyArray_ImportNumPyAPI() < 0) goto done;
     module_state* st = (module_state*)PyModule_GetState(module);
+    st->process = ms_process_id();
+    if (register_after_fork(module) < 0) goto done;
     st->system_type = system_type(module, st);
     if (st->system_type == NULL) goto done;
     if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) goto done;

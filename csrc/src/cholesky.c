@@ -9,6 +9,7 @@
 
 #include "cholesky.h"
 #include "internal.h"
+#include "thread.h"
 
 /* A pivot at most this many machine epsilons of its diagonal entry is taken as zero: the
    rounding in computing it is of that order, so its sign means nothing. */
@@ -99,7 +100,13 @@ static int check_rows(int64_t n, const int64_t* start, const int32_t* rows, int3
 
 /* ---- approximate minimum degree ------------------------------------------------- */
 
-enum { MD_VARIABLE = 0, MD_ELEMENT = 1, MD_ABSORBED = 2 };
+enum { MD_VARIABLE = 0, MD_ELEMENT = 1, MD_ABSORBED = 2, MD_DENSE = 3 };
+
+/* Neighbours beyond which a variable is dense: 10 sqrt(n), at least 16 (AMD's rule). */
+static int64_t dense_degree(int32_t n) {
+    const int64_t bound = (int64_t)(10.0 * sqrt((double)n));
+    return bound > 16 ? bound : 16;
+}
 
 /* Degree lists: a doubly linked list of the variables of each degree. */
 typedef struct degree_lists {
@@ -130,8 +137,12 @@ static void degree_remove(degree_lists* lists, int32_t i, int64_t degree) {
    variables.  Eliminating a variable p replaces, in the list of every variable i of the
    new element L_p, p or an element absorbed into L_p by p itself, and drops variables of
    L_p: no list ever grows.  The elements' own variable lists go to a buffer of their own
-   that grows as needed (in all, the entries of L below the diagonal).  Returns 0, or -1
-   if out of memory. */
+   that grows as needed (in all, the entries of L below the diagonal).  Variables of more
+   than dense_degree(n) neighbours are dense: they leave the graph and are eliminated last,
+   in index order (as approximate minimum degree orderings do), since eliminating a
+   variable next to one of them would cost a pass over its long list: a node with a
+   hundred thousand springs would make the ordering quadratic.  Returns 0, or -1 if out of
+   memory. */
 static int minimum_degree(int32_t n, const int64_t* adj_start, int32_t* adj, int32_t* order) {
     int32_t* ints = malloc(sizeof(int32_t) * (11 * (size_t)n + 1));
     int64_t* elem_start = malloc(sizeof(int64_t) * ((size_t)n + 1));
@@ -152,19 +163,30 @@ static int minimum_degree(int32_t n, const int64_t* adj_start, int32_t* adj, int
     int32_t* w = wtag + n;         /* variables of element e outside the k-th element */
     int32_t* elem_len = w + n;     /* size of each element's variable list */
     degree_lists lists = {elem_len + n, elem_len + 2 * (int64_t)n, elem_len + 3 * (int64_t)n};
-    for (int32_t i = 0; i < n; ++i) lists.head[i] = -1;
+    const int64_t dense = dense_degree(n);
+    int32_t ndense = 0;
     for (int32_t i = 0; i < n; ++i) {
-        len[i] = (int32_t)(adj_start[i + 1] - adj_start[i]);
+        lists.head[i] = -1;
+        state[i] = adj_start[i + 1] - adj_start[i] > dense ? MD_DENSE : MD_VARIABLE;
+        ndense += state[i] == MD_DENSE;
+    }
+    for (int32_t i = 0; i < n; ++i) {
+        /* the others' lists without the dense variables */
+        int32_t kept = 0;
+        for (int64_t q = adj_start[i]; state[i] == MD_VARIABLE && q < adj_start[i + 1]; ++q)
+            if (state[adj[q]] == MD_VARIABLE) adj[adj_start[i] + kept++] = adj[q];
+        len[i] = kept;
         elen[i] = 0;
-        state[i] = MD_VARIABLE;
         degree[i] = len[i];
         mark[i] = -1;
         wtag[i] = -1;
-        degree_insert(&lists, i, degree[i]);
+        if (state[i] == MD_VARIABLE) degree_insert(&lists, i, degree[i]);
     }
+    for (int32_t i = 0, last = n - ndense; i < n; ++i)
+        if (state[i] == MD_DENSE) order[last++] = i;
     int64_t used = 0, min_degree = 0;
     int status = 0;
-    for (int32_t k = 0; k < n; ++k) {
+    for (int32_t k = 0; k < n - ndense; ++k) {
         while (lists.head[min_degree] < 0) ++min_degree;
         const int32_t p = lists.head[min_degree];
         degree_remove(&lists, p, degree[p]);
@@ -223,7 +245,7 @@ static int minimum_degree(int32_t n, const int64_t* adj_start, int32_t* adj, int
         }
         /* each variable of L_p: prune its list, add p, bound its degree by
            |L_p \ i| + sum |L_e \ L_p| + |A_i \ L_p| */
-        const int64_t most = n - k - 2; /* the other variables left */
+        const int64_t most = n - ndense - k - 2; /* the other variables left */
         for (int32_t t = 0; t < size; ++t) {
             const int32_t i = new_element[t];
             degree_remove(&lists, i, degree[i]);
@@ -605,13 +627,30 @@ static void queue_update(ms_cholesky* c, int32_t s) {
 }
 
 int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err) {
+    return ms_cholesky_factor_checked(c, values, NULL, err);
+}
+
+/* Supernodes factored between two readings of the clock. */
+#define MS_CHOLESKY_PACE 64
+
+int ms_cholesky_factor_checked(ms_cholesky* c, const double* values, const ms_interrupt* interrupt, ms_error* err) {
     c->factored = 0;
+    const int checked = interrupt != NULL && interrupt->check != NULL;
+    double checked_at = checked ? ms_clock_seconds() : 0.0;
     if (c->nnz_a > 0 && !ms_all_finite(values, (size_t)c->nnz_a)) return report_non_finite(c, values, err);
     double* diagonal = c->work;
     for (int64_t s = 0; s < c->nsuper; ++s) c->head[s] = -1;
     /* left-looking by supernodes: gather A's columns, subtract the updates of the
        supernodes below in the tree that reach these columns, factor the block */
     for (int64_t s = 0; s < c->nsuper; ++s) {
+        if (checked && s % MS_CHOLESKY_PACE == MS_CHOLESKY_PACE - 1) {
+            const double now = ms_clock_seconds();
+            if (now - checked_at >= MS_CHECK_PERIOD) {
+                checked_at = now;
+                if (interrupt->check(interrupt->context))
+                    return ms_error_set(err, MS_ERR_INTERRUPTED, "the factorisation was interrupted");
+            }
+        }
         const int64_t first = c->super_start[s], end = c->super_start[s + 1];
         const int32_t* rows = c->l_rows + c->l_start[first];
         const int64_t length = c->l_start[first + 1] - c->l_start[first];

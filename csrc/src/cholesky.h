@@ -43,6 +43,11 @@ ms_cholesky* ms_cholesky_analyse(int64_t n, const int64_t* start, const int32_t*
    a failure the factor is unusable (solves give NaN) until a call succeeds. */
 int ms_cholesky_factor(ms_cholesky* c, const double* values, ms_error* err);
 
+/* ms_cholesky_factor with the caller's interruption check (NULL: none), run about every
+   25 ms of the factorisation: MS_ERR_INTERRUPTED (the factor unusable) when it asks to
+   stop. */
+int ms_cholesky_factor_checked(ms_cholesky* c, const double* values, const ms_interrupt* interrupt, ms_error* err);
+
 /* Solves A x = b in place for nrhs right-hand sides stored interleaved, b[i * nrhs + r]
    (an nnode x 3 position array is 3 right-hand sides of an nnode x nnode matrix).  Works
    in the factor's scratch array, hence the non-const factor.  Without a successful

@@ -405,7 +405,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
     const double target = opt->cg_tol * rhs_norm;
     int iteration = 0;
     double residual_norm = rhs_norm;
-    while (iteration < opt->cg_max_iter) {
+    while (iteration < opt->cg_max_iter && !ms_should_stop(w)) {
         team_product(w, blocks, 1.0, h, h * h, v->p, v->ap);
         MS_FOR_MY_NODES(w, b, begin, end)
         tm->nodes[b].reduce[CG_PAP] = dot(v->p + 3 * begin, v->ap + 3 * begin, 3 * (end - begin));
@@ -490,7 +490,7 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     int newton_iterations = 0, cg_converged = 1;
     double newton_residual = 0.0, cg_residual = 0.0;
-    for (;;) {
+    while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
         if (w->id == 0) {
             tm->serial_ok = direct && factor_system(m, solver, blocks, h);
@@ -500,6 +500,7 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
         implicit_solver* factored = tm->serial_ok ? solver : NULL;
         int converged;
         const int iterations = conjugate_gradient(w, blocks, factored, rhs, delta, &vectors, &cg_residual, &converged);
+        if (w->stopped) break; /* the caller's check: the step is dropped */
         newton_iterations += 1;
         if (!converged) cg_converged = 0;
         if (w->id == 0) {
@@ -574,5 +575,5 @@ int ms_implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* 
     ms_flow_add(flow, &rate, h);
     /* A non-finite residual means the linear algebra broke down (e.g. h^2 overflowed):
        the step is not trusted even if the iterate happens to be finite. */
-    return isfinite(newton_residual) && isfinite(cg_residual) && ms_flow_finite(flow);
+    return !w->stopped && isfinite(newton_residual) && isfinite(cg_residual) && ms_flow_finite(flow);
 }

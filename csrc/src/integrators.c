@@ -203,9 +203,12 @@ static int xpbd(ms_worker* w, const double* MS_RESTRICT x, const double* MS_REST
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
     const int64_t ncolour = colours->ncolour, nregion = colours->nregion;
     const int64_t* boundary = colours->start + nregion * ncolour; /* the boundary's colour segments */
-    /* a small boundary is one worker's: two barriers per sweep, not one per colour */
-    const int split_boundary = tm->count > 1 && 8 * (boundary[ncolour] - boundary[0]) > colours->nspring;
-    for (int iteration = 0; iteration < iterations; ++iteration) {
+    /* a small boundary, or one of many small colours (a node with many springs), is one
+       worker's: two barriers per sweep, not one per colour */
+    const int64_t boundary_springs = boundary[ncolour] - boundary[0];
+    const int split_boundary = tm->count > 1 && 8 * boundary_springs > colours->nspring &&
+                               boundary_springs >= 64 * ncolour;
+    for (int iteration = 0; iteration < iterations && !ms_should_stop(w); ++iteration) {
         const int first_sweep = iteration == 0;
         for (int64_t g = nregion * w->id / tm->count; g < nregion * (w->id + 1) / tm->count; ++g)
             for (int64_t q = 0; q < ncolour; ++q)
@@ -266,7 +269,7 @@ static int projective(ms_worker* w, const double* x, const double* v, double* x_
             f_ext[3 * j + a] -= force[a];
         }
     }
-    const int finite = ms_projective_step(m, s, f_ext, x, v, x_out, v_out, tm->h);
+    const int finite = ms_projective_step(w, m, s, f_ext, x, v, x_out, v_out, tm->h);
     MS_FOR_MY_NODES(w, b, begin, end)
     ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
     ms_sync(w);

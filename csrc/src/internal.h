@@ -65,7 +65,7 @@ typedef struct ms_ranked {
 
 int ms_ranked_create(const ms_model* m, ms_state* s, int32_t* node_order, ms_error* err);
 int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, int motion,
-                   ms_error* err);
+                   const ms_interrupt* interrupt, ms_error* err);
 int ms_ranked_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err);
 int ms_ranked_filled(const ms_state* s);
 void ms_ranked_free(void* ranked);

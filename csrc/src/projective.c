@@ -31,6 +31,7 @@
 #include "layout.h"
 #include "pattern.h"
 #include "projective.h"
+#include "step.h"
 
 struct ms_projective {
     ms_node_pattern node;  /* the matrix's pattern over the free nodes */
@@ -73,7 +74,8 @@ void ms_projective_free(void* solver) {
 }
 
 /* The matrix M / h^2 + sum_s k_s A_s^T A_s over the free nodes, and its factor. */
-static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, ms_error* err) {
+static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, const ms_interrupt* interrupt,
+                               ms_error* err) {
     const double inv_h2 = 1.0 / (h * h);
     memset(p->values, 0, sizeof(double) * (size_t)p->node.column_start[p->node.nfree]);
     for (int64_t i = 0; i < m->nnode; ++i)
@@ -90,7 +92,7 @@ static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, ms
         p->factor = ms_cholesky_analyse(p->node.nfree, p->node.column_start, p->node.rows, err);
         if (p->factor == NULL) return err != NULL ? err->status : MS_ERR_MEMORY;
     }
-    const int status = ms_cholesky_factor(p->factor, p->values, err);
+    const int status = ms_cholesky_factor_checked(p->factor, p->values, interrupt, err);
     p->factored = status == MS_OK;
     if (status != MS_OK) return status;
     p->h = h;
@@ -100,7 +102,8 @@ static int assemble_and_factor(const ms_model* m, ms_projective* p, double h, ms
     return MS_OK;
 }
 
-int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_error* err) {
+int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, const ms_interrupt* interrupt,
+                               ms_error* err) {
     ms_projective* p = s->projective;
     const size_t n = (size_t)m->nnode, ns = (size_t)(m->nspring > 0 ? m->nspring : 1);
     if (p != NULL && p->factored && p->h == h && memcmp(p->pinned, m->pinned, n) == 0 &&
@@ -136,7 +139,11 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
         }
         s->projective = p;
     }
-    const int status = assemble_and_factor(m, p, h, err);
+    const int status = assemble_and_factor(m, p, h, interrupt, err);
+    if (status == MS_ERR_INTERRUPTED)
+        return ms_error_set(err, MS_ERR_INTERRUPTED,
+                            "projective: the factorisation of M/h^2 + sum k A^T A was interrupted; the state is "
+                            "unchanged");
     if (status == MS_ERR_VALUE && err != NULL) {
         char reason[sizeof err->message];
         memcpy(reason, err->message, sizeof reason);
@@ -146,8 +153,9 @@ int ms_state_ensure_projective(const ms_model* m, ms_state* s, double h, ms_erro
     return status;
 }
 
-int ms_projective_step(const ms_model* m, ms_state* s, const double* MS_RESTRICT f_ext, const double* MS_RESTRICT x,
-                       const double* MS_RESTRICT v, double* MS_RESTRICT x_out, double* MS_RESTRICT v_out, double h) {
+int ms_projective_step(ms_worker* w, const ms_model* m, ms_state* s, const double* MS_RESTRICT f_ext,
+                       const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+                       double* MS_RESTRICT v_out, double h) {
     ms_projective* p = s->projective;
     const int64_t n = m->nnode;
     const double* MS_RESTRICT inv_mass = s->inv_mass;
@@ -160,7 +168,7 @@ int ms_projective_step(const ms_model* m, ms_state* s, const double* MS_RESTRICT
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 10;
     const double rho2 = m->opt.chebyshev * m->opt.chebyshev;
     double weight = 1.0; /* Chebyshev's w */
-    for (int iteration = 0; iteration < iterations; ++iteration) {
+    for (int iteration = 0; iteration < iterations && !ms_should_stop(w); ++iteration) {
         if (rho2 > 0.0) memcpy(p->current, x_out, sizeof(double) * 3 * (size_t)n);
         /* local step: each spring's nearest point on its sphere */
         for (int64_t sp = 0; sp < m->nspring; ++sp) {

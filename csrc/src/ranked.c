@@ -123,19 +123,21 @@ static int copy_in(const ms_model* m, const ms_state* s, ms_ranked* r, int param
     rs->ledger = s->ledger;
     rs->solver = s->solver;
     rs->default_threads = s->default_threads;
+    rs->cores = s->cores;
     rs->keep_start_energy = s->keep_start_energy;
     rs->forces_unread = s->forces_unread;
     return MS_OK;
 }
 
 int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, int motion,
-                   ms_error* err) {
+                   const ms_interrupt* interrupt, ms_error* err) {
     ms_ranked* r = s->ranked;
     ms_state* rs = r->s;
     if (copy_in(m, s, r, parameters, motion, err)) return MS_ERR_MEMORY;
-    const int status = ms_step_call(&r->m, rs, h, n, parameters, err);
-    /* a failed call left the copy at its last finite state and f as it found it (s->f as
-       it is); ms_step puts the call's start back and has the copy copied in again */
+    const int status = ms_step_call(&r->m, rs, h, n, parameters, interrupt, err);
+    /* a failed (diverged or interrupted) call left the copy at its last finite state and f
+       as it found it (s->f as it is); ms_step puts the call's start back and has the copy
+       copied in again */
     gather_vectors(r->rank, rs->x, m->nnode, s->x);
     gather_vectors(r->rank, rs->v, m->nnode, s->v);
     /* a caller that will not read f (forces_unread) finds it as it was */

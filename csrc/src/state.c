@@ -31,6 +31,7 @@ ms_state* ms_state_create(const ms_model* m, ms_error* err) {
     s->f = buffer + 2 * n3;
     s->inv_mass = buffer + 3 * n3;
     s->f_saved = buffer + 3 * n3 + (size_t)m->nnode;
+    s->cores = ms_cpu_count();
     s->external = NULL;
     s->x_next = NULL;
     s->v_next = NULL;
@@ -78,6 +79,7 @@ ms_state* ms_state_copy(const ms_model* m, const ms_state* s, ms_error* err) {
     if (s->collider_count > 0)
         memcpy(copy->collider_center, s->collider_center, sizeof(double) * 3 * (size_t)s->collider_count);
     copy->default_threads = s->default_threads;
+    copy->cores = s->cores;
     copy->workers = s->workers;
     copy->t = s->t;
     copy->steps = s->steps;

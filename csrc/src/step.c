@@ -31,6 +31,41 @@ void ms_sync(ms_worker* w) {
     if (w->team->barrier != NULL) ms_barrier_wait(w->team->barrier, &w->sense);
 }
 
+/* Decision points come about every MS_DECISION_PERIOD of work, so their barrier and clock
+   cost nothing beside it, and the caller's check runs about every MS_CHECK_PERIOD. */
+#define MS_DECISION_PERIOD 1e-3
+#define MS_MAX_STRIDE ((int64_t)1 << 40)
+
+int ms_should_stop(ms_worker* w) {
+    ms_team* tm = w->team;
+    if (tm->interrupt == NULL || w->stopped) return w->stopped;
+    if (--w->countdown > 0) return 0;
+    /* two slots: worker 0 writes this one before the barrier, and writes it again only two
+       decision points later, after the next barrier, which every reader passes after it
+       has read it */
+    const int slot = w->decisions++ & 1;
+    if (w->id == 0) {
+        const double now = ms_clock_seconds();
+        const double elapsed = now - tm->paced_at;
+        int64_t stride = tm->stride[!slot];
+        if (elapsed < 0.5 * MS_DECISION_PERIOD)
+            stride = stride < MS_MAX_STRIDE ? 2 * stride : stride;
+        else if (elapsed > 2.0 * MS_DECISION_PERIOD)
+            stride = (int64_t)((double)stride * (MS_DECISION_PERIOD / elapsed)) + 1;
+        tm->paced_at = now;
+        if (!tm->stopping && now - tm->checked_at >= MS_CHECK_PERIOD) {
+            tm->checked_at = now;
+            tm->stopping = tm->interrupt->check(tm->interrupt->context) != 0;
+        }
+        tm->stop[slot] = tm->stopping;
+        tm->stride[slot] = stride;
+    }
+    ms_sync(w);
+    w->countdown = tm->stride[slot];
+    w->stopped = tm->stop[slot];
+    return w->stopped;
+}
+
 void ms_node_block(const ms_team* tm, int64_t b, int64_t* begin, int64_t* end) {
     const int64_t size = tm->layout->node_block;
     *begin = b * size;
@@ -128,6 +163,7 @@ static void share(ms_team* tm, ms_worker* w, int id) {
     w->node_last = tm->nnode_block * (id + 1) / tm->count;
     w->spring_first = tm->layout->nblock * id / tm->count;
     w->spring_last = tm->layout->nblock * (id + 1) / tm->count;
+    w->countdown = 1; /* the first check is a decision point */
 }
 
 /* The references' "energy loss": free velocities scaled by (1 - loss) after a step.  It
@@ -299,6 +335,7 @@ typedef struct call {
     ms_integrator_stages stages;
     int64_t completed; /* steps taken (written by worker 0) */
     int out_of_memory;
+    int interrupted;   /* the caller's check stopped the call (written by worker 0) */
     double* x_final;   /* where the newest state is (written by worker 0) */
     double* v_final;
 } call;
@@ -314,6 +351,7 @@ static void run_in_place(call* c, ms_worker* w) {
     double* force = s->f_saved;
     double t = s->t;
     for (int64_t step = 0; step < c->n; ++step) {
+        if (ms_should_stop(w)) return;
         const int ticket = ms_stage_forces(w, s->x, s->v, t, force);
         MS_FOR_MY_NODES(w, b, begin, end) {
             ms_energy_request request;
@@ -356,10 +394,12 @@ static void run_buffered(call* c, ms_worker* w) {
         s->start_energy_valid = 1;
     }
     for (int64_t step = 0; step < c->n; ++step) {
+        if (ms_should_stop(w)) break;
         ms_flow flow = no_flow;
         ms_ledger booked = {0};
         int finite = c->stages(w, x, v, x_next, v_next, t, &flow);
         if (step == 0 && w->start_energy) keep_start_energy(w);
+        if (w->stopped) break; /* within the step: the step before is the last one taken */
         ms_ledger_add_flow(&booked, &flow);
         if (finite) finite = after_integrator(w, x, x_next, v_next, &booked);
         if (finite > 0 && c->book_numerical) {
@@ -410,6 +450,7 @@ static void run_worker(void* context, int id) {
         run_in_place(c, &w);
     else
         run_buffered(c, &w);
+    if (id == 0) c->interrupted = w.stopped;
     ms_restore_fp(found);
 }
 
@@ -481,8 +522,9 @@ int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err
 }
 
 int ms_thread_count(const ms_model* m, const ms_state* s) {
-    const int request = m->opt.threads > 0 ? m->opt.threads : s->default_threads;
-    return ms_resolve_threads(request);
+    int threads = m->opt.threads > 0 ? m->opt.threads : s->default_threads > 0 ? s->default_threads : s->cores;
+    if (threads < 1) threads = 1;
+    return threads < MS_MAX_THREADS ? threads : MS_MAX_THREADS;
 }
 
 int ms_resolve_threads(int n) {
@@ -532,7 +574,8 @@ static void book_watched(const ms_model* m, ms_state* s) {
     s->watched = 0;
 }
 
-int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err) {
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, const ms_interrupt* interrupt,
+                 ms_error* err) {
     /* the caller's word holds for this call only */
     const int keep_start = s->keep_start_energy;
     const int forces_unread = s->forces_unread;
@@ -545,7 +588,11 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
                          m->opt.energy_loss == 0.0;
     if (ensure_storage(m, s, in_place, err)) return MS_ERR_MEMORY;
     if (integrator == MS_PROJECTIVE) {
-        const int status = ms_state_ensure_projective(m, s, h, err);
+        const int status = ms_state_ensure_projective(m, s, h, interrupt, err);
+        if (status == MS_ERR_INTERRUPTED && err != NULL) {
+            err->step = s->steps + 1;
+            err->time = s->t;
+        }
         if (status != MS_OK) return status;
     }
     if (parameters) ms_layout_refresh(m, s->layout);
@@ -567,10 +614,14 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
        integrators' drift is their error, left in sight. */
     c.book_numerical = integrator == MS_IMPLICIT_EULER || integrator == MS_PROJECTIVE || integrator == MS_XPBD;
     c.stages = ms_integrator_table[integrator];
+    if (interrupt != NULL && interrupt->check != NULL) {
+        c.team.interrupt = interrupt;
+        c.team.stride[0] = c.team.stride[1] = 1;
+        c.team.paced_at = c.team.checked_at = ms_clock_seconds();
+    }
     /* Large networks step on several workers; projective dynamics on one. */
-    int count = ms_thread_count(m, s);
-    if (m->nspring < MS_PARALLEL_MIN_SPRINGS || integrator == MS_PROJECTIVE)
-        count = 1;
+    const int count_matters = m->nspring >= MS_PARALLEL_MIN_SPRINGS && integrator != MS_PROJECTIVE;
+    int count = count_matters ? ms_thread_count(m, s) : 1;
     if (count > 1) {
         c.team.barrier = ms_barrier_create(count);
         if (c.team.barrier == NULL) count = 1;
@@ -599,6 +650,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     if (!in_place) memcpy(s->f, s->f_saved, bytes);
     if (c.out_of_memory) return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the self-collision grid");
     /* ms_step says what happened, once it knows where the call began */
+    if (c.interrupted) return ms_error_set(err, MS_ERR_INTERRUPTED, "the call was interrupted");
     return ms_error_set(err, MS_ERR_DIVERGED, "a position or velocity became non-finite");
 }
 
@@ -717,16 +769,23 @@ void ms_step_end_call(ms_state* s) {
     if (start != NULL) start->kept = 0;
 }
 
-/* The message of a call that diverged, while s is at its last finite step. */
-static void describe_divergence(const ms_state* s, double h, ms_error* err) {
+/* The message of a call that diverged or was interrupted (status), while s is at its last
+   finite (completed) step. */
+static void describe_failure(const ms_state* s, int status, double h, ms_error* err) {
     const call_start* start = s->call_start;
     const int64_t step = s->steps + 1;
     const double time = s->t + h;
-    ms_error_set(err, MS_ERR_DIVERGED,
-                 "the motion blew up at t = %g s (step %lld of this call, dt = %g s): a position or "
-                 "velocity became non-finite. The system is as it was before the call (t = %g s). "
-                 "Use a smaller dt, more damping or a more stable integrator",
-                 time, (long long)(step - start->steps), h, start->t);
+    if (status == MS_ERR_INTERRUPTED)
+        ms_error_set(err, MS_ERR_INTERRUPTED,
+                     "the step call was interrupted in its step %lld (t = %g s). The system is as it was "
+                     "before the call (t = %g s)",
+                     (long long)(step - start->steps), time, start->t);
+    else
+        ms_error_set(err, MS_ERR_DIVERGED,
+                     "the motion blew up at t = %g s (step %lld of this call, dt = %g s): a position or "
+                     "velocity became non-finite. The system is as it was before the call (t = %g s). "
+                     "Use a smaller dt, more damping or a more stable integrator",
+                     time, (long long)(step - start->steps), h, start->t);
     if (err != NULL) {
         err->step = step;
         err->time = time;
@@ -748,6 +807,11 @@ int ms_time_step_check(double h, ms_error* err) {
 }
 
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) {
+    return ms_step_checked(m, s, h, n, NULL, err);
+}
+
+int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const ms_interrupt* interrupt,
+                    ms_error* err) {
     /* the caller's word holds for this call only, even one refused below */
     const int parameters = !s->parameters_unchanged || !parameters_read(s);
     const int motion = !s->motion_unchanged;
@@ -769,12 +833,12 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err) 
     s->keep_start_energy = keep_start;
     s->forces_unread = forces_unread;
     /* A network whose numbering is not local steps on a copy renumbered by rank. */
-    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, err)
-                                         : ms_step_call(m, s, h, n, parameters, err);
+    const int status = s->ranked != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, interrupt, err)
+                                         : ms_step_call(m, s, h, n, parameters, interrupt, err);
     s->keep_start_energy = s->forces_unread = 0; /* also where the copy could not be made */
     if (status != MS_OK) {
         /* the one way out of a failed call: everything back as the call found it */
-        if (status == MS_ERR_DIVERGED) describe_divergence(s, h, err);
+        if (status == MS_ERR_DIVERGED || status == MS_ERR_INTERRUPTED) describe_failure(s, status, h, err);
         roll_back(m, s);
     } else if (!continued) {
         ms_step_end_call(s);

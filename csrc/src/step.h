@@ -56,6 +56,13 @@ typedef struct ms_team {
     double serial_value;    /* the kinetic energy self-collision removed (J) */
     double serial_work;     /* the constraints' work (J) */
     double push_energy;     /* the springs' share of the contact pushes (J) */
+    /* the caller's interruption check (ms_should_stop), or NULL */
+    const ms_interrupt* interrupt;
+    int stop[2];            /* worker 0's word at the last two decision points: stop */
+    int64_t stride[2];      /* and the checks until the next one */
+    int stopping;           /* worker 0: the caller's check asked to stop */
+    double paced_at;        /* worker 0: the clock at the last decision point (s) */
+    double checked_at;      /* worker 0: the clock when the caller's check last ran (s) */
 } ms_team;
 
 /* What sums the mechanical energy of the state a step call starts from (ms_worker's
@@ -74,12 +81,24 @@ typedef struct ms_worker {
                                        (MS_START_FORCES, MS_START_UPDATE), into the block sums */
     int64_t node_first, node_last;  /* its node blocks [first, last) */
     int64_t spring_first, spring_last; /* its spring blocks */
+    int64_t countdown;              /* ms_should_stop calls until the next decision point */
+    int decisions;                  /* decision points passed */
+    int stopped;                    /* the call is to stop (the same on every worker) */
 } ms_worker;
 
 /* The request for an Euler update of node block b to sum the energy of the state a call
    starts from (filled into *request), or NULL if this update is not to; call it after the
    step's first forces evaluation. */
 const ms_energy_request* ms_start_request(const ms_worker* w, int64_t b, ms_energy_request* request);
+
+/* Whether the call is to stop because the caller's check (ms_interrupt) asked it to; 1 on
+   every worker alike.  Every worker calls it at the same points, at the top of each pass
+   of every loop that can run long.  Most calls only count down; every so many (a count
+   that worker 0 sets so that they come about every millisecond) are a decision point:
+   worker 0 reads the clock, runs the caller's check if it last ran 25 ms ago or more, and
+   its word reaches the others through a barrier.  Once it has said stop it says so at
+   every later call (w->stopped). */
+int ms_should_stop(ms_worker* w);
 
 /* Waits until every worker of the team has arrived (nothing with one worker). */
 void ms_sync(ms_worker* w);
@@ -134,8 +153,10 @@ int ms_implicit_stages(ms_worker* w, const double* x, const double* v, double* x
 /* A step call after ms_step's checks of its arguments and its booking of the caller's
    changes (ledger.user), with the state's layout made:
    n steps of h on s; parameters: the model's parameters may have changed since the last
-   call (they are read again).  Returns MS_OK, or MS_ERR_DIVERGED with x and v at the last
-   finite step and f as the call found it, or MS_ERR_MEMORY; ms_step then undoes the call. */
-int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, ms_error* err);
+   call (they are read again); interrupt: the caller's check, or NULL.  Returns MS_OK, or
+   MS_ERR_DIVERGED (or MS_ERR_INTERRUPTED) with x and v at the last finite (completed) step
+   and f as the call found it, or MS_ERR_MEMORY; ms_step then undoes the call. */
+int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parameters, const ms_interrupt* interrupt,
+                 ms_error* err);
 
 #endif

@@ -12,8 +12,17 @@
 /* The most workers one call uses. */
 #define MS_MAX_THREADS 64
 
-/* The number of processors online (at least 1). */
+/* The number of processors online (at least 1).  It asks the operating system (a system
+   call on Linux): callers read it once, when a state is made, not at every step. */
 int ms_cpu_count(void);
+
+/* A monotonic clock (s) from an arbitrary origin, for pacing the checks of long calls;
+   no system call where the operating system maps its clock into the process (Linux's
+   vDSO, Windows' performance counter). */
+double ms_clock_seconds(void);
+
+/* Seconds between two runs of a caller's interruption check (ms_interrupt) in a long call. */
+#define MS_CHECK_PERIOD 0.025
 
 /* The work of one worker: worker is 0 .. count - 1. */
 typedef void (*ms_thread_work)(void* context, int worker);

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "msprings/msprings.h"
@@ -17,6 +18,12 @@ long long ms_process_id(void) { return (long long)getpid(); }
 int ms_cpu_count(void) {
     const long online = sysconf(_SC_NPROCESSORS_ONLN);
     return online > 0 ? (int)online : 1;
+}
+
+double ms_clock_seconds(void) {
+    struct timespec now;
+    if (clock_gettime(CLOCK_MONOTONIC, &now) != 0) return 0.0;
+    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
 /* A sense-reversing spinning barrier: a stage of a mid-sized network takes a fraction of

@@ -19,6 +19,13 @@ int ms_cpu_count(void) {
     return online > 0 ? (int)online : 1;
 }
 
+double ms_clock_seconds(void) {
+    LARGE_INTEGER now, frequency;
+    if (!QueryPerformanceCounter(&now) || !QueryPerformanceFrequency(&frequency) || frequency.QuadPart <= 0)
+        return 0.0;
+    return (double)now.QuadPart / (double)frequency.QuadPart;
+}
+
 /* The same sense-reversing spinning barrier as the POSIX layer's, on interlocked
    operations (each a full memory barrier).  Waiters read the sense through a volatile
    load and fence once it has flipped, which orders their later reads after it; after a

@@ -33,53 +33,57 @@ void ms_colouring_free(void* colouring) {
     free(c);
 }
 
-/* Greedy colouring in spring order: a sweep per colour takes every spring still
-   uncoloured whose nodes that colour has not touched yet. */
+/* The lowest colour below 64 that neither of two nodes has used (used: their bits
+   together, not all set). */
+static int64_t lowest_free(uint64_t used) {
+    int64_t colour = 0;
+    while (used & 1u) {
+        used >>= 1;
+        ++colour;
+    }
+    return colour;
+}
+
+/* Greedy colouring in spring order: each spring takes the lowest colour that no earlier
+   spring at either of its nodes took (first fit), looked up in a word of the 64 lowest
+   colours per node, so a spring costs the same however many springs its nodes have (a
+   hub of a million springs, a spring given a million times).  Where its nodes have used
+   all 64 between them, it takes the colour after the highest one either node has used:
+   still no two springs of a colour share a node, and networks whose nodes have fewer than
+   33 springs each never get there.  The springs are then listed by colour, in spring
+   order within each. */
 static int colour_springs(const ms_model* m, ms_colouring* c) {
     const int64_t ns = m->nspring;
-    int64_t* mark = malloc(sizeof(int64_t) * (size_t)m->nnode); /* the last colour touching a node */
-    int32_t* left = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
-    int32_t* later = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
-    int64_t capacity = 16;
-    c->start = malloc(sizeof(int64_t) * (size_t)(capacity + 1));
-    int ok = mark != NULL && left != NULL && later != NULL && c->start != NULL;
-    int64_t remaining = ns, placed = 0;
+    const size_t nodes = (size_t)(m->nnode > 0 ? m->nnode : 1), count = (size_t)(ns > 0 ? ns : 1);
+    uint64_t* low = calloc(nodes, sizeof(uint64_t)); /* colours 0 .. 63 used at each node */
+    int64_t* above = calloc(nodes, sizeof(int64_t)); /* 1 + the highest colour used at each node */
+    int64_t* colour = malloc(sizeof(int64_t) * count);
+    int ok = low != NULL && above != NULL && colour != NULL;
+    int64_t ncolour = 0;
+    for (int64_t s = 0; ok && s < ns; ++s) {
+        const int32_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const uint64_t used = low[i] | low[j];
+        const int64_t q = ~used != 0 ? lowest_free(used) : (above[i] > above[j] ? above[i] : above[j]);
+        if (q < 64) {
+            low[i] |= (uint64_t)1 << q;
+            low[j] |= (uint64_t)1 << q;
+        }
+        if (above[i] < q + 1) above[i] = q + 1;
+        if (above[j] < q + 1) above[j] = q + 1;
+        if (ncolour < q + 1) ncolour = q + 1;
+        colour[s] = q;
+    }
     if (ok) {
-        for (int64_t i = 0; i < m->nnode; ++i) mark[i] = -1;
-        for (int64_t s = 0; s < ns; ++s) left[s] = (int32_t)s;
-        c->start[0] = 0;
+        c->start = malloc(sizeof(int64_t) * (size_t)(ncolour + 1));
+        ok = c->start != NULL;
     }
-    for (int64_t colour = 0; ok && remaining > 0; ++colour) {
-        if (colour == capacity) {
-            capacity *= 2;
-            int64_t* grown = realloc(c->start, sizeof(int64_t) * (size_t)(capacity + 1));
-            if (grown == NULL) {
-                ok = 0;
-                break;
-            }
-            c->start = grown;
-        }
-        int64_t deferred = 0;
-        for (int64_t r = 0; r < remaining; ++r) {
-            const int32_t s = left[r];
-            const int32_t i = m->springs[2 * (int64_t)s], j = m->springs[2 * (int64_t)s + 1];
-            if (mark[i] == colour || mark[j] == colour) {
-                later[deferred++] = s;
-                continue;
-            }
-            mark[i] = mark[j] = colour;
-            c->springs[placed++] = s;
-        }
-        c->start[colour + 1] = placed;
-        c->ncolour = colour + 1;
-        int32_t* swap = left;
-        left = later;
-        later = swap;
-        remaining = deferred;
+    if (ok) {
+        ms_counting_sort(colour, NULL, ns, ncolour, c->start, c->springs);
+        c->ncolour = ncolour;
     }
-    free(mark);
-    free(left);
-    free(later);
+    free(low);
+    free(above);
+    free(colour);
     return ok ? 0 : -1;
 }
 
@@ -114,10 +118,14 @@ static int group_by_region(const ms_model* m, ms_colouring* c) {
     return ok ? 0 : -1;
 }
 
-/* Regions: a power of two, at most 64, of at least MS_XPBD_REGION_SPRINGS springs each. */
-static int64_t region_count(int64_t nspring) {
+/* Regions: a power of two, at most 64, of at least MS_XPBD_REGION_SPRINGS springs each,
+   and few enough that the segments ((regions + 1) x ncolour) stay within four per spring
+   where the colours are many (a node with thousands of springs needs as many colours). */
+static int64_t region_count(int64_t nspring, int64_t ncolour) {
     int64_t regions = 1;
-    while (regions < 64 && nspring / (2 * regions) >= MS_XPBD_REGION_SPRINGS) regions *= 2;
+    while (regions < 64 && nspring / (2 * regions) >= MS_XPBD_REGION_SPRINGS &&
+           (2 * regions + 1) * ncolour <= 4 * nspring)
+        regions *= 2;
     return regions;
 }
 
@@ -132,9 +140,13 @@ int ms_state_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
         c->lambda = calloc(count, sizeof(double));
         c->rows = calloc(8 * (size_t)(m->nnode > 0 ? m->nnode : 1), sizeof(double));
     }
-    if (c != NULL) c->nregion = region_count(m->nspring);
-    if (c == NULL || c->springs == NULL || c->pairs == NULL || c->params == NULL || c->lambda == NULL ||
-        c->rows == NULL || colour_springs(m, c) != 0 || group_by_region(m, c) != 0) {
+    int ok = c != NULL && c->springs != NULL && c->pairs != NULL && c->params != NULL && c->lambda != NULL &&
+             c->rows != NULL && colour_springs(m, c) == 0;
+    if (ok) {
+        c->nregion = region_count(m->nspring, c->ncolour);
+        ok = group_by_region(m, c) == 0;
+    }
+    if (!ok) {
         ms_colouring_free(c);
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory colouring %lld springs", (long long)m->nspring);
     }

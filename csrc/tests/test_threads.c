@@ -256,6 +256,75 @@ static int test_determinism(void) {
     return 0;
 }
 
+/* A caller's check that asks to stop at its third call. */
+typedef struct stop_later {
+    int calls;
+} stop_later;
+
+static int third_call(void* context) {
+    stop_later* check = context;
+    return ++check->calls >= 3;
+}
+
+/* A call that would run for hours stops when the caller's check asks it to, on one worker
+   and on two (and on a renumbered copy), with the same exit as a diverged call: a call of one step leaves the state
+   as it found it, a call of many steps at its last completed step (bit for bit the state
+   that many steps give). */
+static int test_interrupted(void) {
+    const ms_integrator integrators[] = {MS_XPBD, MS_PROJECTIVE, MS_IMPLICIT_EULER, MS_SYMPLECTIC_EULER, MS_RK4};
+    for (int k = 0; k < 5; ++k)
+        for (int threads = 1; threads <= 2; ++threads) {
+            const ms_integrator integrator = integrators[k];
+            /* two workers step networks of 10,000 springs or more */
+            ms_model* m = make_cloth(threads == 1 ? 8 : 48, 1, 7u);
+            ENSURE(m != NULL && (threads == 1 || m->nspring >= 10000));
+            /* xpbd on two workers on a numbering that is not local: the renumbered copy's call */
+            if (integrator == MS_XPBD && threads == 2) ENSURE(shuffle_nodes(m, 5u) == 0);
+            m->opt.integrator = integrator;
+            m->opt.threads = threads;
+            ms_error err = fresh_error();
+            ms_state* s = ms_state_create(m, &err);
+            ms_state* fresh = ms_state_create(m, &err);
+            ENSURE(s != NULL && fresh != NULL);
+            ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK && ms_step(m, fresh, 1e-3, 2, &err) == MS_OK);
+            ENSURE((s->ranked != NULL) == (integrator == MS_XPBD && threads == 2));
+            const int one_step = integrator != MS_SYMPLECTIC_EULER && integrator != MS_RK4;
+            m->opt.iterations = INT32_MAX;
+            m->opt.implicit.newton_max_iter = INT32_MAX;
+            m->opt.implicit.cg_max_iter = INT32_MAX;
+            m->opt.implicit.newton_tol = 1e-300;
+            m->opt.implicit.cg_tol = 1e-300;
+            snapshot before;
+            ENSURE(snapshot_take(m, s, &before));
+            stop_later check = {0};
+            const ms_interrupt interrupt = {third_call, &check};
+            const int64_t n = one_step ? 1 : INT64_MAX / 2;
+            const int status = ms_step_checked(m, s, one_step ? 1e-3 : 1e-6, n, &interrupt, &err);
+            ENSURE(status == MS_ERR_INTERRUPTED && err.status == MS_ERR_INTERRUPTED && has_message(&err));
+            ENSURE(check.calls == 3 && s->workers == (integrator == MS_PROJECTIVE ? 1 : threads));
+            ENSURE(err.step == s->steps + 1 && err.time == s->t);
+            if (one_step) {
+                ENSURE(snapshot_equal(m, s, &before));
+            } else {
+                /* the steps it completed are those that many steps give */
+                ENSURE(s->steps > 2);
+                ENSURE(ms_step(m, fresh, 1e-6, s->steps - 2, &err) == MS_OK);
+                ENSURE(memcmp(s->x, fresh->x, sizeof(double) * 3 * (size_t)m->nnode) == 0);
+                ENSURE(memcmp(s->v, fresh->v, sizeof(double) * 3 * (size_t)m->nnode) == 0);
+                ENSURE(s->t == fresh->t);
+            }
+            /* a check that never asks to stop changes nothing: the next call completes */
+            m->opt.iterations = 0;
+            m->opt.implicit = ms_default_options().implicit;
+            ENSURE(ms_step_checked(m, s, 1e-3, 3, NULL, &err) == MS_OK);
+            free(before.arrays);
+            ms_state_destroy(fresh);
+            ms_state_destroy(s);
+            ms_model_destroy(m);
+        }
+    return 0;
+}
+
 const test_case threads_tests[] = {
     TEST(test_thread_counts),
     TEST(test_build_paths),
@@ -263,5 +332,6 @@ const test_case threads_tests[] = {
     TEST(test_same_result_on_any_number_of_threads),
     TEST(test_golden_hash),
     TEST(test_start_energy),
+    TEST(test_interrupted),
     {NULL, NULL},
 };

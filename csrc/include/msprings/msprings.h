@@ -47,7 +47,9 @@ typedef enum ms_status {
     MS_OK = 0,
     MS_ERR_VALUE = 1,    /* an argument or a parameter has a bad value */
     MS_ERR_MEMORY = 2,   /* an allocation failed */
-    MS_ERR_DIVERGED = 3  /* the state became non-finite; the call was undone (ms_step) */
+    MS_ERR_DIVERGED = 3, /* the state became non-finite; the call was undone (ms_step) */
+    MS_ERR_INTERRUPTED = 4 /* the caller's check (ms_interrupt) asked a long call to stop; the
+                              call was undone as for MS_ERR_DIVERGED */
 } ms_status;
 
 typedef struct ms_error {
@@ -292,6 +294,8 @@ typedef struct ms_state {
     int64_t collider_capacity;
     int default_threads;  /* worker threads when the model's opt.threads is 0: 0 = all online
                              cores; set by the caller (the Python binding's process-wide setting) */
+    int cores;            /* the processors online when the state was made (at least 1): what
+                             "all online cores" means for its steps, read once, not per step */
     int workers;          /* the workers the last ms_step call ran on (0 before the first) */
     double* push_from;   /* position of each node before its first contact push in a step
                             (nnode x 3), allocated on first use with colliders */
@@ -434,6 +438,22 @@ int ms_step_roll_back(const ms_model* m, ms_state* s);
 /* A call made in parts is over: its start is no longer kept (ms_state_reset does this too). */
 void ms_step_end_call(ms_state* s);
 
+/* A check that a long call makes from time to time on the thread that called it (never
+   more often than about every 25 ms of the call's work, whatever the network's size, the
+   number of steps or iterations): check(context) returns non-zero to stop the call. */
+typedef struct ms_interrupt {
+    int (*check)(void* context);
+    void* context;
+} ms_interrupt;
+
+/* ms_step with an interruption check (NULL: none), made inside every loop of the call that
+   can run long (the steps, xpbd's and projective dynamics' iterations, implicit Euler's
+   Newton and conjugate-gradient iterations).  When the check asks to stop, the call
+   returns MS_ERR_INTERRUPTED and is undone as a diverged call is (err->step and
+   err->time name the step it stopped in).  Any number of workers takes the same decision. */
+int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const ms_interrupt* interrupt,
+                    ms_error* err);
+
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
    relative to the wind, aerodynamic forces on the triangles and the external force
    (external may be NULL for none); written to f (nnode x 3).  If flow is not NULL it
@@ -503,7 +523,8 @@ void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_b
 /* ---- threads -------------------------------------------------------------------- */
 
 /* The number of worker threads that a request means: n > 0 is n (at most 64), 0 is the
-   number of online cores. */
+   number of online cores (asked of the operating system now; a state asks once, when it is
+   made, and keeps the answer in ms_state.cores). */
 int ms_resolve_threads(int n);
 
 /* The thread layer the core was built with: "posix" (POSIX threads) or "win32" (Windows
