@@ -267,9 +267,9 @@ static int third_call(void* context) {
 }
 
 /* A call that would run for hours stops when the caller's check asks it to, on one worker
-   and on two (and on a renumbered copy), with the same exit as a diverged call: a call of one step leaves the state
-   as it found it, a call of many steps at its last completed step (bit for bit the state
-   that many steps give). */
+   and on two (and on a renumbered copy), with the same exit as a diverged call: the call is
+   undone, and the state is bit for bit as the call found it, whether it was stopped inside
+   its one step or after many completed steps. */
 static int test_interrupted(void) {
     const ms_integrator integrators[] = {MS_XPBD, MS_PROJECTIVE, MS_IMPLICIT_EULER, MS_SYMPLECTIC_EULER, MS_RK4};
     for (int k = 0; k < 5; ++k)
@@ -284,9 +284,8 @@ static int test_interrupted(void) {
             m->opt.threads = threads;
             ms_error err = fresh_error();
             ms_state* s = ms_state_create(m, &err);
-            ms_state* fresh = ms_state_create(m, &err);
-            ENSURE(s != NULL && fresh != NULL);
-            ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK && ms_step(m, fresh, 1e-3, 2, &err) == MS_OK);
+            ENSURE(s != NULL);
+            ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
             ENSURE((s->ranked != NULL) == (integrator == MS_XPBD && threads == 2));
             const int one_step = integrator != MS_SYMPLECTIC_EULER && integrator != MS_RK4;
             m->opt.iterations = INT32_MAX;
@@ -302,23 +301,15 @@ static int test_interrupted(void) {
             const int status = ms_step_checked(m, s, one_step ? 1e-3 : 1e-6, n, &interrupt, &err);
             ENSURE(status == MS_ERR_INTERRUPTED && err.status == MS_ERR_INTERRUPTED && has_message(&err));
             ENSURE(check.calls == 3 && s->workers == (integrator == MS_PROJECTIVE ? 1 : threads));
-            ENSURE(err.step == s->steps + 1 && err.time == s->t);
-            if (one_step) {
-                ENSURE(snapshot_equal(m, s, &before));
-            } else {
-                /* the steps it completed are those that many steps give */
-                ENSURE(s->steps > 2);
-                ENSURE(ms_step(m, fresh, 1e-6, s->steps - 2, &err) == MS_OK);
-                ENSURE(memcmp(s->x, fresh->x, sizeof(double) * 3 * (size_t)m->nnode) == 0);
-                ENSURE(memcmp(s->v, fresh->v, sizeof(double) * 3 * (size_t)m->nnode) == 0);
-                ENSURE(s->t == fresh->t);
-            }
+            /* the call is undone, whatever it had completed */
+            ENSURE(err.call_step >= 1 && err.step == s->steps + err.call_step);
+            ENSURE(one_step ? err.call_step == 1 : err.call_step > 2);
+            ENSURE(snapshot_equal(m, s, &before));
             /* a check that never asks to stop changes nothing: the next call completes */
             m->opt.iterations = 0;
             m->opt.implicit = ms_default_options().implicit;
             ENSURE(ms_step_checked(m, s, 1e-3, 3, NULL, &err) == MS_OK);
             free(before.arrays);
-            ms_state_destroy(fresh);
             ms_state_destroy(s);
             ms_model_destroy(m);
         }
