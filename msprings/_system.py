@@ -260,8 +260,11 @@ _WRITABLE_VIEWS = {"x": "m", "v": "m/s", "f": "N", "external": "N", "mass": "kg"
 def _attribute_hint(system: System, name: str) -> str:
     """Why ``name`` of ``system`` cannot be set and what to do instead, for an AttributeError."""
     if name in _WRITABLE_VIEWS:
-        view = getattr(system, name)
-        return (f": {name} is a view of the system's memory, shape {view.shape} ({_WRITABLE_VIEWS[name]}), and is "
+        try:
+            shape = f", shape {getattr(system, name).shape}"
+        except Exception:  # a System not initialised has no views to show
+            shape = ""
+        return (f": {name} is a view of the system's memory{shape} ({_WRITABLE_VIEWS[name]}), and is "
                 f"written into, not replaced: s.{name}[:] = ... (or s.{name}[i] = ... for one "
                 f"{'spring' if name in ('rest', 'k', 'c') else 'node'})")
     if name in ("springs", "faces"):

@@ -215,15 +215,23 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
     for key, (kinds, shape) in layout.items():
         archive.check(key, kinds, shape, limits.get(key))
 
+    # a run that failed leaves records it did not make: step count -1 and NaN (System.run)
+    steps = archive.read("steps", *layout["steps"])
+    if steps.size and steps.min() < -1:
+        raise archive.damaged("steps", f"it holds the step count {steps.min()}, below -1 (a record not made)")
+    made = steps >= 0
+    per_record = {"times", "positions", "velocities", "energy", "ledger", "collider_centers"}
+
     def get(key: str) -> np.ndarray:
         value = archive.read(key, *layout[key])
-        if value.dtype.kind == "f" and not np.all(np.isfinite(value)):
-            raise archive.damaged(key, "it holds NaN or infinity")
+        checked = value[made] if key in per_record and value.shape[:1] == made.shape else value
+        if value.dtype.kind == "f" and not np.all(np.isfinite(checked)):
+            raise archive.damaged(key, "it holds NaN or infinity" + (" in a record made" if key in per_record else ""))
         return value
 
     if tuple(get("energy_fields").tolist()) != ENERGY_FIELDS:
         raise archive.damaged("energy_fields", "its energy columns are not the ones this msprings uses")
-    times, steps, positions = get("times"), get("steps"), get("positions")
+    times, positions = get("times"), get("positions")
     energy, ledger = get("energy"), get("ledger")
     if tuple(ledger_fields.tolist()) == _LEDGER_FIELDS_BEFORE:
         # written before the ledger had numerical, which nothing booked then

@@ -85,3 +85,11 @@ def test_other_attribute_errors() -> None:
     system.drag, system.gravity, system.families = 0.5, (0.0, -1.0, 0.0), {}
     assert system.drag == 0.5 and system.gravity.tolist() == [0.0, -1.0, 0.0]
     assert isinstance(system, msprings.System)
+
+
+def test_replacing_a_view_of_a_system_not_initialised_is_an_attribute_error() -> None:
+    """The hint needs no view to exist: a System whose __init__ never ran still gets the
+    AttributeError with the way to write into the view."""
+    bare = msprings.System.__new__(msprings.System)
+    with pytest.raises(AttributeError, match=r"s\.x\[:\] = \.\.\."):
+        bare.x = np.zeros((2, 3))

@@ -233,3 +233,22 @@ def test_the_binding_refuses_misaligned_and_byte_swapped_rows() -> None:
     stored = np.zeros_like(x)
     system._record_state(stored)
     np.testing.assert_array_equal(stored, x)
+
+
+def test_a_run_that_failed_saves_and_loads_back(tmp_path: Path) -> None:
+    """The records a failed run did not make (step count -1, NaN) are part of the trajectory:
+    it saves and loads back bit for bit, while NaN in a record made is still refused."""
+    system = scenes.chain(8)
+    system.add_sphere((3.0, -50.0, 0.0), 1.0)
+    out = system.copy().run(1e-3, 600, record_every=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", msprings.StabilityWarning)
+        with pytest.raises(msprings.DivergenceError):
+            system.run(5.0, 600, record_every=5, out=out)
+    made = int((out.steps >= 0).sum())
+    assert 1 < made < len(out) and np.isfinite(out.energy[:made]).all()
+    loaded = msprings.Trajectory.load(out.save(tmp_path / "failed.npz"))
+    assert_same_records(loaded, out)
+    out.positions[made - 1, 0, 0] = np.nan
+    with pytest.raises(ValueError, match="positions.*NaN or infinity in a record made"):
+        msprings.Trajectory.load(out.save(tmp_path / "damaged.npz"))

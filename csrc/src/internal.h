@@ -164,8 +164,10 @@ void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, doubl
    changes in all (ms_book_contact) is dissipated when negative, and booked with the
    constraints' position corrections when positive.  Then
      kinetic + gravity + spring + dissipated - work
-   does not change, no collider at rest books work, and a node resting on a static
-   collider, sinking and pushed back every step, books almost nothing. */
+   does not change exactly and no collider at rest books work.  A node resting on a static
+   collider, sinking and pushed back every step, books as constraint work what the push
+   gives back of the integrator's own sink: nothing for RK4 and Verlet, 1/2 m g^2 h^2 a step
+   for the first-order methods, the same that their step lost. */
 typedef struct ms_contact {
     double change;  /* the sum of the pushes' changes, less the springs' (J) */
     double work;    /* the colliders' work, m V.(v' - v) summed over the pushes (J) */

@@ -820,14 +820,24 @@ int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const m
     s->parameters_unchanged = s->motion_unchanged = s->keep_start_energy = s->forces_unread = 0;
     s->start_energy_valid = 0; /* kept only by a call that steps */
     s->continues_call = s->call_continues = 0;
-    if (ms_time_step_check(h, err)) return MS_ERR_VALUE;
-    if (n < 1) return ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
-    if (check_values(m, parameters, err)) return MS_ERR_VALUE;
-    if (check_state(m, s, motion, err)) return MS_ERR_VALUE;
-    if (ms_state_ensure_step(m, s, err)) return MS_ERR_MEMORY;
     /* a part of a longer call goes back to where its first part began */
     const call_start* kept = s->call_start;
     const int continuing = continues && kept != NULL && kept->kept && kept->forces;
+    int refused = MS_OK;
+    if (ms_time_step_check(h, err))
+        refused = MS_ERR_VALUE;
+    else if (n < 1)
+        refused = ms_error_set(err, MS_ERR_VALUE, "n = %lld must be >= 1 (number of steps)", (long long)n);
+    else if (check_values(m, parameters, err) || check_state(m, s, motion, err))
+        refused = MS_ERR_VALUE;
+    else if (ms_state_ensure_step(m, s, err))
+        refused = MS_ERR_MEMORY;
+    if (refused != MS_OK) {
+        /* a part refused after others stepped (a value written through a view between
+           them): the whole call is refused, and undone */
+        if (continuing) ms_step_roll_back(m, s);
+        return refused;
+    }
     if (!continuing && keep_call_start(m, s, n > 1 || continued, continued, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
     s->keep_start_energy = keep_start;

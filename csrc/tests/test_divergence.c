@@ -127,6 +127,17 @@ static int test_call_in_parts_is_undone_as_a_whole(void) {
     ENSURE(err.call_step >= 3 && err.step == before.steps + err.call_step);
     ENSURE(snapshot_equal(m, s, &before) && ms_collider_position(s, 0)[1] == plane_y);
 
+    /* a part refused by its checks (a bad value written between parts) undoes the parts
+       before it too */
+    s->call_continues = 1;
+    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
+    s->continues_call = 1;
+    m->mass[3] = -1.0;
+    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_ERR_VALUE);
+    m->mass[3] = 1.0;
+    ENSURE(snapshot_equal(m, s, &before) && ms_collider_position(s, 0)[1] == plane_y);
+    ENSURE(ms_step_roll_back(m, s) == 0);
+
     ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK); /* not continued: nothing kept */
     ENSURE(ms_step_roll_back(m, s) == 0);
     ENSURE(s->steps == before.steps + 2);
