@@ -426,7 +426,8 @@ class LiveControls(ipywidgets.Box):
                       if self.dt.value > critical else "the state became non-finite")
             self._set_message(
                 f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
-                f"it was before this frame (t = {system.t:.4g} s). Lower dt or change the integrator, then press Reset.")
+                f"it was before this frame (t = {system.t:.4g} s): lower dt or change the integrator and play "
+                "on, or press Reset.")
             self._publish()
             return False
         except ValueError as error:
