@@ -664,14 +664,14 @@ class System(_core.System):
         ``external``, ``mass``, ``pinned``, ``springs``, ``rest``, ``k``, ``c``, ``faces`` and
         ``uv``.
 
-        A lower bound on its memory: the core also keeps the initial state for :meth:`reset`
-        and, from the first step on, work buffers of its own (node-sorted copies of the
-        parameters, the solvers' storage, and for a network whose numbering does not keep
-        the ends of its springs close, a copy of the model and state renumbered so that
-        they are, which its steps run on).  On a converted 82k-triangle sphere (41k nodes,
-        123k springs) this is 9.2 MB, and the core had allocated 11.5 MB in all after
-        construction and 25 MB after its first step (``python -m msprings bench mesh``
-        measures both on a 250k-triangle mesh).
+        A lower bound on its memory: the core also keeps the initial state for :meth:`reset` and, from
+        the first step on, work buffers of its own (node-sorted copies of the parameters, the solvers'
+        storage, from the first call of several steps a copy of x, v and f as the call began, which a
+        failed call is undone to, and for a network whose numbering does not keep the ends of its
+        springs close, a copy of the model and state renumbered so that they are, which its steps run
+        on). On a converted 82k-triangle sphere (41k nodes, 123k springs) this is 9.2 MB, and the core
+        had allocated 11.5 MB in all after construction and 25 MB after its first step (``python -m
+        msprings bench mesh`` measures both on a 250k-triangle mesh).
         """
         arrays = [self.x, self.v, self.f, self.external, self.mass, self.pinned, self.springs, self.rest,
                   self.k, self.c, self.faces, self.uv]
