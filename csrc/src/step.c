@@ -521,17 +521,17 @@ int ms_state_forces(const ms_model* m, ms_state* s, ms_flow* flow, ms_error* err
     return MS_OK;
 }
 
-int ms_thread_count(const ms_model* m, const ms_state* s) {
-    int threads = m->opt.threads > 0 ? m->opt.threads : s->default_threads > 0 ? s->default_threads : s->cores;
-    if (threads < 1) threads = 1;
+/* A thread request (0: every core, the state's count of them) as a number of workers. */
+static int workers_for(int request, int cores) {
+    const int threads = request > 0 ? request : cores > 0 ? cores : 1;
     return threads < MS_MAX_THREADS ? threads : MS_MAX_THREADS;
 }
 
-int ms_resolve_threads(int n) {
-    int threads = n > 0 ? n : ms_cpu_count();
-    if (threads > MS_MAX_THREADS) threads = MS_MAX_THREADS;
-    return threads;
+int ms_thread_count(const ms_model* m, const ms_state* s) {
+    return workers_for(m->opt.threads > 0 ? m->opt.threads : s->default_threads, s->cores);
 }
+
+int ms_resolve_threads(int n) { return workers_for(n, n > 0 ? 0 : ms_cpu_count()); }
 
 /* Storage a step call needs, allocated on first use. */
 static int ensure_storage(const ms_model* m, ms_state* s, int in_place, ms_error* err) {
@@ -589,10 +589,6 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
     if (ensure_storage(m, s, in_place, err)) return MS_ERR_MEMORY;
     if (integrator == MS_PROJECTIVE) {
         const int status = ms_state_ensure_projective(m, s, h, interrupt, err);
-        if (status == MS_ERR_INTERRUPTED && err != NULL) {
-            err->step = s->steps + 1;
-            err->time = s->t;
-        }
         if (status != MS_OK) return status;
     }
     if (parameters) ms_layout_refresh(m, s->layout);
@@ -760,7 +756,7 @@ int ms_step_roll_back(const ms_model* m, ms_state* s) {
     const call_start* start = s->call_start;
     if (start == NULL || !start->kept || !start->forces) return 0;
     roll_back(m, s);
-    if (s->watch_after_step && !s->watched) ms_state_watch(m, s);
+    if (s->watch_after_step) ms_state_watch(m, s);
     return 1;
 }
 
@@ -855,10 +851,7 @@ int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const m
     }
     /* a change the caller made before a failed call is pending again: the energy to
        compare with is the one before that change */
-    if (s->watch_after_step && !s->watched) {
-        s->watched_energy = ms_mechanical_energy(m, s->x, s->v);
-        s->watched = 1;
-    }
+    if (s->watch_after_step) ms_state_watch(m, s);
     if (status == MS_OK) ms_error_clear(err);
     return status;
 }
