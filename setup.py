@@ -44,9 +44,10 @@ class BuildCore(build_ext):
 
 core = Extension(
     "msprings._core",
-    sources=sorted(glob(os.path.join("csrc", "src", "*.c"))) + [os.path.join("csrc", "binding", "_core.c")],
+    sources=sorted(glob(os.path.join("csrc", "src", "*.c"))) + sorted(glob(os.path.join("csrc", "binding", "*.c"))),
     include_dirs=[os.path.join("csrc", "include"), numpy.get_include()],
-    depends=sorted(glob(os.path.join("csrc", "include", "msprings", "*.h")) + glob(os.path.join("csrc", "src", "*.h"))),
+    depends=sorted(glob(os.path.join("csrc", "include", "msprings", "*.h")) + glob(os.path.join("csrc", "src", "*.h"))
+                   + glob(os.path.join("csrc", "binding", "*.h"))),
 )
 
 setup(ext_modules=[core], cmdclass={"build_ext": BuildCore})
