@@ -1,4 +1,5 @@
-"""Build of the C core: csrc/src/*.c and the CPython binding compiled into msprings._core.
+"""Build of the C core: csrc/src/*/*.c (one folder per layer, csrc/README.md) and the CPython binding
+compiled into msprings._core.
 
 One set of sources for every platform.  The preprocessor picks the thread layer (Windows
 threads on Windows, POSIX threads elsewhere) and the vector path the processor always has
@@ -21,7 +22,7 @@ GNU_FLAGS = ["-std=c11", "-O3", "-ffp-contract=off", "-Wall", "-Wextra", "-Wno-m
 MSVC_FLAGS = ["/std:c11", "/O2", "/fp:precise", "/W3"]
 # The AVX2 path: GCC and Clang compile it through a pragma in the file; MSVC needs the
 # option, on this file alone so the rest of the core runs on any x86-64 processor.
-AVX2_SOURCE = os.path.join("csrc", "src", "springs_avx2.c")
+AVX2_SOURCE = os.path.join("csrc", "src", "kernels", "springs_avx2.c")
 
 
 class BuildCore(build_ext):
@@ -44,9 +45,9 @@ class BuildCore(build_ext):
 
 core = Extension(
     "msprings._core",
-    sources=sorted(glob(os.path.join("csrc", "src", "*.c"))) + sorted(glob(os.path.join("csrc", "binding", "*.c"))),
-    include_dirs=[os.path.join("csrc", "include"), numpy.get_include()],
-    depends=sorted(glob(os.path.join("csrc", "include", "msprings", "*.h")) + glob(os.path.join("csrc", "src", "*.h"))
+    sources=sorted(glob(os.path.join("csrc", "src", "*", "*.c"))) + sorted(glob(os.path.join("csrc", "binding", "*.c"))),
+    include_dirs=[os.path.join("csrc", "include"), os.path.join("csrc", "src"), numpy.get_include()],
+    depends=sorted(glob(os.path.join("csrc", "include", "msprings", "*.h")) + glob(os.path.join("csrc", "src", "*", "*.h"))
                    + glob(os.path.join("csrc", "binding", "*.h"))),
 )
 

@@ -54,11 +54,16 @@ typedef struct {
     int parameters_written; /* a parameter view was handed out since the last step */
     int energy_written;     /* an energy view was handed out since the last step */
     int keep_start_energy;  /* each step call keeps the mechanical energy of the state it
-                               starts from (state->start_energy), for a recording */
-    int forces_unread;      /* step calls may leave f as it is (state->forces_unread): the
-                               caller reads it only after a call without this */
+                               starts from (ms_step_options.start_energy), for a recording */
+    int start_energy_valid; /* start_energy holds the last step call's */
+    double start_energy[3]; /* kinetic, spring and gravitational energy (J) of the state the
+                               last step call started from */
+    int forces_unread;      /* step calls may leave f as it is (ms_step_options.forces_unread):
+                               the caller reads it only after a call without this */
     int continue_calls;     /* step calls continue one another (a recording): 0 no, 1 the next
-                               call begins such a series, 2 it continues one (ms_state.continues_call) */
+                               call begins such a series, 2 it continues one */
+    ms_call* call;          /* the call made in parts that the chunks of a long step call, or a
+                               recording's calls, are (made on first use) */
     PyObject* weakreflist;
 } SystemObject;
 

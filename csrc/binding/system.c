@@ -48,6 +48,7 @@ static void System_dealloc(SystemObject* self) {
     if (self->weakreflist != NULL) PyObject_ClearWeakRefs((PyObject*)self);
     Py_XDECREF(self->energy_views);
     Py_XDECREF(self->parameter_views);
+    ms_call_destroy(self->call);
     ms_state_destroy(self->state);
     ms_model_destroy(self->model);
     type->tp_free((PyObject*)self);
@@ -146,6 +147,8 @@ done:
 PyObject* System_reset(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (mspy_require_idle(self) < 0) return NULL;
     ms_state_reset(self->model, self->state);
+    ms_call_end(self->call); /* a recording's series of calls ends with its state */
+    self->energy_written = 1; /* x and v are no longer as the last step left them */
     Py_RETURN_NONE;
 }
 

@@ -1,5 +1,5 @@
 /*
- * Stepping a System: step(dt, n) runs ms_step_checked in chunks of steps, without the GIL
+ * Stepping a System: step(dt, n) runs ms_step in chunks of steps, without the GIL
  * when the call is long, with Python's signal handlers checked during and between the
  * chunks; an interrupted call, like a failed one, is undone whole.  Also the settings by
  * which a recording makes its step calls one series (continued, rolled back), keeps the
@@ -9,6 +9,7 @@
 #include "binding.h"
 
 #include <limits.h>
+#include <math.h>
 #include <string.h>
 
 /* Steps per GIL-free chunk: about 5e7 node-and-spring visits, so Ctrl-C is noticed within
@@ -113,53 +114,59 @@ PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize_t narg
     const int energy_views = mspy_views_alive(self->energy_views);
     const int parameter_views = energy_views < 0 ? -1 : mspy_views_alive(self->parameter_views);
     if (parameter_views < 0) return NULL;
-    state->watch_after_step = energy_views;
+    /* the chunks are one call made in parts, and so are a recording's calls: a failure of
+       any part undoes them all */
+    const int in_parts = n > chunk || self->continue_calls != 0;
+    if (in_parts && self->call == NULL && (self->call = ms_call_create()) == NULL) return PyErr_NoMemory();
+    if (self->continue_calls != 2) ms_call_end(self->call); /* this call starts its own */
+    ms_step_options options = {0};
     /* the parameters need reading again if a view of them was handed out since the last
        step, or one lives on (the caller may write through it, even during the step) */
-    int parameters_unchanged = !self->parameters_written && !parameter_views;
-    /* likewise x and v, through the energy views (the only way to write them) */
-    int motion_unchanged = !self->energy_written && !energy_views;
+    options.parameters_unchanged = !self->parameters_written && !parameter_views;
+    /* likewise x and v, through the energy views (the only way to write them) or a reset */
+    options.motion_unchanged = !self->energy_written && !energy_views;
+    options.forces_unread = self->forces_unread;
+    options.call = in_parts ? self->call : NULL;
     self->parameters_written = self->energy_written = 0;
     self->stepping = st->process;
     int interrupted = 0; /* a signal handler raised, during a chunk or between chunks */
     signal_check check = {NULL, 0};
     const ms_interrupt interrupt = {check_signals, &check};
-    int start_energy_valid = 0; /* the first chunk's, which the call starts with */
-    double start_energy[3] = {0.0, 0.0, 0.0};
-    for (long long done = 0; done < n && status == MS_OK && !interrupted;) {
+    options.interrupt = &interrupt;
+    /* the first chunk's, which the call starts with: written by a chunk that steps, even one
+       that then fails (the energy of the state it is undone to) */
+    double start_energy[3] = {NAN, NAN, NAN};
+    long long done = 0;
+    while (done < n && status == MS_OK && !interrupted) {
         int64_t count = n - done < chunk ? n - done : chunk;
-        state->parameters_unchanged = parameters_unchanged;
-        state->motion_unchanged = motion_unchanged;
-        state->keep_start_energy = self->keep_start_energy && done == 0;
-        state->forces_unread = self->forces_unread;
-        /* the chunks are one call: a failure of any undoes them all (and a recording's
-           calls are one call too) */
-        state->continues_call = done > 0 || self->continue_calls == 2;
-        state->call_continues = done + count < n || self->continue_calls != 0;
-        parameters_unchanged = !parameter_views;
-        motion_unchanged = !energy_views;
+        options.start_energy = self->keep_start_energy && done == 0 ? start_energy : NULL;
         if (release) {
             check.released = PyEval_SaveThread();
-            status = ms_step_checked(model, state, dt, count, &interrupt, &err);
+            status = ms_step(model, state, dt, count, &options, &err);
             PyEval_RestoreThread(check.released);
             check.released = NULL;
         } else {
-            status = ms_step_checked(model, state, dt, count, &interrupt, &err);
+            status = ms_step(model, state, dt, count, &options, &err);
         }
+        /* a view the caller keeps may change the state at any time: what it changes from
+           here on is booked by the next step (and a failed call's pending change again) */
+        if (energy_views) ms_state_watch(model, state);
+        options.parameters_unchanged = !parameter_views;
+        options.motion_unchanged = !energy_views;
         if (check.raised) interrupted = 1;
-        if (done == 0) {
-            start_energy_valid = state->start_energy_valid;
-            memcpy(start_energy, state->start_energy, sizeof start_energy);
-        }
         done += count;
         if (status == MS_OK && !interrupted && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
-    state->start_energy_valid = start_energy_valid;
-    memcpy(state->start_energy, start_energy, sizeof start_energy);
-    if (self->continue_calls == 1 && status == MS_OK && !interrupted) self->continue_calls = 2;
+    self->start_energy_valid = self->keep_start_energy && !isnan(start_energy[0]);
+    memcpy(self->start_energy, start_energy, sizeof start_energy);
+    if (status == MS_OK && !interrupted) {
+        if (self->continue_calls == 1) self->continue_calls = 2;
+        if (self->continue_calls == 0) ms_call_end(self->call);
+    }
     if (interrupted) {
-        ms_step_roll_back(model, state); /* an interrupted call is undone like a failed one */
+        /* an interrupted call is undone like a failed one */
+        if (ms_call_roll_back(model, state, self->call) && energy_views) ms_state_watch(model, state);
         return NULL;
     }
     if (status == MS_ERR_DIVERGED) return raise_divergence(self, &err);
@@ -179,13 +186,17 @@ PyObject* System_continue_calls(SystemObject* self, PyObject* flag) {
     const int continued = PyObject_IsTrue(flag);
     if (continued < 0) return NULL;
     self->continue_calls = continued;
-    if (!continued && !mspy_busy(self)) ms_step_end_call(self->state);
+    if (!continued && !mspy_busy(self)) ms_call_end(self->call);
     Py_RETURN_NONE;
 }
 
 PyObject* System_roll_back(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (mspy_require_ready(self) < 0 || mspy_require_idle(self) < 0) return NULL;
-    return PyBool_FromLong(ms_step_roll_back(self->model, self->state));
+    const int undone = ms_call_roll_back(self->model, self->state, self->call);
+    const int energy_views = mspy_views_alive(self->energy_views);
+    if (energy_views < 0) return NULL;
+    if (undone && energy_views) ms_state_watch(self->model, self->state);
+    return PyBool_FromLong(undone);
 }
 
 PyObject* System_check_dt(SystemObject* self, PyObject* dt_obj) {
@@ -206,7 +217,6 @@ PyObject* System_leave_forces(SystemObject* self, PyObject* flag) {
 
 PyObject* System_start_energy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
     if (mspy_require_ready(self) < 0) return NULL;
-    const ms_state* s = self->state;
-    if (!s->start_energy_valid) Py_RETURN_NONE;
-    return Py_BuildValue("(ddd)", s->start_energy[0], s->start_energy[1], s->start_energy[2]);
+    if (!self->start_energy_valid) Py_RETURN_NONE;
+    return Py_BuildValue("(ddd)", self->start_energy[0], self->start_energy[1], self->start_energy[2]);
 }

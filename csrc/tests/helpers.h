@@ -84,5 +84,6 @@ extern const test_case threads_tests[];
 extern const test_case ledger_tests[];
 extern const test_case cholesky_tests[];
 extern const test_case solvers_tests[];
+extern const test_case states_tests[];
 
 #endif

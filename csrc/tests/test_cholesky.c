@@ -12,7 +12,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
-#include "../src/cholesky.h"
+#include "kernels/cholesky.h"
 
 /* ---- sparse symmetric matrices by the lower triangle ----------------------------- */
 

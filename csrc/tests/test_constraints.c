@@ -72,9 +72,9 @@ static int test_strain_limiting(void) {
             ms_state* free_step = ms_state_copy(m, limited, &err);
             ENSURE(free_step != NULL);
             m->opt.strain_limiting = 0;
-            ENSURE(ms_step(m, free_step, h, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, free_step, h, 1, NULL, &err) == MS_OK);
             m->opt.strain_limiting = 1;
-            ENSURE(ms_step(m, limited, h, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, limited, h, 1, NULL, &err) == MS_OK);
             for (int q = 0; q < 5; ++q) {
                 const int i = 2 * q, j = 2 * q + 1;
                 const double* xi = limited->x + 3 * i;
@@ -142,7 +142,7 @@ static int test_self_collision_far_cells(void) {
     ENSURE(ms_model_check(m, &err) == MS_OK);
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 3, NULL, &err) == MS_OK);
     for (int q = 0; q < 9; ++q) ENSURE(s->x[q] == x[q]);
     ms_state_destroy(s);
     ms_model_destroy(m);
@@ -184,7 +184,7 @@ static int test_self_collision_overflow_is_a_divergence(void) {
     ENSURE(ms_model_check(m, &err) == MS_OK);
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_DIVERGED);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_DIVERGED);
     for (int q = 0; q < 12; ++q) ENSURE(s->x[q] == x[q]);
     ENSURE(s->steps == 0);
     ms_state_destroy(s);

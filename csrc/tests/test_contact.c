@@ -46,8 +46,8 @@ static int test_contact_many_steps_per_call(void) {
             ENSURE(ms_remove_collider(m, one, sphere_id, &err) == MS_OK);
             ENSURE(ms_remove_collider(m_each, each, sphere_id, &err) == MS_OK);
         }
-        ENSURE(ms_step(m, one, 2e-3, 150, &err) == MS_OK);
-        for (int k = 0; k < 150; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, one, 2e-3, 150, NULL, &err) == MS_OK);
+        for (int k = 0; k < 150; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, NULL, &err) == MS_OK);
         ENSURE(memcmp(one->x, each->x, bytes) == 0 && memcmp(one->v, each->v, bytes) == 0);
         ENSURE(memcmp(&one->ledger, &each->ledger, sizeof one->ledger) == 0);
     }
@@ -87,8 +87,8 @@ static int test_contact_push_towards_an_earlier_collider(void) {
     ms_state* one = ms_state_create(m, &err);
     ms_state* each = ms_state_create(m_each, &err);
     ENSURE(one != NULL && each != NULL);
-    ENSURE(ms_step(m, one, 2e-3, 13, &err) == MS_OK);
-    for (int k = 0; k < 13; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, &err) == MS_OK);
+    ENSURE(ms_step(m, one, 2e-3, 13, NULL, &err) == MS_OK);
+    for (int k = 0; k < 13; ++k) ENSURE(ms_step(m_each, each, 2e-3, 1, NULL, &err) == MS_OK);
     ENSURE(memcmp(one->x, each->x, 3 * sizeof(double)) == 0 && memcmp(one->v, each->v, 3 * sizeof(double)) == 0);
     ENSURE_NEAR(one->x[1], 0.0485, 1e-12);
     ms_state_destroy(one);
@@ -124,7 +124,7 @@ static int test_collider_axis_of_any_size(void) {
     ENSURE(ms_model_add_collider(m, &zero, &err) < 0 && err.status == MS_ERR_VALUE);
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 10, NULL, &err) == MS_OK);
     ms_state_destroy(s);
     ms_model_destroy(m);
     return 0;

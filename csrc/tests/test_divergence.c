@@ -22,13 +22,13 @@ static int test_divergence_undoes_the_call(void) {
         ms_error err = fresh_error();
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, 1e-4, 3, &err) == MS_OK); /* a start the failed call must keep */
+        ENSURE(ms_step(m, s, 1e-4, 3, NULL, &err) == MS_OK); /* a start the failed call must keep */
         snapshot before;
         ENSURE(snapshot_take(m, s, &before));
         ms_state* replay = ms_state_copy(m, s, &err);
         ENSURE(replay != NULL);
 
-        int rc = ms_step(m, s, h, 100000, &err);
+        int rc = ms_step(m, s, h, 100000, NULL, &err);
         ENSURE(rc == MS_ERR_DIVERGED);
         ENSURE(err.status == MS_ERR_DIVERGED);
         ENSURE(has_message(&err));
@@ -44,13 +44,13 @@ static int test_divergence_undoes_the_call(void) {
 
         /* Stepping again fails at the same step and again changes nothing. */
         ms_error again = fresh_error();
-        ENSURE(ms_step(m, s, h, 100000, &again) == MS_ERR_DIVERGED);
+        ENSURE(ms_step(m, s, h, 100000, NULL, &again) == MS_ERR_DIVERGED);
         ENSURE(again.step == err.step && again.call_step == err.call_step && again.time == err.time);
         ENSURE(snapshot_equal(m, s, &before));
 
         /* Stepping on from there is as if no call had failed. */
-        ENSURE(ms_step(m, s, 1e-4, 7, &err) == MS_OK);
-        ENSURE(ms_step(m, replay, 1e-4, 7, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-4, 7, NULL, &err) == MS_OK);
+        ENSURE(ms_step(m, replay, 1e-4, 7, NULL, &err) == MS_OK);
         ENSURE(memcmp(replay->x, s->x, 6 * sizeof(double)) == 0 && memcmp(replay->v, s->v, 6 * sizeof(double)) == 0);
         ENSURE(replay->t == s->t && replay->steps == s->steps);
         ENSURE(memcmp(&replay->ledger, &s->ledger, sizeof s->ledger) == 0);
@@ -71,14 +71,14 @@ static int test_divergence_keeps_the_pending_change(void) {
     ms_error err = fresh_error();
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-4, 2, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-4, 2, NULL, &err) == MS_OK);
     ms_state_watch(m, s);
     s->x[3] = 1e155;
     const ms_ledger ledger = s->ledger, reported = ms_state_ledger(m, s);
     const double watched_energy = s->watched_energy;
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
-    ENSURE(ms_step(m, s, 1e-4, 1, &err) == MS_ERR_DIVERGED);
+    ENSURE(ms_step(m, s, 1e-4, 1, NULL, &err) == MS_ERR_DIVERGED);
     ENSURE(snapshot_equal(m, s, &before));
     ENSURE(memcmp(&s->ledger, &ledger, sizeof ledger) == 0);
     ENSURE(s->watched && s->watched_energy == watched_energy);
@@ -90,8 +90,8 @@ static int test_divergence_keeps_the_pending_change(void) {
     return 0;
 }
 
-/* A call made in parts (ms_state.continues_call) is undone as a whole, by a failure of a
-   later part or by ms_step_roll_back between parts; a call not continued keeps no start. */
+/* A call made in parts (ms_call) is undone as a whole, by a failure of a later part or by
+   ms_call_roll_back between parts; a call that stands alone keeps no start for later. */
 static int test_call_in_parts_is_undone_as_a_whole(void) {
     ms_model* m = make_cloth(5, 1, 7u);
     ENSURE(m != NULL);
@@ -103,45 +103,51 @@ static int test_call_in_parts_is_undone_as_a_whole(void) {
     ms_error err = fresh_error();
     ENSURE(ms_model_add_collider(m, &plane, &err) >= 0);
     ms_state* s = ms_state_create(m, &err);
-    ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 4, &err) == MS_OK);
+    ms_call* call = ms_call_create();
+    ENSURE(s != NULL && call != NULL);
+    ENSURE(ms_step(m, s, 1e-3, 4, NULL, &err) == MS_OK);
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
     const double plane_y = ms_collider_position(s, 0)[1];
+    ms_step_options parts = {0};
+    parts.call = call;
 
-    s->call_continues = 1;
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
-    s->continues_call = s->call_continues = 1;
-    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 1, &parts, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 3, &parts, &err) == MS_OK);
     ENSURE(s->steps == before.steps + 4 && ms_collider_position(s, 0)[1] != plane_y);
-    ENSURE(ms_step_roll_back(m, s) == 1);
+    ENSURE(ms_call_roll_back(m, s, call) == 1);
     ENSURE(snapshot_equal(m, s, &before) && ms_collider_position(s, 0)[1] == plane_y);
-    ENSURE(ms_step_roll_back(m, s) == 0); /* forgotten once used */
+    ENSURE(ms_call_roll_back(m, s, call) == 0); /* forgotten once used */
 
-    s->call_continues = 1;
-    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
-    s->continues_call = 1;
+    ENSURE(ms_step(m, s, 1e-3, 2, &parts, &err) == MS_OK);
     m->k[0] = 1e300; /* the next part blows up */
-    ENSURE(ms_step(m, s, 1e-3, 50, &err) == MS_ERR_DIVERGED);
+    ENSURE(ms_step(m, s, 1e-3, 50, &parts, &err) == MS_ERR_DIVERGED);
     m->k[0] = 1.0;
     ENSURE(err.call_step >= 3 && err.step == before.steps + err.call_step);
     ENSURE(snapshot_equal(m, s, &before) && ms_collider_position(s, 0)[1] == plane_y);
 
     /* a part refused by its checks (a bad value written between parts) undoes the parts
        before it too */
-    s->call_continues = 1;
-    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
-    s->continues_call = 1;
+    ENSURE(ms_step(m, s, 1e-3, 2, &parts, &err) == MS_OK);
     m->mass[3] = -1.0;
-    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 2, &parts, &err) == MS_ERR_VALUE);
     m->mass[3] = 1.0;
     ENSURE(snapshot_equal(m, s, &before) && ms_collider_position(s, 0)[1] == plane_y);
-    ENSURE(ms_step_roll_back(m, s) == 0);
+    ENSURE(ms_call_roll_back(m, s, call) == 0);
 
-    ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK); /* not continued: nothing kept */
-    ENSURE(ms_step_roll_back(m, s) == 0);
+    /* an ended call is not undone: the next part given it starts a new call */
+    ENSURE(ms_step(m, s, 1e-3, 2, &parts, &err) == MS_OK);
+    ms_call_end(call);
+    ENSURE(ms_call_roll_back(m, s, call) == 0);
+    ENSURE(ms_step(m, s, 1e-3, 2, &parts, &err) == MS_OK);
+    ENSURE(ms_call_roll_back(m, s, call) == 1);
     ENSURE(s->steps == before.steps + 2);
+
+    ENSURE(ms_step(m, s, 1e-3, 2, NULL, &err) == MS_OK); /* standing alone: nothing kept */
+    ENSURE(ms_call_roll_back(m, s, call) == 0);
+    ENSURE(s->steps == before.steps + 4);
     free(before.arrays);
+    ms_call_destroy(call);
     ms_state_destroy(s);
     ms_model_destroy(m);
     return 0;
@@ -181,7 +187,7 @@ static int test_extreme_coordinates_on_two_workers(void) {
         ENSURE(s != NULL);
         snapshot before;
         ENSURE(snapshot_take(m, s, &before));
-        const int status = ms_step(m, s, 1e-3, 3, &err);
+        const int status = ms_step(m, s, 1e-3, 3, NULL, &err);
         ENSURE(status == MS_OK || status == MS_ERR_DIVERGED);
         if (status == MS_ERR_DIVERGED) ENSURE(snapshot_equal(m, s, &before));
         free(before.arrays);
@@ -201,14 +207,14 @@ static int step_bad_arguments(ms_integrator integrator) {
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     EXTERNAL(m, s)[5] = 0.25;
-    ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 10, NULL, &err) == MS_OK);
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
 
     const double bad_h[] = {0.0, -0.0, -1e-3, -INFINITY, INFINITY, NAN};
     for (size_t c = 0; c < sizeof bad_h / sizeof bad_h[0]; ++c) {
         err = fresh_error();
-        ENSURE(ms_step(m, s, bad_h[c], 1, &err) == MS_ERR_VALUE);
+        ENSURE(ms_step(m, s, bad_h[c], 1, NULL, &err) == MS_ERR_VALUE);
         ENSURE(err.status == MS_ERR_VALUE);
         ENSURE(has_message(&err));
         ENSURE(snapshot_equal(m, s, &before));
@@ -216,7 +222,7 @@ static int step_bad_arguments(ms_integrator integrator) {
     const int64_t bad_n[] = {0, -1, INT64_MIN};
     for (size_t c = 0; c < sizeof bad_n / sizeof bad_n[0]; ++c) {
         err = fresh_error();
-        ENSURE(ms_step(m, s, 1e-3, bad_n[c], &err) == MS_ERR_VALUE);
+        ENSURE(ms_step(m, s, 1e-3, bad_n[c], NULL, &err) == MS_ERR_VALUE);
         ENSURE(err.status == MS_ERR_VALUE);
         ENSURE(has_message(&err));
         ENSURE(snapshot_equal(m, s, &before));
@@ -225,16 +231,16 @@ static int step_bad_arguments(ms_integrator integrator) {
     /* Bad parameters written after creation are caught at the next step. */
     double saved_k = m->k[3];
     m->k[3] = -1.0;
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     ENSURE(snapshot_equal(m, s, &before));
     m->k[3] = saved_k;
     double saved_mass = m->mass[5];
     m->mass[5] = 0.0;
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     ENSURE(snapshot_equal(m, s, &before));
     m->mass[5] = saved_mass;
     m->opt.energy_loss = 1.5;
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     ENSURE(snapshot_equal(m, s, &before));
     m->opt.energy_loss = 0.0;
 
@@ -244,24 +250,24 @@ static int step_bad_arguments(ms_integrator integrator) {
     ENSURE(ms_state_check(m, s, &err) == MS_ERR_VALUE);
     snapshot with_nan;
     ENSURE(snapshot_take(m, s, &with_nan));
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     ENSURE(has_message(&err));
     ENSURE(snapshot_equal(m, s, &with_nan));
     free(with_nan.arrays);
     s->x[7] = saved;
     s->v[2] = INFINITY;
     ENSURE(ms_state_check(m, s, &err) == MS_ERR_VALUE);
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     s->v[2] = before.arrays[3 * m->nnode + 2];
     EXTERNAL(m, s)[4] = -INFINITY;
     ENSURE(ms_state_check(m, s, &err) == MS_ERR_VALUE);
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
     EXTERNAL(m, s)[4] = 0.0;
     ENSURE(snapshot_equal(m, s, &before));
     ENSURE(ms_state_check(m, s, &err) == MS_OK);
 
     /* Everything restored: stepping works again. */
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK);
     ENSURE(s->steps == before.steps + 1);
 
     free(before.arrays);
@@ -284,7 +290,7 @@ static int test_divergence_restores_f(void) {
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     for (int q = 0; q < 6; ++q) s->f[q] = 0.25 * q;
-    ENSURE(ms_step(m, s, 1e-3, 5, &err) == MS_ERR_DIVERGED);
+    ENSURE(ms_step(m, s, 1e-3, 5, NULL, &err) == MS_ERR_DIVERGED);
     for (int q = 0; q < 6; ++q) ENSURE(s->f[q] == 0.25 * q);
     ms_state_destroy(s);
     ms_model_destroy(m);

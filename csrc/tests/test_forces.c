@@ -9,8 +9,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
-#include "../src/internal.h"
-#include "../src/layout.h"
+#include "step/ranked.h"
 
 /* Two nodes: node 0 at (0, 1, 0) with mass 2 and velocity (1, 0, 0); node 1 at (3, 5, 0)
    with mass 1 and velocity (0, 2, 0).  One spring: l = 5, L = 4, k = 10, c = 2, so
@@ -216,9 +215,9 @@ static int test_zero_length_spring(void) {
         ENSURE_NEAR(e.spring, 0.5 * 10.0 * 0.25, 1e-15);
 
         /* The first step starts from zero force: the nodes move apart ballistically. */
-        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK);
         for (int a = 0; a < 6; ++a) ENSURE(s->f[a] == 0.0);
-        ENSURE(ms_step(m, s, 1e-3, 200, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 200, NULL, &err) == MS_OK);
         ENSURE(all_finite(s->x, 6) && all_finite(s->v, 6) && all_finite(s->f, 6));
         ENSURE(isfinite(ms_ledger_dissipated(&s->ledger)));
         ms_state_destroy(s);
@@ -336,8 +335,8 @@ static int test_spring_layout(void) {
     }
     ms_flow flow;
     ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK); /* lays out the springs */
-    const ms_layout* layout = s->layout;
-    ENSURE(s->ranked == NULL && layout != NULL); /* a grid's rows are local already */
+    const ms_layout* layout = ms_step_layout(s);
+    ENSURE(ms_ranked_of(s) == NULL && layout != NULL); /* a grid's rows are local already */
     int groups = 0, gathered = 0;
     for (int64_t a = 0; a < m->nnode; ++a) {
         if (layout->lanes[a] == 0) continue;
@@ -398,7 +397,7 @@ static int test_spring_blocks_and_halos(void) {
     for (int64_t q = 0; q < 3 * m->nnode; ++q) s->v[q] = lcg_uniform(&seed);
     ms_flow flow;
     ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK);
-    const ms_layout* layout = s->layout;
+    const ms_layout* layout = ms_step_layout(s);
     ENSURE(layout->nblock >= 3);
     ENSURE(layout->node_start[0] == 0 && layout->node_start[layout->nblock] == m->nnode);
     ENSURE(layout->spring_start[0] == 0 && layout->spring_start[layout->nblock] == m->nspring);
@@ -433,9 +432,9 @@ static int test_ranked_layout(void) {
     for (int64_t q = 0; q < 3 * m->nnode; ++q) s->v[q] = lcg_uniform(&seed);
     ms_flow flow;
     ENSURE(ms_state_forces(m, s, &flow, &err) == MS_OK);
-    ENSURE(s->layout == NULL && s->ranked != NULL);
-    const ms_ranked* ranked = s->ranked;
-    const ms_layout* layout = ranked->s->layout;
+    ENSURE(ms_step_layout(s) == NULL && ms_ranked_of(s) != NULL);
+    const ms_ranked* ranked = ms_ranked_of(s);
+    const ms_layout* layout = ms_step_layout(ranked->s);
     ENSURE(layout != NULL && layout->nblock >= 3);
     for (int64_t i = 0; i < m->nnode; ++i) ENSURE(ranked->node_order[ranked->rank[i]] == i);
     int64_t spread = 0, grouped = 0;

@@ -33,7 +33,7 @@ static int test_implicit_energy_factor(void) {
            stored as 1 + u, so u must stay well above rounding. */
         const int steps = (int)ceil(log(1000.0) / log(1.0 + omega_h * omega_h));
         for (int step = 1; step <= steps; ++step) {
-            ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
             ENSURE(s->solver.newton_iterations == 1);
             ENSURE(s->solver.newton_converged == 1);
             double energy = mechanical_energy(m, s);
@@ -65,13 +65,13 @@ static int test_implicit_unconditionally_stable(void) {
     double initial = mechanical_energy(m, s), previous = initial;
     /* u shrinks by a factor of ~100 per step: two steps keep it far above rounding. */
     for (int step = 0; step < 2; ++step) {
-        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
         double energy = mechanical_energy(m, s);
         ENSURE_NEAR(energy / previous, 1.0 / (1.0 + omega_h * omega_h), 1e-10);
         previous = energy;
     }
     for (int block = 0; block < 100; ++block) {
-        ENSURE(ms_step(m, s, h, 10, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, 10, NULL, &err) == MS_OK);
         ENSURE(all_finite(s->x, 6) && all_finite(s->v, 6));
         double energy = mechanical_energy(m, s);
         ENSURE(energy <= previous);
@@ -106,7 +106,7 @@ static int test_implicit_pinned_nodes_exact(void) {
         double expected[3][3];
         for (int p = 0; p < 3; ++p)
             for (int a = 0; a < 3; ++a) expected[p][a] = s->x[3 * pins[p] + a] + h * velocity[p][a];
-        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
         for (int p = 0; p < 3; ++p)
             for (int a = 0; a < 3; ++a) {
                 ENSURE(s->x[3 * pins[p] + a] == expected[p][a]);
@@ -128,11 +128,11 @@ static int test_implicit_overflow_rolls_back(void) {
     ms_error err = fresh_error();
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-4, 5, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-4, 5, NULL, &err) == MS_OK);
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
     err = fresh_error();
-    ENSURE(ms_step(m, s, 1e307, 3, &err) == MS_ERR_DIVERGED);
+    ENSURE(ms_step(m, s, 1e307, 3, NULL, &err) == MS_ERR_DIVERGED);
     ENSURE(err.status == MS_ERR_DIVERGED);
     ENSURE(has_message(&err));
     ENSURE(err.step == 6 && err.call_step == 1);
@@ -140,7 +140,7 @@ static int test_implicit_overflow_rolls_back(void) {
     /* the call is undone: the state is bitwise as it began */
     ENSURE(snapshot_equal(m, s, &before));
     /* A sane step goes on from there. */
-    ENSURE(ms_step(m, s, 1e-4, 1, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-4, 1, NULL, &err) == MS_OK);
     ENSURE(s->steps == 6);
     free(before.arrays);
     ms_state_destroy(s);
@@ -158,8 +158,8 @@ static int steps_like_a_fresh_state(const ms_model* m, ms_state* s, double h, in
     memcpy(fresh->x, s->x, bytes);
     memcpy(fresh->v, s->v, bytes);
     fresh->t = s->t;
-    ENSURE(ms_step(m, s, h, steps, &err) == MS_OK);
-    ENSURE(ms_step(m, fresh, h, steps, &err) == MS_OK);
+    ENSURE(ms_step(m, s, h, steps, NULL, &err) == MS_OK);
+    ENSURE(ms_step(m, fresh, h, steps, NULL, &err) == MS_OK);
     ENSURE(memcmp(s->x, fresh->x, bytes) == 0 && memcmp(s->v, fresh->v, bytes) == 0);
     ENSURE(s->solver.newton_converged && s->solver.cg_converged);
     ms_state_destroy(fresh);
@@ -185,7 +185,7 @@ static int test_implicit_new_pins_new_system(void) {
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     const double h = 1.0 / 60.0;
-    ENSURE(ms_step(m, s, h, 5, &err) == MS_OK);
+    ENSURE(ms_step(m, s, h, 5, NULL, &err) == MS_OK);
     const int64_t node = 12;
     double held[3];
     for (int a = 0; a < 3; ++a) held[a] = s->x[3 * node + a] + h * s->v[3 * node + a];

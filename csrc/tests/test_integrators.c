@@ -10,6 +10,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
+#include "step/ranked.h"
 
 /* Maximum of the position error and the velocity error / omega against the undamped
    closed form x(T) = A cos(w T), v(T) = -A w sin(w T), after stepping to T with step h. */
@@ -20,7 +21,7 @@ static double oscillator_error(ms_integrator integrator, double h, double total_
     ms_error err = fresh_error();
     ms_state* s = m ? ms_state_create(m, &err) : NULL;
     int64_t n = (int64_t)llround(total_time / h);
-    *ok = s != NULL && ms_step(m, s, h, n, &err) == MS_OK && s->steps == n;
+    *ok = s != NULL && ms_step(m, s, h, n, NULL, &err) == MS_OK && s->steps == n;
     double error = INFINITY;
     if (*ok) {
         double x = s->x[3] - 1.0, v = s->v[3];
@@ -70,7 +71,7 @@ static int test_explicit_euler_energy_growth(void) {
     ENSURE_NEAR(initial, 0.5 * 9.0 * 0.04, 1e-14);
     double previous = initial;
     for (int step = 1; step <= 300; ++step) {
-        ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
         double energy = mechanical_energy(m, s);
         ENSURE_NEAR(energy / previous, factor, 1e-11);
         previous = energy;
@@ -97,7 +98,7 @@ static int test_symplectic_energy_bounded(void) {
         ENSURE(s != NULL);
         double initial = mechanical_energy(m, s);
         for (int block = 0; block < 50; ++block) {
-            ENSURE(ms_step(m, s, h, 100, &err) == MS_OK);
+            ENSURE(ms_step(m, s, h, 100, NULL, &err) == MS_OK);
             ENSURE_NEAR(mechanical_energy(m, s) / initial, 1.0, tolerance[c]);
         }
         ms_state_destroy(s);
@@ -129,7 +130,7 @@ static int test_damped_oscillator_rk4_ledger(void) {
     double initial = mechanical_energy(m, s);
     double previous_dissipated = 0.0;
     for (int block = 1; block <= 10; ++block) {
-        ENSURE(ms_step(m, s, h, 100, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, 100, NULL, &err) == MS_OK);
         double t = block * 100 * h, x, v;
         damped_solution(omega, zeta, amplitude, t, &x, &v);
         ENSURE_NEAR(s->x[3] - 1.0, x, amplitude * pow(omega * h, 4) * omega * t);
@@ -146,7 +147,7 @@ static int test_damped_oscillator_rk4_ledger(void) {
     /* Drag joins the ledger the same way (power drag |v|^2). */
     m->opt.drag = 0.3;
     ms_state_reset(m, s);
-    ENSURE(ms_step(m, s, h, 1000, &err) == MS_OK);
+    ENSURE(ms_step(m, s, h, 1000, NULL, &err) == MS_OK);
     ENSURE_NEAR(mechanical_energy(m, s) + ms_ledger_dissipated(&s->ledger), initial, pow(omega * h, 4) * initial);
     ENSURE(ms_ledger_dissipated(&s->ledger) > 0.99 * initial);
 
@@ -167,7 +168,7 @@ static int test_damped_verlet_second_order(void) {
         ms_error err = fresh_error();
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, h, (int64_t)llround(total_time / h), &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, (int64_t)llround(total_time / h), NULL, &err) == MS_OK);
         double x, v;
         damped_solution(omega, zeta, amplitude, total_time, &x, &v);
         error[r] = fmax(fabs(s->x[3] - 1.0 - x), fabs(s->v[3] - v) / omega);
@@ -289,7 +290,7 @@ static int test_steps_match_reference_formulas(void) {
             line_step(&p, (ms_integrator)integrator, h, &x, &v, &step_dissipated);
             dissipated += step_dissipated + 0.5 * p.mass * v * v * (1.0 - (1.0 - loss) * (1.0 - loss));
             v *= 1.0 - loss;
-            ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
             ENSURE_NEAR(s->x[3], x, 1e-14);
             ENSURE_NEAR(s->v[3], v, 1e-14);
             /* the forces' and the energy loss's parts (numerical is the large-step solvers' own) */
@@ -314,7 +315,7 @@ static double verlet_ledger_drift(double h) {
         int64_t per_sample = (int64_t)llround(0.1 / h);
         worst = 0.0;
         for (int sample = 0; sample < 100 && worst >= 0.0; ++sample) {
-            if (ms_step(m, s, h, per_sample, &err) != MS_OK) worst = -1.0;
+            if (ms_step(m, s, h, per_sample, NULL, &err) != MS_OK) worst = -1.0;
             else worst = fmax(worst, fabs(mechanical_energy(m, s) + ms_ledger_dissipated(&s->ledger) - initial) / initial);
         }
     }
@@ -355,7 +356,7 @@ static int test_constant_acceleration(void) {
         m->opt.integrator = (ms_integrator)integrator;
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, h, n, &err) == MS_OK);
+        ENSURE(ms_step(m, s, h, n, NULL, &err) == MS_OK);
         ENSURE(s->steps == n);
         ENSURE_NEAR(s->t, t, 1e-13);
         ENSURE_NEAR(s->x[1], x0 + v0 * t + 0.5 * g * t * t + drift[integrator], 1e-12);
@@ -381,7 +382,7 @@ static int test_external_force(void) {
     ENSURE(s != NULL);
     EXTERNAL(m, s)[0] = 4.0;
     EXTERNAL(m, s)[1] = 2.0 * 9.81;
-    ENSURE(ms_step(m, s, 0.1, 10, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 0.1, 10, NULL, &err) == MS_OK);
     ENSURE_NEAR(s->x[0], 0.5 * 2.0 * 1.0, 1e-12);
     ENSURE_NEAR(s->v[0], 2.0, 1e-12);
     ENSURE_NEAR(s->x[1], 0.0, 1e-12);
@@ -408,7 +409,7 @@ static int test_pinned_node_kinematics(void) {
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
         EXTERNAL(m, s)[1] = 100.0;
-        ENSURE(ms_step(m, s, 1e-3, 500, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 500, NULL, &err) == MS_OK);
         ENSURE_NEAR(s->x[0], 0.5 * 0.5, 1e-12);
         ENSURE(s->x[1] == 0.0);
         ENSURE_NEAR(s->x[2], -0.25 * 0.5, 1e-12);
@@ -441,14 +442,14 @@ static int test_energy_loss(void) {
         m->opt.integrator = (ms_integrator)integrator;
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, 0.1, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 0.1, 1, NULL, &err) == MS_OK);
         ENSURE_NEAR(s->v[0], 0.9, 1e-15);
         ENSURE_NEAR(s->v[1], 1.8, 1e-15);
         ENSURE_NEAR(s->v[2], 1.8, 1e-15);
         ENSURE(s->v[3] == 1.0);
         double expected = 0.5 * mass * 9.0 * (1.0 - 0.81);
         ENSURE_NEAR(ms_ledger_dissipated(&s->ledger), expected, 1e-14);
-        ENSURE(ms_step(m, s, 0.1, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 0.1, 1, NULL, &err) == MS_OK);
         ENSURE_NEAR(ms_ledger_dissipated(&s->ledger), expected + 0.5 * mass * 9.0 * 0.81 * (1.0 - 0.81), 1e-14);
         ENSURE_NEAR(mechanical_energy(m, s) + ms_ledger_dissipated(&s->ledger), 0.5 * mass * 9.0, 1e-14);
         ms_state_destroy(s);
@@ -466,11 +467,11 @@ static int test_force_field_is_start_of_step(void) {
         ms_error err = fresh_error();
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 20, NULL, &err) == MS_OK);
         double f[48];
         ENSURE(m->nnode == 16);
         forces_power(m, s->x, s->v, s->external, 0.0, f);
-        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK);
         for (int i = 0; i < 16; ++i) {
             if (m->pinned[i]) continue;
             for (int a = 0; a < 3; ++a) {
@@ -521,7 +522,7 @@ static int test_subnormals_flushed_inside_steps(void) {
         s->v[1] = 1.0;
         int zero_seen = 0;
         for (int step = 0; step < 300; ++step) {
-            ENSURE(ms_step(m, s, 0.01, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, s, 0.01, 1, NULL, &err) == MS_OK);
             ENSURE(caller_keeps_subnormals());
 #if defined(__x86_64__) || defined(_M_X64) || (defined(__aarch64__) && defined(__GNUC__))
             for (int64_t q = 0; q < 3 * n; ++q) ENSURE(s->v[q] == 0.0 || fabs(s->v[q]) >= DBL_MIN);
@@ -540,8 +541,8 @@ static int test_subnormals_flushed_inside_steps(void) {
 static int test_forces_unread_leaves_f(void) {
     /* A call told that f will not be read (a recording between records) leaves f as it
        found it when it steps in place, in the user's numbering and on a renumbered copy; the
-       flag holds for one call, and the next call writes the force as if there had been no
-       flag: x, v and f equal a twin's to the bit. */
+       next call, told nothing, writes the force as if nothing had been said: x, v and f
+       equal a twin's to the bit. */
     for (int shuffled = 0; shuffled < 2; ++shuffled) {
         ms_model* m = make_cloth(72, 1, 2026u);
         ENSURE(m != NULL);
@@ -551,27 +552,28 @@ static int test_forces_unread_leaves_f(void) {
         ms_state* s = ms_state_create(m, &err);
         ms_state* twin = ms_state_create(m, &err);
         ENSURE(s != NULL && twin != NULL);
-        ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK && ms_step(m, twin, 1e-3, 2, &err) == MS_OK);
-        ENSURE(shuffled == (s->ranked != NULL));
+        ENSURE(ms_step(m, s, 1e-3, 2, NULL, &err) == MS_OK && ms_step(m, twin, 1e-3, 2, NULL, &err) == MS_OK);
+        ENSURE(shuffled == (ms_ranked_of(s) != NULL));
         const size_t bytes = sizeof(double) * 3 * (size_t)m->nnode;
         double* found = malloc(bytes);
         ENSURE(found != NULL);
         memcpy(found, s->f, bytes);
-        s->forces_unread = 1;
-        ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
-        ENSURE(s->forces_unread == 0);
+        ms_step_options unread = {0};
+        unread.forces_unread = 1;
+        ENSURE(ms_step(m, s, 1e-3, 3, &unread, &err) == MS_OK);
         ENSURE(memcmp(found, s->f, bytes) == 0);
-        ENSURE(ms_step(m, twin, 1e-3, 3, &err) == MS_OK);
+        ENSURE(ms_step(m, twin, 1e-3, 3, NULL, &err) == MS_OK);
         ENSURE(memcmp(found, twin->f, bytes) != 0);
         ENSURE(memcmp(s->x, twin->x, bytes) == 0 && memcmp(s->v, twin->v, bytes) == 0);
-        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, NULL, &err) == MS_OK);
         ENSURE(memcmp(s->f, twin->f, bytes) == 0 && memcmp(s->x, twin->x, bytes) == 0);
-        /* a call refused before it steps clears the word as well */
-        s->forces_unread = s->keep_start_energy = 1;
-        ENSURE(ms_step(m, s, -1.0, 1, &err) == MS_ERR_VALUE);
-        ENSURE(s->forces_unread == 0 && s->keep_start_energy == 0);
-        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, &err) == MS_OK);
-        ENSURE(memcmp(s->f, twin->f, bytes) == 0 && s->start_energy_valid == 0);
+        /* a refused call changes nothing, and leaves nothing for the next */
+        double start[3] = {-1.0, -1.0, -1.0};
+        unread.start_energy = start;
+        ENSURE(ms_step(m, s, -1.0, 1, &unread, &err) == MS_ERR_VALUE);
+        ENSURE(start[0] == -1.0 && start[1] == -1.0 && start[2] == -1.0);
+        ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK && ms_step(m, twin, 1e-3, 1, NULL, &err) == MS_OK);
+        ENSURE(memcmp(s->f, twin->f, bytes) == 0);
         free(found);
         ms_state_destroy(twin);
         ms_state_destroy(s);

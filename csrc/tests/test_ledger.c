@@ -51,7 +51,7 @@ static int test_ledger_closes(void) {
     const ms_energy start = ms_state_energy(m, s);
     ms_ledger previous = s->ledger;
     for (int call = 0; call < 40; ++call) {
-        ENSURE(ms_step(m, s, 2.5e-4, 50, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 2.5e-4, 50, NULL, &err) == MS_OK);
         const double* now = &s->ledger.dampers;
         const double* before = &previous.dampers;
         for (int part = 0; part < 4; ++part) ENSURE(now[part] >= before[part]); /* dissipated parts */
@@ -70,7 +70,7 @@ static int test_ledger_closes(void) {
     ms_state_watch(m, s);
     s->v[3 * 30 + 1] += 0.5;
     const ms_energy changed = ms_state_energy(m, s);
-    ENSURE(ms_step(m, s, 2.5e-4, 1, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 2.5e-4, 1, NULL, &err) == MS_OK);
     ENSURE_NEAR(s->ledger.user, (changed.kinetic + changed.gravity + changed.spring) -
                                     (end.kinetic + end.gravity + end.spring), 1e-14 * scale);
     const ms_energy after = ms_state_energy(m, s);
@@ -91,7 +91,7 @@ static int test_large_step_solvers_close_the_ledger_to_rounding(void) {
         ms_state* s;
         ENSURE(every_mechanism(solvers[q], &m, &s) == 0);
         const ms_energy start = ms_state_energy(m, s);
-        ENSURE(ms_step(m, s, 1e-2, 50, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-2, 50, NULL, &err) == MS_OK);
         const ms_energy end = ms_state_energy(m, s);
         ENSURE(s->ledger.numerical != 0.0 && s->ledger.contact > 0.0 && s->ledger.colliders != 0.0);
         const double scale = fabs(end.dissipated) + fabs(end.work) + fabs(end.kinetic) + fabs(end.spring) +
@@ -131,7 +131,7 @@ static int test_static_collider_does_no_work(void) {
         ENSURE_NEAR(start, 7.742, 1e-12);
         double contact = 0.0;
         for (int step = 0; step < 3000; ++step) {
-            ENSURE(ms_step(m, s, h, 1, &err) == MS_OK);
+            ENSURE(ms_step(m, s, h, 1, NULL, &err) == MS_OK);
             ENSURE(s->ledger.colliders == 0.0);
             ENSURE(s->ledger.contact >= contact);
             contact = s->ledger.contact;

@@ -244,7 +244,7 @@ static int test_solver_and_strain_options_check(void) {
     ENSURE(ms_model_check(m, &err) == MS_OK);
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 3, NULL, &err) == MS_OK);
     snapshot before;
     ENSURE(snapshot_take(m, s, &before));
     const ms_options good = m->opt;
@@ -283,7 +283,7 @@ static int test_solver_and_strain_options_check(void) {
         ENSURE(has_message(&err));
         ENSURE(expect_check_fails(m) == 0);
         err = fresh_error();
-        ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_ERR_VALUE);
+        ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_ERR_VALUE);
         ENSURE(has_message(&err));
         ENSURE(snapshot_equal(m, s, &before));
     }
@@ -308,7 +308,7 @@ static int test_solver_and_strain_options_check(void) {
     m->opt.strain_limit = 0.0;
     ENSURE(ms_options_check(&m->opt, &err) == MS_OK);
     ENSURE(ms_model_check(m, &err) == MS_OK);
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK);
     ENSURE(s->steps == before.steps + 1);
     /* With a limit of 0 the last spring of the pass (its free end hanging from the pinned
        node) is left no longer than its rest length.  The pass is single, so the earlier
@@ -358,7 +358,7 @@ static int test_model_copy_independent(void) {
     ms_model_destroy(m);
     ms_state* s = ms_state_create(copy, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(copy, s, 1e-3, 10, &err) == MS_OK);
+    ENSURE(ms_step(copy, s, 1e-3, 10, NULL, &err) == MS_OK);
     ms_state_destroy(s);
     ms_model_destroy(copy);
     return 0;
@@ -373,7 +373,7 @@ static int test_state_copy_independent(void) {
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
         EXTERNAL(m, s)[10] = 0.5;
-        ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 10, NULL, &err) == MS_OK);
         ms_state* copy = ms_state_copy(m, s, &err);
         ENSURE(copy != NULL);
         ENSURE(copy->buffer != s->buffer && copy->x != s->x);
@@ -385,7 +385,7 @@ static int test_state_copy_independent(void) {
 
         snapshot original;
         ENSURE(snapshot_take(m, s, &original));
-        ENSURE(ms_step(m, copy, 1e-3, 10, &err) == MS_OK);
+        ENSURE(ms_step(m, copy, 1e-3, 10, NULL, &err) == MS_OK);
         double saved_x = copy->x[4];
         copy->x[4] += 1.0;
         copy->external[10] = 0.0;
@@ -394,14 +394,14 @@ static int test_state_copy_independent(void) {
         copy->external[10] = 0.5;
 
         /* Same start, same steps: same bits. */
-        ENSURE(ms_step(m, s, 1e-3, 10, &err) == MS_OK);
+        ENSURE(ms_step(m, s, 1e-3, 10, NULL, &err) == MS_OK);
         ENSURE(memcmp(copy->x, s->x, bytes) == 0);
         ENSURE(memcmp(copy->v, s->v, bytes) == 0);
         ENSURE(copy->steps == s->steps && copy->t == s->t);
 
         /* The copy outlives its source. */
         ms_state_destroy(s);
-        ENSURE(ms_step(m, copy, 1e-3, 5, &err) == MS_OK);
+        ENSURE(ms_step(m, copy, 1e-3, 5, NULL, &err) == MS_OK);
         free(original.arrays);
         ms_state_destroy(copy);
     }
@@ -418,7 +418,7 @@ static int test_storage_on_first_use(void) {
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     ENSURE(s->external == NULL && s->x_next == NULL && s->v_next == NULL);
-    ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 20, NULL, &err) == MS_OK);
     ENSURE(s->external == NULL && s->x_next == NULL);
 
     /* a copy of a state without an external force has none either, and steps the same */
@@ -431,8 +431,8 @@ static int test_storage_on_first_use(void) {
     for (int64_t q = 0; q < 3 * m->nnode; ++q) ENSURE(external[q] == 0.0);
     /* a zero external force changes nothing */
     size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
-    ENSURE(ms_step(m, s, 1e-3, 20, &err) == MS_OK);
-    ENSURE(ms_step(m, copy, 1e-3, 20, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 20, NULL, &err) == MS_OK);
+    ENSURE(ms_step(m, copy, 1e-3, 20, NULL, &err) == MS_OK);
     ENSURE(memcmp(s->x, copy->x, bytes) == 0 && memcmp(s->v, copy->v, bytes) == 0);
     ms_state_destroy(copy);
 
@@ -444,7 +444,7 @@ static int test_storage_on_first_use(void) {
     ms_state_destroy(copy);
 
     m->opt.integrator = MS_VELOCITY_VERLET;
-    ENSURE(ms_step(m, s, 1e-3, 3, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 3, NULL, &err) == MS_OK);
     ENSURE(s->x_next != NULL && s->v_next == s->x_next + 3 * m->nnode);
     ms_state_destroy(s);
     ms_model_destroy(m);
@@ -464,7 +464,7 @@ static int test_state_reset(void) {
     size_t bytes = 3 * (size_t)m->nnode * sizeof(double);
     double* first_run = malloc(bytes);
     ENSURE(first_run != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 50, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 50, NULL, &err) == MS_OK);
     memcpy(first_run, s->x, bytes);
     ENSURE(ms_ledger_dissipated(&s->ledger) > 0.0);
 
@@ -476,7 +476,7 @@ static int test_state_reset(void) {
         ENSURE(s->f[i] == 0.0);
         ENSURE(EXTERNAL(m, s)[i] == (i == 9 ? 0.125 : 0.0));
     }
-    ENSURE(ms_step(m, s, 1e-3, 50, &err) == MS_OK);
+    ENSURE(ms_step(m, s, 1e-3, 50, NULL, &err) == MS_OK);
     ENSURE(memcmp(s->x, first_run, bytes) == 0);
     free(first_run);
     ms_state_destroy(s);

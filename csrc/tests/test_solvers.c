@@ -9,7 +9,8 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
-#include "../src/xpbd.h"
+#include "kernels/colouring.h"
+#include "model/model.h"
 
 /* Every spring has exactly one segment; no two springs of a segment (one colour of one
    region, or of the boundary) share a node; a region's springs have both ends in it, the
@@ -68,8 +69,8 @@ static int test_xpbd_colours(void) {
     ms_error err = fresh_error();
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
-    ENSURE(ms_step(m, s, 1e-3, 1, &err) == MS_OK);
-    const ms_colouring* c = s->constraints;
+    ENSURE(ms_step(m, s, 1e-3, 1, NULL, &err) == MS_OK);
+    const ms_colouring* c = ms_workspace_get(s, MS_WORK_XPBD);
     ENSURE(c != NULL && c->ncolour >= 2 && c->nregion == 4);
     int64_t boundary = 0;
     ENSURE(colouring_valid(m, c, &boundary));
@@ -119,8 +120,8 @@ static int test_xpbd_colours_crowded(void) {
         ENSURE(ms_model_check(m, &err) == MS_OK);
         ms_state* s = ms_state_create(m, &err);
         ENSURE(s != NULL);
-        ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
-        const ms_colouring* c = s->constraints;
+        ENSURE(ms_step(m, s, 1e-3, 2, NULL, &err) == MS_OK);
+        const ms_colouring* c = ms_workspace_get(s, MS_WORK_XPBD);
         int64_t boundary = 0;
         ENSURE(colouring_valid(m, c, &boundary));
         const int64_t needed = shape == 0 ? nspring : nspring - 5; /* the springs at node 0 */
@@ -151,10 +152,10 @@ static double projective_distance(int iterations, double h) {
         m->opt.integrator = MS_IMPLICIT_EULER;
         m->opt.implicit.newton_tol = 1e-14;
         m->opt.implicit.cg_tol = 1e-12;
-        const int first = ms_step(m, a, h, 1, &err);
+        const int first = ms_step(m, a, h, 1, NULL, &err);
         m->opt.integrator = MS_PROJECTIVE;
         m->opt.iterations = iterations;
-        if (first == MS_OK && ms_step(m, b, h, 1, &err) == MS_OK) {
+        if (first == MS_OK && ms_step(m, b, h, 1, NULL, &err) == MS_OK) {
             distance = 0.0;
             for (int64_t q = 0; q < 3 * m->nnode; ++q) distance = fmax(distance, fabs(a->x[q] - b->x[q]));
         }

@@ -9,6 +9,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
+#include "step/ranked.h"
 
 /* recorded from a run of test_golden_hash: symplectic Euler on the user's numbering and
    on a shuffled one (a ranked layout), and xpbd (whose ledger holds the numerical part) */
@@ -40,9 +41,9 @@ static uint64_t cloth_hash(ms_integrator integrator, int one_call) {
     uint64_t hash = 0;
     int ok = s != NULL;
     if (ok && one_call) {
-        ok = ms_step(m, s, 5e-4, 1000, &err) == MS_OK;
+        ok = ms_step(m, s, 5e-4, 1000, NULL, &err) == MS_OK;
     } else {
-        for (int i = 0; ok && i < 1000; ++i) ok = ms_step(m, s, 5e-4, 1, &err) == MS_OK;
+        for (int i = 0; ok && i < 1000; ++i) ok = ms_step(m, s, 5e-4, 1, NULL, &err) == MS_OK;
     }
     if (ok) ok = s->steps == 1000 && all_finite(s->x, 3 * m->nnode);
     if (ok) {
@@ -153,17 +154,16 @@ static uint64_t run_state(ms_integrator integrator, int variant, int threads, do
         while (!m->pinned[pin]) ++pin;
         s->v[3 * pin] = 0.1; /* the pin moves */
         const double h = integrator == MS_IMPLICIT_EULER ? 2e-3 : 2e-4;
-        int ok = ms_step(m, s, h, 25, &err) == MS_OK;
+        int ok = ms_step(m, s, h, 25, NULL, &err) == MS_OK;
+        ms_step_options keep = {0};
         if (ok && start != NULL) {
             const ms_energy before = ms_state_energy(m, s);
             start[3] = before.kinetic, start[4] = before.spring, start[5] = before.gravity;
-            s->keep_start_energy = 1;
+            start[0] = start[1] = start[2] = NAN;
+            keep.start_energy = start;
         }
-        ok = ok && ms_step(m, s, h, 15, &err) == MS_OK;
-        if (ok && start != NULL) {
-            ok = s->start_energy_valid && !s->keep_start_energy;
-            memcpy(start, s->start_energy, sizeof s->start_energy);
-        }
+        ok = ok && ms_step(m, s, h, 15, &keep, &err) == MS_OK;
+        if (ok && start != NULL) ok = !isnan(start[0]) && !isnan(start[1]) && !isnan(start[2]);
         if (ok) hash = state_hash(m, s);
         else fprintf(stderr, "run_hash(%s, %d, %d): %s\n", ms_integrator_name(integrator), variant, threads,
                      err.message);
@@ -285,8 +285,8 @@ static int test_interrupted(void) {
             ms_error err = fresh_error();
             ms_state* s = ms_state_create(m, &err);
             ENSURE(s != NULL);
-            ENSURE(ms_step(m, s, 1e-3, 2, &err) == MS_OK);
-            ENSURE((s->ranked != NULL) == (integrator == MS_XPBD && threads == 2));
+            ENSURE(ms_step(m, s, 1e-3, 2, NULL, &err) == MS_OK);
+            ENSURE((ms_ranked_of(s) != NULL) == (integrator == MS_XPBD && threads == 2));
             const int one_step = integrator != MS_SYMPLECTIC_EULER && integrator != MS_RK4;
             m->opt.iterations = INT32_MAX;
             m->opt.implicit.newton_max_iter = INT32_MAX;
@@ -298,7 +298,9 @@ static int test_interrupted(void) {
             stop_later check = {0};
             const ms_interrupt interrupt = {third_call, &check};
             const int64_t n = one_step ? 1 : INT64_MAX / 2;
-            const int status = ms_step_checked(m, s, one_step ? 1e-3 : 1e-6, n, &interrupt, &err);
+            ms_step_options checked = {0};
+            checked.interrupt = &interrupt;
+            const int status = ms_step(m, s, one_step ? 1e-3 : 1e-6, n, &checked, &err);
             ENSURE(status == MS_ERR_INTERRUPTED && err.status == MS_ERR_INTERRUPTED && has_message(&err));
             ENSURE(check.calls == 3 && s->workers == (integrator == MS_PROJECTIVE ? 1 : threads));
             /* the call is undone, whatever it had completed */
@@ -308,7 +310,7 @@ static int test_interrupted(void) {
             /* a check that never asks to stop changes nothing: the next call completes */
             m->opt.iterations = 0;
             m->opt.implicit = ms_default_options().implicit;
-            ENSURE(ms_step_checked(m, s, 1e-3, 3, NULL, &err) == MS_OK);
+            ENSURE(ms_step(m, s, 1e-3, 3, NULL, &err) == MS_OK);
             free(before.arrays);
             ms_state_destroy(s);
             ms_model_destroy(m);

@@ -212,6 +212,14 @@ typedef struct ms_model {
     int64_t next_collider_id;
 } ms_model;
 
+/* Storage kept with a state by the part of the core that uses it (a solver, contact, the
+   step driver): made on first use, freed with the state by destroy(data). */
+#define MS_WORKSPACE_COUNT 8
+typedef struct ms_workspace {
+    void* data;
+    void (*destroy)(void* data);
+} ms_workspace;
+
 typedef struct ms_state {
     double* x;           /* positions (m)                               (nnode x 3) */
     double* v;           /* velocities (m/s)                            (nnode x 3) */
@@ -227,48 +235,8 @@ typedef struct ms_state {
        and the step books the difference of the mechanical energies. */
     double watched_energy; /* mechanical energy when the state was watched (J) */
     int watched;           /* watched_energy holds a value not yet booked */
-    int watch_after_step;  /* set by the caller: ms_step watches the state as it returns,
-                              for callers that may change it at any time (e.g. through a
-                              view they keep) */
-    int parameters_unchanged; /* set by the caller before ms_step when mass, pinned, rest, k
-                                 and c are as the previous step call left them: the step then
-                                 neither checks nor re-reads them (the Python binding sets it
-                                 when no writable view of them can have been written since).
-                                 Every step call clears it. */
-    int motion_unchanged;     /* the same for x and v (as the previous step call or reset left
-                                 them): the step does not check them, nor copy them into the
-                                 renumbered copy, again */
-    int keep_start_energy;    /* set by the caller before ms_step: the step call keeps the
-                                 mechanical energy of the state it starts from in start_energy,
-                                 as a by-product of its first forces.  Every step call that steps clears it
-                                 (a renumbered copy's call: the state's). */
-    int forces_unread;        /* set by the caller before ms_step when it will not read f
-                                 before its next step call (a recording between two records):
-                                 a symplectic or explicit Euler call stepping in place, and a
-                                 call on a renumbered copy, then leave f as it is instead of
-                                 writing the call's last forces into it.  Every step call
-                                 clears it. */
-    int start_energy_valid;   /* start_energy is that of the last step call (set by ms_step) */
-    double start_energy[3];   /* kinetic, spring and gravitational energy (J) of the state the
-                                 last step call started from: as ms_state_energy's but summed
-                                 by the step's blocks (equal to rounding; the same bits on every
-                                 vector path and for any number of threads) */
-    int continues_call;       /* set by the caller before ms_step when this call continues the
-                                 previous one (one long call made in parts: between checks for
-                                 Ctrl-C, or a recording's calls between its records) and that
-                                 one was marked with call_continues: a failure then puts
-                                 everything back as it was when the first part began.  Every
-                                 step call clears it. */
-    int call_continues;       /* set by the caller before ms_step when a call that continues this
-                                 one may follow: the call's start is kept after it returns (for
-                                 the next part, or ms_step_roll_back).  Every step call clears it. */
-    void* call_start;         /* what a failed step call puts back (step.c): the start of the
-                                 call, or of the first of the calls that continued it; made by
-                                 the first step call, x, v and f in it by the first that needs them */
-    /* scratch, not part of the observable state */
-    int external_active; /* the external force is non-zero somewhere (set by ms_step) */
-    int velocity_forces; /* some force depends on velocity: dampers, drag, air (set by ms_step) */
-    int moving_pins;     /* some pinned node has a velocity (set by ms_step) */
+    /* storage that a step needs beside x, v and f, made on first use and kept for the
+       next call (it holds nothing of one call that the next reads) */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* f_saved;     /* f as a step call found it, put back if it diverges; an in-place
                             Euler call's forces, which it copies to f in its last step
@@ -278,16 +246,12 @@ typedef struct ms_state {
                             both allocated on first use by a step that needs them:
                             Verlet, RK4, implicit Euler, or a step with constraints */
     double* work;        /* Verlet/RK4 stage storage, allocated on first use (nnode x 9) */
-    void* implicit;      /* implicit solver storage: its matrix pattern and factor and its
-                            work arrays (nnode x 30 + nspring x 5), made on first use */
-    void* self_work;     /* self-collision adjacency and hash grid, allocated on first use */
+    /* what the solvers, contact and the step driver keep from call to call (their
+       factorisations, colourings, grids, the step's layout, the renumbered copy), each
+       made by its owner on first use and freed with the state by the function it left */
+    ms_workspace workspace[MS_WORKSPACE_COUNT];
     /* where the colliders are: they move with their velocity during a run and go back to
        the model's collider positions (where they start) on reset */
-    void* constraints;   /* xpbd's spring colours and multipliers, made by its first step */
-    void* projective;    /* projective dynamics' factored matrix and work, made by its first step */
-    void* ranked;        /* for a network whose numbering is not local (then without a layout
-                            of its own): its model and state renumbered by rank, which its
-                            steps run on; made by its first step */
     double* collider_center; /* current center of each collider        (ncollider x 3) */
     int64_t* collider_id;    /* the model collider each row belongs to  (ncollider)     */
     int64_t collider_count;  /* rows in use: m->ncollider */
@@ -297,19 +261,6 @@ typedef struct ms_state {
     int cores;            /* the processors online when the state was made (at least 1): what
                              "all online cores" means for its steps, read once, not per step */
     int workers;          /* the workers the last ms_step call ran on (0 before the first) */
-    double* push_from;   /* position of each node before its first contact push in a step
-                            (nnode x 3), allocated on first use with colliders */
-    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode), with push_from */
-    int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
-                                   node_spring_start[i + 1]]        (nnode + 1), with push_from */
-    int32_t* node_springs;      /* spring indices by node           (2 nspring), with push_from */
-    double* clearance;   /* per collider and node, a lower bound on the node's gap to the
-                            collider, valid within one ms_step call (nnode x ncollider) */
-    int64_t clearance_count; /* entries allocated in clearance */
-    struct ms_layout* layout; /* the springs as a step visits them, made by the first step */
-    void* node_sums;     /* a step's sums per block of nodes, with layout */
-    void* block_flow;    /* a step's power flows per block of springs, with layout */
-    void* block_energy;  /* a step's energies per block of springs, with layout */
     ms_solver_stats solver;
     void* buffer;        /* the one allocation that x, v, f and inv_mass live in */
 } ms_state;
@@ -418,26 +369,6 @@ int ms_state_check(const ms_model* m, const ms_state* s, ms_error* err);
 
 /* ---- stepping ------------------------------------------------------------------- */
 
-/* Advances n >= 1 steps of size h > 0 with m->opt.integrator.  Checks the model values
-   and the state first (MS_ERR_VALUE, nothing changed).  A call is all or nothing: if a
-   step produces a non-finite position or velocity (MS_ERR_DIVERGED, with err->step,
-   err->time and err->call_step set), or the call fails in any other way after its checks
-   (MS_ERR_MEMORY), everything is put back as it was when the call began (or the first part
-   of a call made in parts, ms_state.continues_call): x, v, f, t, steps, the ledger (with a
-   change the caller made before the call pending again), the solver's counts and where the
-   colliders are.  Colliders with a velocity move with it after every successful step (in
-   the state).  The model is only read. */
-int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, ms_error* err);
-
-/* For a caller that abandons a call made in parts between two of them (interrupted): puts
-   everything back as it was when the first part began, as a failed call would.  Returns 1
-   if it did, 0 if no start was kept (the last step call was not marked with
-   call_continues, or it failed and was undone already). */
-int ms_step_roll_back(const ms_model* m, ms_state* s);
-
-/* A call made in parts is over: its start is no longer kept (ms_state_reset does this too). */
-void ms_step_end_call(ms_state* s);
-
 /* A check that a long call makes from time to time on the thread that called it (never
    more often than about every 25 ms of the call's work, whatever the network's size, the
    number of steps or iterations): check(context) returns non-zero to stop the call. */
@@ -446,13 +377,72 @@ typedef struct ms_interrupt {
     void* context;
 } ms_interrupt;
 
-/* ms_step with an interruption check (NULL: none), made inside every loop of the call that
-   can run long (the steps, xpbd's and projective dynamics' iterations, implicit Euler's
-   Newton and conjugate-gradient iterations).  When the check asks to stop, the call
-   returns MS_ERR_INTERRUPTED and is undone as a diverged call is (err->step and
-   err->time name the step it stopped in).  Any number of workers takes the same decision. */
-int ms_step_checked(const ms_model* m, ms_state* s, double h, int64_t n, const ms_interrupt* interrupt,
-                    ms_error* err);
+/* A call made in parts: one long call cut into several ms_step calls (between checks for
+   Ctrl-C, or between the records of a recording) that succeeds or fails as a whole.  The
+   caller owns it and passes it to each part (ms_step_options.call): the first part keeps
+   in it the state as it found it (x, v, f, t, steps, the ledger, the solver's counts and
+   where the colliders are), later parts continue it, and a failure of any part puts that
+   start back.  The caller ends the call with ms_call_end once its last part is done. */
+typedef struct ms_call ms_call;
+
+ms_call* ms_call_create(void); /* NULL if out of memory */
+void ms_call_destroy(ms_call* call);
+
+/* The call is over: the next ms_step given it starts a new one. */
+void ms_call_end(ms_call* call);
+
+/* For a caller that abandons a call made in parts between two of them (interrupted): puts
+   the state back as it was when the first part began, as a failed part would, and ends
+   the call.  Returns 1 if it did, 0 if the call holds no start (ended, or undone by a
+   failed part already). */
+int ms_call_roll_back(const ms_model* m, ms_state* s, ms_call* call);
+
+/* What one ms_step call is told beside its step size and count: everything a call needs,
+   so nothing is left on the state from one call for the next.  Zeroed (or NULL for the
+   options) means: check and read everything, write f, stand alone, no interruption. */
+typedef struct ms_step_options {
+    int parameters_unchanged; /* mass, pinned, rest, k and c are as the previous ms_step call
+                                 on this state left them: the call neither checks nor re-reads
+                                 them (the Python binding says so when no writable view of
+                                 them can have been written since) */
+    int motion_unchanged;     /* x and v are as the previous ms_step call on this state left
+                                 them (not written, nor reset, since): the call does not check
+                                 them, nor copy them into the renumbered copy, again */
+    int forces_unread;        /* the caller will not read f before its next step call (a
+                                 recording between two records): a symplectic or explicit
+                                 Euler call stepping in place, and a call on a renumbered copy,
+                                 then leave f as it is instead of writing the call's last
+                                 forces into it */
+    double* start_energy;     /* NULL, or 3 values that a call that steps fills with the
+                                 kinetic, spring and gravitational energy (J) of the state it
+                                 started from: as ms_state_energy's, but summed by the step's
+                                 blocks as a by-product of its first forces (equal to rounding;
+                                 the same bits on every vector path and for any number of
+                                 threads).  A call that fails after its first forces fills it
+                                 too (the energy of the state it is undone to); a call refused
+                                 by its checks leaves it as it is */
+    ms_call* call;            /* NULL: the call stands alone.  Else this call is a part of the
+                                 call made in parts *call: it starts it if *call holds no start,
+                                 else it continues it */
+    const ms_interrupt* interrupt; /* the caller's check, made inside every loop of the call
+                                 that can run long (the steps, xpbd's and projective dynamics'
+                                 iterations, implicit Euler's Newton and conjugate-gradient
+                                 iterations); NULL for none.  Any number of workers takes the
+                                 same decision */
+} ms_step_options;
+
+/* Advances n >= 1 steps of size h > 0 with m->opt.integrator; options may be NULL (all
+   zero).  Checks the model values and the state first (MS_ERR_VALUE, nothing changed).  A
+   call is all or nothing: if a step produces a non-finite position or velocity
+   (MS_ERR_DIVERGED, with err->step, err->time and err->call_step set), the caller's check
+   asks it to stop (MS_ERR_INTERRUPTED, err->step and err->time naming the step it stopped
+   in), or the call fails in any other way after its checks (MS_ERR_MEMORY), everything is
+   put back as it was when the call began (or the first part of a call made in parts): x,
+   v, f, t, steps, the ledger (with a change the caller made before the call pending
+   again), the solver's counts and where the colliders are.  Colliders with a velocity move
+   with it after every successful step (in the state).  The model is only read, so any
+   number of states of one model step independently, each as it would alone. */
+int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, const ms_step_options* options, ms_error* err);
 
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag
    relative to the wind, aerodynamic forces on the triangles and the external force

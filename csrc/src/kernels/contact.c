@@ -1,0 +1,287 @@
+/* Contact with the colliders: each node is projected out of the colliders it enters
+ * during a step, then its velocity relative to the collider loses its normal part times
+ * (1 + restitution) and its tangential part by at most friction times that change; and
+ * how contact is booked in the ledger.  The storage it keeps with a state (where pushed
+ * nodes came from, each node's springs, the gap bounds) is its own workspace. */
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+#include "model/colliders.h"
+
+/* What contact keeps with a state (slot MS_WORK_CONTACT). */
+typedef struct contact_work {
+    double* push_from;   /* position of each node before its first push in a step (nnode x 3) */
+    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode) */
+    int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
+                                   node_spring_start[i + 1]]                     (nnode + 1) */
+    int32_t* node_springs;      /* spring indices by node                        (2 nspring) */
+    double* clearance;   /* per collider and node, a lower bound on the node's gap to the
+                            collider, valid within one ms_step call (nnode x ncollider) */
+    int64_t clearance_count; /* entries allocated in clearance */
+    void* buffer;        /* push_from, node_spring_start, node_springs and pushed */
+} contact_work;
+
+static void contact_work_free(void* data) {
+    contact_work* w = data;
+    free(w->clearance);
+    free(w->buffer);
+    free(w);
+}
+
+int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
+    contact_work* w = ms_workspace_get(s, MS_WORK_CONTACT);
+    if (w == NULL) {
+        const size_t count = (size_t)m->nnode, springs = (size_t)m->nspring;
+        w = calloc(1, sizeof *w);
+        /* push_from, node_spring_start, node_springs, pushed: widest first, so each is aligned */
+        void* buffer = malloc(sizeof(double) * 3 * count + sizeof(int64_t) * (count + 1) +
+                              sizeof(int32_t) * 2 * springs + count);
+        if (w == NULL || buffer == NULL) {
+            free(w);
+            free(buffer);
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
+                                (long long)m->nnode);
+        }
+        w->buffer = buffer;
+        w->push_from = buffer;
+        w->node_spring_start = (int64_t*)(w->push_from + 3 * count);
+        w->node_springs = (int32_t*)(w->node_spring_start + count + 1);
+        w->pushed = (uint8_t*)(w->node_springs + 2 * springs);
+        memset(w->pushed, 0, count);
+        if (ms_node_springs(m, w->node_spring_start, w->node_springs) != 0) {
+            contact_work_free(w);
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
+                                (long long)m->nnode);
+        }
+        ms_workspace_set(s, MS_WORK_CONTACT, w, contact_work_free);
+    }
+    /* what contact knew between steps is forgotten at the start of every call, the one
+       place it is invalidated, since between calls the positions and the colliders may
+       have been changed from outside */
+    const int64_t count = m->nnode * m->ncollider;
+    if (count != w->clearance_count) {
+        free(w->clearance);
+        w->clearance = count > 0 ? malloc(sizeof(double) * (size_t)count) : NULL;
+        w->clearance_count = w->clearance != NULL ? count : 0;
+    }
+    if (w->clearance != NULL) memset(w->clearance, 0, sizeof(double) * (size_t)count);
+    memset(w->pushed, 0, (size_t)m->nnode); /* a diverged step may have left marks */
+    return MS_OK;
+}
+
+/* First point of the relative segment r0 -> r1 (collider frame, collider at the origin)
+   closer than thickness to the surface, by sphere tracing on the exact distance; start_gap
+   is the gap at r0.  Returns the fraction t in (0, 1], or -1 if the segment stays outside. */
+static double first_contact(const ms_collider* c, const double r0[3], const double r1[3], double start_gap) {
+    static const double origin[3] = {0.0, 0.0, 0.0};
+    const double travel[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+    const double distance = ms_length3(travel);
+    if (!(distance > 0.0)) return -1.0;
+    double normal[3], t = 0.0;
+    for (int iteration = 0; iteration < 100; ++iteration) {
+        const double p[3] = {r0[0] + t * travel[0], r0[1] + t * travel[1], r0[2] + t * travel[2]};
+        const double gap = iteration == 0 ? start_gap : ms_collider_distance_inline(c, origin, p, normal) - c->thickness;
+        if (gap <= 1e-9 * distance) return t;
+        t += gap / distance;
+        if (t > 1.0) return -1.0;
+    }
+    return -1.0;
+}
+
+/* Velocity response of one node against a surface moving with the collider's velocity.
+   Returns 1 when friction holds the node (its tangential velocity is removed entirely). */
+static int respond(const ms_collider* c, const double normal[3], double v[3]) {
+    const double relative[3] = {v[0] - c->velocity[0], v[1] - c->velocity[1], v[2] - c->velocity[2]};
+    const double vn = relative[0] * normal[0] + relative[1] * normal[1] + relative[2] * normal[2];
+    if (vn >= 0.0) return 0; /* separating or sliding: nothing to remove */
+    const double change = -(1.0 + c->restitution) * vn; /* normal velocity change, > 0 */
+    double tangent[3];
+    for (int a = 0; a < 3; ++a) tangent[a] = relative[a] - vn * normal[a];
+    const double speed = ms_length3(tangent);
+    /* Coulomb: the tangential speed drops by at most mu times the normal change. */
+    const double keep = speed > 0.0 && speed > c->friction * change ? 1.0 - c->friction * change / speed : 0.0;
+    for (int a = 0; a < 3; ++a) v[a] = c->velocity[a] + (vn + change) * normal[a] + keep * tangent[a];
+    return keep == 0.0 && c->friction > 0.0;
+}
+
+ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
+                            double* MS_RESTRICT v, double h, int64_t begin, int64_t end_node) {
+    ms_contact contact = {0.0, 0.0, 0};
+    const double* g = m->opt.gravity;
+    const double* MS_RESTRICT inv_mass = s->inv_mass;
+    contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    double* MS_RESTRICT clearance = work->clearance;
+    for (int64_t k = 0; k < m->ncollider; ++k) {
+        const ms_collider* c = &m->colliders[k];
+        const double* start = s->collider_center + 3 * k;
+        const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
+                               start[2] + h * c->velocity[2]};
+        /* The skip below needs a distance that grows no faster than the path: true for a
+           unit axis (as adding or setting a collider leaves it), not for one written
+           into the model's list directly with another length. */
+        const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+        const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+        double* known = clearance != NULL && lipschitz ? clearance + k * m->nnode : NULL;
+        for (int64_t i = begin; i < end_node; ++i) {
+            if (inv_mass[i] == 0.0) continue;
+            double* xi = x + 3 * i;
+            double* vi = v + 3 * i;
+            /* Relative path from the start of the step, in the collider's frame. */
+            const double* xo = x_old + 3 * i;
+            const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+            const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+            const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+            /* The signed distances are 1-Lipschitz, so a node that starts farther from the
+               surface than its whole path is long cannot come within the thickness: no
+               contact, as the full test below would find, and its gap at the end is at
+               least the difference.  known[i] keeps that lower bound from step to step
+               (0: none), so a node far from the collider is passed over with no distance
+               evaluated until its paths add up to its last known gap.  The path's L1 length
+               bounds its length; the margins cover the rounding of the distances, which
+               grows with the coordinates. */
+            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
+                                 fabs(path[2]) + c->thickness;
+            const double margin = 1e-12 * scale;
+            if (known != NULL) {
+                const double bound = fabs(path[0]) + fabs(path[1]) + fabs(path[2]) + margin;
+                if (known[i] > bound) {
+                    known[i] -= bound;
+                    continue;
+                }
+            }
+            static const double origin[3] = {0.0, 0.0, 0.0};
+            double normal[3], moved[3];
+            const double start_gap = ms_collider_distance_inline(c, origin, r0, normal) - c->thickness;
+            const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+            if (lipschitz && start_gap > travel + margin) {
+                if (known != NULL) known[i] = start_gap - travel - margin;
+                continue;
+            }
+            if (known != NULL) known[i] = 0.0;
+            double end_normal[3];
+            const double end_gap = ms_collider_distance_inline(c, origin, r1, end_normal) - c->thickness;
+            double t = -1.0;
+            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
+            int through_entry = 0;
+            if (t >= 0.0) {
+                const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
+                                       r0[2] + t * (r1[2] - r0[2])};
+                const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
+                /* Out through the face it came in by when the end is outside again (it
+                   crossed a thin collider) or nearest to another face (it went deep): onto
+                   the tangent plane at the entry point, keeping its motion along the
+                   surface.  A fast node must not come out on the far side. */
+                const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
+                if (end_gap >= 0.0 || agreement < 0.5) {
+                    double depth = 0.0; /* of the end below the tangent plane */
+                    for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+                    if (depth > 0.0) depth = 0.0;
+                    for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
+                    through_entry = 1;
+                }
+            }
+            if (!through_entry) {
+                if (end_gap >= 0.0) continue;
+                /* In contact: out along the nearest surface's normal. */
+                for (int a = 0; a < 3; ++a) {
+                    normal[a] = end_normal[a];
+                    moved[a] = xi[a] - end_gap * normal[a];
+                }
+            }
+            const double mass = m->mass[i];
+            const double* V = c->velocity;
+            const double v_before[3] = {vi[0], vi[1], vi[2]};
+            if (respond(c, normal, vi)) {
+                /* Static friction: a node that friction holds does not creep either -- undo
+                   the tangential part of its displacement relative to the collider. */
+                double slip[3], along = 0.0;
+                for (int a = 0; a < 3; ++a) {
+                    slip[a] = (moved[a] - x_old[3 * i + a]) - (end[a] - start[a]);
+                    along += slip[a] * normal[a];
+                }
+                for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
+            }
+            /* The ledger (see ms_contact): the work of the collider, its impulse times its
+               velocity (exactly 0 for a collider at rest), and the change of the node's
+               kinetic energy in the collider's frame plus the gravitational energy the
+               projection adds (the springs' share is summed afterwards from push_from). */
+            double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
+                relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
+                impulse_work += V[a] * (vi[a] - v_before[a]);
+                lift -= g[a] * (moved[a] - xi[a]);
+            }
+            contact.change += mass * (0.5 * (relative_after - relative_before) + lift);
+            contact.work += mass * impulse_work;
+            if (!work->pushed[i]) {
+                work->pushed[i] = 1;
+                for (int a = 0; a < 3; ++a) work->push_from[3 * i + a] = xi[a];
+                contact.pushes += 1;
+            }
+            for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+            /* The push moved the node after the colliders before this one took its gap:
+               their bounds no longer hold (the next step's path starts after the push). */
+            if (clearance != NULL)
+                for (int64_t e = 0; e < k; ++e) clearance[e * m->nnode + i] = 0.0;
+        }
+    }
+    return contact;
+}
+
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
+    contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    uint8_t* pushed = work->pushed;
+    const double* from = work->push_from;
+    double change = 0.0;
+    /* Each spring with a pushed end once, from its lowest pushed end, nodes in order. */
+    for (int64_t node = 0; node < m->nnode; ++node) {
+        if (!pushed[node]) continue;
+        for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
+            const int64_t k = work->node_springs[e];
+            const int64_t i = m->springs[2 * k], j = m->springs[2 * k + 1];
+            const int64_t other = i == node ? j : i;
+            if (other < node && pushed[other]) continue;
+            const double* xi = x + 3 * i;
+            const double* xj = x + 3 * j;
+            const double* bi = pushed[i] ? from + 3 * i : xi;
+            const double* bj = pushed[j] ? from + 3 * j : xj;
+            double before2 = 0.0, after2 = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                before2 += (bj[a] - bi[a]) * (bj[a] - bi[a]);
+                after2 += (xj[a] - xi[a]) * (xj[a] - xi[a]);
+            }
+            const double before = sqrt(before2), after = sqrt(after2);
+            /* 1/2 k ((l_a - L)^2 - (l_b - L)^2) = 1/2 k (l_a - l_b) (l_a + l_b - 2 L): no
+               difference of two large energies */
+            change += 0.5 * m->k[k] * (after - before) * (after + before - 2.0 * m->rest[k]);
+        }
+    }
+    memset(pushed, 0, (size_t)m->nnode);
+    return change;
+}
+
+/* A collider at rest does no work: what its pushes change is contact's.  The velocity
+   response only removes relative speed, but the projection also moves the node, and for a
+   node resting on the collider it undoes the sinking that the step paid for with kinetic
+   energy: the response then removes kinetic energy that the projection gives back as
+   gravitational (or spring) energy.  Booking the kinetic loss as dissipation and the lift as
+   the collider's work would count that exchange twice, every step, so a resting node would
+   dissipate without bound and a static floor would do work.  So the step's pushes are booked
+   by their net change in the colliders' frame (they are taken together because the springs'
+   share is measured for all pushed nodes at once): a loss is dissipated, a gain -- the
+   projection giving back more than restitution and friction took, as when a first-order
+   step's fall of g h^2 into the floor is undone -- is the position correction's work, with
+   the constraints'.  Dissipation then never goes negative, the ledger closes exactly as
+   before (the two parts differ only by their sign), and contact never dissipates more than
+   there was: E0 - E_end, plus whatever the integrator itself added. */
+void ms_book_contact(ms_ledger* booked, double change) {
+    if (change < 0.0)
+        booked->contact -= change;
+    else
+        booked->constraints += change;
+}
+

@@ -1,0 +1,98 @@
+/* The kernels: what a step computes on a model and a state, one loop over nodes or springs
+ * each (forces, energies, contact, constraints, the air), below the solvers that combine
+ * them.  The springs' layout and vector paths are in layout.h, the workers' stages in
+ * team.h, the tangent stiffness in tangent.h. */
+#ifndef MSPRINGS_KERNELS_KERNELS_H
+#define MSPRINGS_KERNELS_KERNELS_H
+
+#include "kernels/layout.h"
+#include "model/model.h"
+
+/* Gravity, external force and drag relative to the wind of nodes [begin, end), written to
+   f (the air on the triangles is separate: ms_face_forces); adds the drag's, the wind's
+   and the external force's power (W) to flow (or NULL). */
+void ms_node_forces(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                    int64_t begin, int64_t end, double* f, ms_flow* flow);
+
+/* The external force's power sum external.v over the free nodes of [begin, end) (W). */
+double ms_external_power(const ms_model* m, const double* external, const double* v, int64_t begin, int64_t end);
+
+/* The power (W) that the pinned nodes of [begin, end) put into the system by moving with
+   their velocities, once f holds the complete force on them. */
+double ms_pin_power(const ms_model* m, const double* x, const double* v, const double* external, double t,
+                    const double* f, int64_t begin, int64_t end);
+
+/* Kinetic + spring + gravitational energy (J) of positions x and velocities v. */
+double ms_mechanical_energy(const ms_model* m, const double* x, const double* v);
+
+/* The kinetic and gravitational energy (J) of the free nodes of [begin, end). */
+void ms_node_energy(const ms_model* m, const double* x, const double* v, int64_t begin, int64_t end, double* kinetic,
+                    double* gravity);
+
+/* Non-zero if the air has any wind or gusts. */
+int ms_air_has_wind(const ms_air* air);
+
+/* Strain limiting (Provot 1995) on (x, v) after a step of size h. */
+void ms_limit_strain(const ms_model* m, const double* inv_mass, double* x, double* v, double h);
+
+/* What contact did in a step (J).  A push of node i (mass m) against a collider moving
+   with velocity V takes its velocity from v to v' and its position from x to x'.  In the
+   lab frame its kinetic energy changes by
+     1/2 m (|v' - V|^2 - |v - V|^2) + m V.(v' - v),
+   the first term the change in the collider's frame, the second the collider's impulse
+   times its velocity: the collider's work (0 for a collider at rest, which does none).
+   The rest is what contact itself did, in the collider's frame:
+     change = 1/2 m (|v' - V|^2 - |v - V|^2) - m g.(x' - x) + the springs' energy change
+   Restitution and friction remove relative speed, but the projection out of the collider
+   moves the node, and it undoes a sinking that the integrator paid for with kinetic
+   energy, so a single push's change has no fixed sign; what the contact stage of a step
+   changes in all (ms_book_contact) is dissipated when negative, and booked with the
+   constraints' position corrections when positive.  Then
+     kinetic + gravity + spring + dissipated - work
+   does not change exactly and no collider at rest books work.  A node resting on a static
+   collider, sinking and pushed back every step, books as constraint work what the push
+   gives back of the integrator's own sink: nothing for RK4 and Verlet, 1/2 m g^2 h^2 a step
+   for the first-order methods, the same that their step lost. */
+typedef struct ms_contact {
+    double change;  /* the sum of the pushes' changes, less the springs' (J) */
+    double work;    /* the colliders' work, m V.(v' - v) summed over the pushes (J) */
+    int64_t pushes; /* nodes moved, whose springs' energy change is still to be added */
+} ms_contact;
+
+/* Books a step's contact change (ms_contact.change with the springs' share added) into
+   the ledger: -change as contact dissipation when negative, change as constraint work
+   when positive, so that contact never books a negative amount. */
+void ms_book_contact(ms_ledger* booked, double change);
+
+/* Contact with every collider (moving from where the state has it by velocity times h
+   over the step) for the free nodes [begin, end) of (x, v), which moved from x_old during
+   a step of size h: projection out of the collider, then restitution and friction.  The
+   springs' energy change is left to ms_push_spring_energy: each moved node is marked in
+   contact's workspace with its position before its first push.  Each node meets the
+   colliders in their order and independently of the other nodes, so splitting the nodes
+   changes no node's result (only the order in which the energies are summed).  The
+   workspace carries each node's known gap to each collider from step to step, so a node
+   far from a collider is passed over without evaluating its distance. */
+ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h,
+                            int64_t begin, int64_t end);
+
+/* The change of the springs' energy (J) from where the marked nodes were before their
+   first push to their positions in x; clears the marks.  Springs are summed in their
+   order, so the result does not depend on how the nodes were split. */
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x);
+
+/* Contact's storage ready for a step call (made on first use), with what it knew of the
+   gaps and the push marks from an earlier call forgotten.  Done at the start of every
+   ms_step call with colliders, the one place they are invalidated, since between calls the
+   positions and the colliders may have been changed from outside. */
+int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err);
+
+/* Self-collision: pushes apart the nodes of (x, v) that are closer than
+   m->opt.self_collision and not joined by a spring, and puts the kinetic energy that
+   removes (J) in *removed.  Returns MS_OK, or MS_ERR_MEMORY if its storage could not be
+   allocated (then nothing changed).  A state that overflows while pushed is left
+   non-finite (and *removed with it) for the step's checks: a divergence, never taken for
+   a failed allocation. */
+int ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v, double* removed);
+
+#endif

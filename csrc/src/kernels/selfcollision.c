@@ -1,0 +1,333 @@
+/* Self-collision: node-node repulsion found with a spatial hash grid rebuilt every step.
+ *
+ * Nodes are binned into cubic cells of the collision distance d, hashed into a table of
+ * about twice as many buckets as nodes and sorted by bucket (a counting sort), so each
+ * node looks only at the 27 cells around it: the cost grows linearly with the node count.
+ * A close pair that no spring joins is pushed apart to distance d along the line between
+ * them, each node moving in proportion to its inverse mass (the centre of mass stays put),
+ * and their approaching relative velocity along that line is removed by equal and opposite
+ * impulses (a perfectly inelastic contact, so momentum is conserved).  Where the system has
+ * triangles, nodes are also kept d away from every triangle they are not a corner of (see
+ * node_triangle_pass), so a node cannot slip through a cloth between its nodes.  Pairs are
+ * resolved once per step in node order, which is deterministic.  The distance should be
+ * below about half the node spacing, or neighbours in a flat sheet already "collide".
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+/* Two nodes (or a node and a triangle) closer than 1e-12 m count as coincident: there is
+   no direction to push them apart.  The square of that distance (m^2). */
+#define MS_COINCIDENT2 1e-24
+
+typedef struct self_work {
+    int64_t* adjacency_start; /* (nnode + 1): neighbours of i are adjacency[start[i] .. start[i+1]) */
+    int32_t* adjacency;       /* (2 nspring), sorted per node */
+    int64_t buckets;          /* power of two */
+    int64_t* bucket_start;    /* (buckets + 1) */
+    int32_t* order;           /* (nnode) node indices sorted by bucket */
+    int64_t* node_bucket;     /* (nnode) */
+    int64_t face_buckets;     /* power of two, for the triangles (0 without faces) */
+    int64_t* face_bucket_start; /* (face_buckets + 1) */
+    int32_t* face_order;      /* (nface) triangles sorted by bucket */
+    int64_t* face_bucket;     /* (nface) */
+} self_work;
+
+static int compare_int32(const void* a, const void* b) {
+    const int32_t x = *(const int32_t*)a, y = *(const int32_t*)b;
+    return (x > y) - (x < y);
+}
+
+static void self_work_free(void* work);
+
+static self_work* build_work(const ms_model* m) {
+    const int64_t n = m->nnode, springs = m->nspring;
+    int64_t buckets = 1;
+    while (buckets < 2 * n) buckets *= 2;
+    self_work* w = calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    w->adjacency_start = calloc((size_t)n + 1, sizeof(int64_t));
+    w->adjacency = malloc(sizeof(int32_t) * (size_t)(2 * springs > 0 ? 2 * springs : 1));
+    w->bucket_start = malloc(sizeof(int64_t) * (size_t)(buckets + 1));
+    w->order = malloc(sizeof(int32_t) * (size_t)n);
+    w->node_bucket = malloc(sizeof(int64_t) * (size_t)n);
+    int64_t face_buckets = 0;
+    if (m->nface > 0) {
+        face_buckets = 1;
+        while (face_buckets < 2 * m->nface) face_buckets *= 2;
+        w->face_bucket_start = malloc(sizeof(int64_t) * (size_t)(face_buckets + 1));
+        w->face_order = malloc(sizeof(int32_t) * (size_t)m->nface);
+        w->face_bucket = malloc(sizeof(int64_t) * (size_t)m->nface);
+    }
+    w->face_buckets = face_buckets;
+    if (!w->adjacency_start || !w->adjacency || !w->bucket_start || !w->order || !w->node_bucket ||
+        (m->nface > 0 && (!w->face_bucket_start || !w->face_order || !w->face_bucket))) {
+        self_work_free(w);
+        return NULL;
+    }
+    w->buckets = buckets;
+    /* each node's springs, then the node at each one's other end */
+    if (ms_node_springs(m, w->adjacency_start, w->adjacency) != 0) {
+        self_work_free(w);
+        return NULL;
+    }
+    for (int64_t i = 0; i < n; ++i)
+        for (int64_t e = w->adjacency_start[i]; e < w->adjacency_start[i + 1]; ++e) {
+            const int32_t* spring = m->springs + 2 * (int64_t)w->adjacency[e];
+            w->adjacency[e] = spring[0] == i ? spring[1] : spring[0];
+        }
+    for (int64_t i = 0; i < n; ++i)
+        qsort(w->adjacency + w->adjacency_start[i], (size_t)(w->adjacency_start[i + 1] - w->adjacency_start[i]),
+              sizeof(int32_t), compare_int32);
+    return w;
+}
+
+static void self_work_free(void* work) {
+    self_work* w = work;
+    if (w == NULL) return;
+    free(w->face_bucket_start);
+    free(w->face_order);
+    free(w->face_bucket);
+    free(w->adjacency_start);
+    free(w->adjacency);
+    free(w->bucket_start);
+    free(w->order);
+    free(w->node_bucket);
+    free(w);
+}
+
+static int joined(const self_work* w, int32_t i, int32_t j) {
+    const int32_t* first = w->adjacency + w->adjacency_start[i];
+    int64_t low = 0, high = w->adjacency_start[i + 1] - w->adjacency_start[i];
+    while (low < high) {
+        const int64_t mid = (low + high) / 2;
+        if (first[mid] < j)
+            low = mid + 1;
+        else
+            high = mid;
+    }
+    return low < w->adjacency_start[i + 1] - w->adjacency_start[i] && first[low] == j;
+}
+
+/* Cells beyond +-2^52 share the outermost cell: the cast below stays defined for any
+   coordinate (huge, or infinite after dividing by a tiny distance), and neighbour cells
+   cx +- 1 never overflow. */
+#define MS_CELL_LIMIT 4503599627370496.0
+static int64_t cell_of(double coordinate, double inv_cell) {
+    const double cell = floor(coordinate * inv_cell);
+    if (!(cell > -MS_CELL_LIMIT)) return -(int64_t)MS_CELL_LIMIT; /* also NaN */
+    if (!(cell < MS_CELL_LIMIT)) return (int64_t)MS_CELL_LIMIT;
+    return (int64_t)cell;
+}
+
+static int64_t bucket_of(int64_t cx, int64_t cy, int64_t cz, int64_t buckets) {
+    const uint64_t h = (uint64_t)cx * 73856093ull ^ (uint64_t)cy * 19349663ull ^ (uint64_t)cz * 83492791ull;
+    return (int64_t)(h & (uint64_t)(buckets - 1));
+}
+
+/* The distinct buckets of the 27 cells around (cx, cy, cz): two cells can hash to the same
+   bucket, and a bucket visited twice would resolve its pairs twice.  Returns the count. */
+static int neighbour_buckets(int64_t cx, int64_t cy, int64_t cz, int64_t buckets, int64_t out[27]) {
+    int count = 0;
+    for (int dz = -1; dz <= 1; ++dz)
+        for (int dy = -1; dy <= 1; ++dy)
+            for (int dx = -1; dx <= 1; ++dx) {
+                const int64_t b = bucket_of(cx + dx, cy + dy, cz + dz, buckets);
+                int seen = 0;
+                for (int k = 0; k < count && !seen; ++k) seen = out[k] == b;
+                if (!seen) out[count++] = b;
+            }
+    return count;
+}
+
+/* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
+   as barycentric weights (wa, wb, wc) summing to 1. */
+static void closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
+    double ab[3], ac[3], ap[3];
+    for (int q = 0; q < 3; ++q) ab[q] = b[q] - a[q], ac[q] = c[q] - a[q], ap[q] = p[q] - a[q];
+#define DOT(u, w) ((u)[0] * (w)[0] + (u)[1] * (w)[1] + (u)[2] * (w)[2])
+    const double d1 = DOT(ab, ap), d2 = DOT(ac, ap);
+    if (d1 <= 0.0 && d2 <= 0.0) { weight[0] = 1, weight[1] = 0, weight[2] = 0; return; }
+    double bp[3];
+    for (int q = 0; q < 3; ++q) bp[q] = p[q] - b[q];
+    const double d3 = DOT(ab, bp), d4 = DOT(ac, bp);
+    if (d3 >= 0.0 && d4 <= d3) { weight[0] = 0, weight[1] = 1, weight[2] = 0; return; }
+    const double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+        const double t = d1 / (d1 - d3);
+        weight[0] = 1 - t, weight[1] = t, weight[2] = 0;
+        return;
+    }
+    double cp[3];
+    for (int q = 0; q < 3; ++q) cp[q] = p[q] - c[q];
+    const double d5 = DOT(ab, cp), d6 = DOT(ac, cp);
+    if (d6 >= 0.0 && d5 <= d6) { weight[0] = 0, weight[1] = 0, weight[2] = 1; return; }
+    const double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+        const double t = d2 / (d2 - d6);
+        weight[0] = 1 - t, weight[1] = 0, weight[2] = t;
+        return;
+    }
+    const double va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+        const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        weight[0] = 0, weight[1] = 1 - t, weight[2] = t;
+        return;
+    }
+    const double denominator = 1.0 / (va + vb + vc);
+    weight[1] = vb * denominator;
+    weight[2] = vc * denominator;
+    weight[0] = 1.0 - weight[1] - weight[2];
+#undef DOT
+}
+
+/* Node-triangle pass: a node closer than d to a triangle it is not a corner of is pushed
+   out along the line from the triangle's closest point, the triangle's corners moving the
+   other way in proportion to their barycentric weights and inverse masses (momentum is
+   conserved), and their approaching normal velocity is removed by an impulse.  Triangles
+   are hashed by centroid into cells of d + the longest edge, so every triangle within d of
+   a node has its centroid in one of the 27 cells around the node. */
+static double node_triangle_pass(const ms_model* m, self_work* w, const double* inv_mass, double* x, double* v,
+                                 double distance) {
+    double longest2 = 0.0;
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        for (int e = 0; e < 3; ++e) {
+            const double* a = x + 3 * (int64_t)face[e];
+            const double* b = x + 3 * (int64_t)face[(e + 1) % 3];
+            const double d2 = (b[0] - a[0]) * (b[0] - a[0]) + (b[1] - a[1]) * (b[1] - a[1]) + (b[2] - a[2]) * (b[2] - a[2]);
+            if (d2 > longest2) longest2 = d2;
+        }
+    }
+    const double cell = distance + sqrt(longest2), inv_cell = 1.0 / cell;
+    for (int64_t f = 0; f < m->nface; ++f) {
+        const int32_t* face = m->faces + 3 * f;
+        double centroid[3];
+        for (int q = 0; q < 3; ++q)
+            centroid[q] = (x[3 * (int64_t)face[0] + q] + x[3 * (int64_t)face[1] + q] + x[3 * (int64_t)face[2] + q]) / 3.0;
+        w->face_bucket[f] = bucket_of(cell_of(centroid[0], inv_cell), cell_of(centroid[1], inv_cell),
+                                      cell_of(centroid[2], inv_cell), w->face_buckets);
+    }
+    ms_counting_sort(w->face_bucket, NULL, m->nface, w->face_buckets, w->face_bucket_start, w->face_order);
+
+    double removed = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* p = x + 3 * i;
+        int64_t visit[27];
+        const int visits = neighbour_buckets(cell_of(p[0], inv_cell), cell_of(p[1], inv_cell),
+                                             cell_of(p[2], inv_cell), w->face_buckets, visit);
+        for (int cell_index = 0; cell_index < visits; ++cell_index) {
+            const int64_t b = visit[cell_index];
+            for (int64_t k = w->face_bucket_start[b]; k < w->face_bucket_start[b + 1]; ++k) {
+                const int32_t* face = m->faces + 3 * (int64_t)w->face_order[k];
+                if (face[0] == i || face[1] == i || face[2] == i) continue;
+                double* corner[3] = {x + 3 * (int64_t)face[0], x + 3 * (int64_t)face[1], x + 3 * (int64_t)face[2]};
+                double weight[3];
+                closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
+                double d[3];
+                for (int q = 0; q < 3; ++q)
+                    d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
+                const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (length2 >= distance * distance || length2 <= MS_COINCIDENT2) continue;
+                const double w_node = inv_mass[i];
+                const double w_face[3] = {inv_mass[face[0]], inv_mass[face[1]], inv_mass[face[2]]};
+                const double total = w_node + weight[0] * weight[0] * w_face[0] +
+                                     weight[1] * weight[1] * w_face[1] + weight[2] * weight[2] * w_face[2];
+                if (total == 0.0) continue;
+                const double length = sqrt(length2);
+                const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
+                const double push = (distance - length) / total;
+                double approach = 0.0; /* normal velocity of the node relative to the triangle */
+                for (int q = 0; q < 3; ++q) {
+                    const double surface = weight[0] * v[3 * (int64_t)face[0] + q] +
+                                           weight[1] * v[3 * (int64_t)face[1] + q] +
+                                           weight[2] * v[3 * (int64_t)face[2] + q];
+                    approach += (v[3 * i + q] - surface) * normal[q];
+                }
+                const double impulse = approach < 0.0 ? -approach / total : 0.0;
+                removed += 0.5 * impulse * impulse * total;
+                for (int q = 0; q < 3; ++q) {
+                    p[q] += w_node * push * normal[q];
+                    v[3 * i + q] += w_node * impulse * normal[q];
+                    for (int c = 0; c < 3; ++c) {
+                        corner[c][q] -= weight[c] * w_face[c] * push * normal[q];
+                        v[3 * (int64_t)face[c] + q] -= weight[c] * w_face[c] * impulse * normal[q];
+                    }
+                }
+            }
+        }
+    }
+    return removed;
+}
+
+int ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v,
+                    double* removed_energy) {
+    *removed_energy = 0.0;
+    const double distance = m->opt.self_collision;
+    /* A distance no larger than the coincidence one leaves no pair to push (the grid's
+       cells, 1 / distance, would not even be finite below 1e-308).  The size of the grid
+       does not depend on the distance: its cells are hashed into buckets counted by nodes,
+       so a distance beyond the system's extent just puts every node in a few cells. */
+    if (!(distance * distance > MS_COINCIDENT2)) return MS_OK;
+    if (ms_workspace_get(s, MS_WORK_SELF_COLLISION) == NULL) {
+        self_work* made = build_work(m);
+        if (made == NULL) return MS_ERR_MEMORY;
+        ms_workspace_set(s, MS_WORK_SELF_COLLISION, made, self_work_free);
+    }
+    self_work* w = ms_workspace_get(s, MS_WORK_SELF_COLLISION);
+    const int64_t n = m->nnode;
+    const double inv_cell = 1.0 / distance;
+    const double* inv_mass = s->inv_mass;
+
+    /* The nodes sorted by bucket. */
+    for (int64_t i = 0; i < n; ++i) {
+        const double* p = x + 3 * i;
+        w->node_bucket[i] = bucket_of(cell_of(p[0], inv_cell), cell_of(p[1], inv_cell), cell_of(p[2], inv_cell),
+                                      w->buckets);
+    }
+    ms_counting_sort(w->node_bucket, NULL, n, w->buckets, w->bucket_start, w->order);
+
+    double removed = 0.0;
+    const double distance2 = distance * distance;
+    for (int64_t i = 0; i < n; ++i) {
+        int64_t visit[27];
+        const int visits = neighbour_buckets(cell_of(x[3 * i], inv_cell), cell_of(x[3 * i + 1], inv_cell),
+                                             cell_of(x[3 * i + 2], inv_cell), w->buckets, visit);
+        for (int cell_index = 0; cell_index < visits; ++cell_index) {
+            const int64_t b = visit[cell_index];
+            for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
+                const int32_t j = w->order[k];
+                if (j <= i) continue; /* each pair once (and not a node with itself) */
+                const double wi = inv_mass[i], wj = inv_mass[j];
+                if (wi + wj == 0.0) continue;
+                double* xi = x + 3 * i;
+                double* xj = x + 3 * j;
+                const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
+                const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+                if (length2 >= distance2 || length2 <= MS_COINCIDENT2) continue;
+                if (joined(w, (int32_t)i, j)) continue;
+                const double length = sqrt(length2);
+                const double normal[3] = {d[0] / length, d[1] / length, d[2] / length};
+                const double push = (distance - length) / (wi + wj);
+                double* vi = v + 3 * i;
+                double* vj = v + 3 * j;
+                const double approach = (vj[0] - vi[0]) * normal[0] + (vj[1] - vi[1]) * normal[1] +
+                                        (vj[2] - vi[2]) * normal[2];
+                /* inelastic impulse along the normal, only if they approach */
+                const double impulse = approach < 0.0 ? -approach / (wi + wj) : 0.0;
+                if (impulse > 0.0) removed += 0.5 * impulse * impulse * (wi + wj);
+                for (int a = 0; a < 3; ++a) {
+                    xi[a] -= wi * push * normal[a];
+                    xj[a] += wj * push * normal[a];
+                    vi[a] -= wi * impulse * normal[a];
+                    vj[a] += wj * impulse * normal[a];
+                }
+            }
+        }
+    }
+    if (m->nface > 0) removed += node_triangle_pass(m, w, inv_mass, x, v, distance);
+    *removed_energy = removed; /* non-finite if the state overflowed: the step's checks see it */
+    return MS_OK;
+}

@@ -1,0 +1,35 @@
+/* The springs' tangent stiffness: per spring a block of MS_SPRING_BLOCK_DOUBLES values, the
+   unit vector n (3), the transverse stiffness k_t = k max(0, 1 - L/l) and the axial excess
+   k - k_t, so that K_s = k_t I + (k - k_t) n n^T.  Zero-length springs get a zero block. */
+#ifndef MSPRINGS_KERNELS_TANGENT_H
+#define MSPRINGS_KERNELS_TANGENT_H
+
+#include "model/model.h"
+
+#define MS_SPRING_BLOCK_DOUBLES 5
+
+/* The blocks of the springs [begin, end) at positions x, into blocks[5 s ..]. */
+void ms_spring_blocks_range(const ms_model* m, const double* x, double* blocks, int64_t begin, int64_t end);
+void ms_spring_blocks(const ms_model* m, const double* x, double* blocks);
+
+/* Spring s's block B = beta I + alpha n n^T (beta = c k_t, alpha = c (k - k_t) + b damping)
+   times p_i - p_j: what it adds to y_i and takes from y_j. */
+static inline void ms_spring_product(const ms_model* m, const double* blocks, int64_t s, double damping_scale,
+                                  double stiffness_scale, const double* pi, const double* pj, double value[3]) {
+    const double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
+    const double beta = stiffness_scale * b[3];
+    const double alpha = stiffness_scale * b[4] + damping_scale * m->c[s];
+    const double u[3] = {pi[0] - pj[0], pi[1] - pj[1], pi[2] - pj[2]};
+    const double along = alpha * (b[0] * u[0] + b[1] * u[1] + b[2] * u[2]);
+    for (int a = 0; a < 3; ++a) value[a] = beta * u[a] + along * b[a];
+}
+
+/* y = a M p + b C p + c K p, where C = -df/dv (dampers c n n^T per spring, drag I per
+   node) and K = -df/dx (the blocks K_s), each spring block acting on p_i - p_j and
+   scattered with opposite signs to i and j.  With (a, b, c) = (1, h, h^2) it is the
+   backward Euler matrix M - h df/dv - h^2 df/dx.  Rows of pinned nodes (inv_mass 0) are
+   set to zero; p is used as given. */
+void ms_system_product(const ms_model* m, const double* inv_mass, const double* blocks, double mass_scale,
+                       double damping_scale, double stiffness_scale, const double* p, double* y);
+
+#endif

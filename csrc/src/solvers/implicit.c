@@ -1,0 +1,541 @@
+/* Implicit (backward) Euler: M (v' - v) = h f(x + h v', v'),  x' = x + h v'.
+ *
+ * Newton's method on the velocity change dv = v' - v.  Iteration k linearises the force
+ * about a point (x_k, v_k):  f(x', v') ~ f_k - K_k (x' - x_k) - C_k (v' - v_k), with
+ * K = -df/dx and C = -df/dv, which gives the linear system
+ *
+ *     A_k dv = h [f_k - K_k (x + h v - x_k) - C_k (v - v_k)] + (terms in dv_k),
+ *     A_k = M + h C_k + h^2 K_k.
+ *
+ * The first iteration linearises about the start (x, v) itself, so its right-hand side is
+ * h (f_0 - h K_0 v): exactly Baraff & Witkin's (1998) linearised step.  Later iterations
+ * linearise about the current iterate (x + h v'_k, v'_k), where the system reduces to the
+ * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Each system is
+ * solved by conjugate gradients, matrix-free over the springs' 3x3 blocks, with pinned nodes
+ * filtered out so they keep their own velocity exactly.
+ *
+ * Where the network's matrix factors with little fill-in (chains, trees, strands: a sparse
+ * Cholesky factor, fill-reducing ordering, with at most FILL_LIMIT times the entries of A's
+ * lower triangle), A itself is factored at every Newton iteration (the pattern analysed
+ * once per set of pins) and CG, preconditioned by that factor, converges in one iteration:
+ * a direct solve that keeps CG's residual check.  Elsewhere (cloth, solids) the factor
+ * fills in so much that its factorisation and solves cost more than the CG iterations
+ * they save, and the preconditioner is the inverse of each node's 3 x 3 diagonal block of A
+ * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
+ * it sees each node's springs' directions).
+ *
+ * The transverse stiffness k (1 - L/l) is clamped at zero for compressed springs so A stays
+ * symmetric positive definite.  The dampers' dependence on position is left out of K (it is
+ * not symmetric); Newton then converges linearly rather than quadratically when dampers are
+ * strong, but to the same solution.
+ */
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/cholesky.h"
+#include "kernels/pattern.h"
+#include "kernels/tangent.h"
+#include "solvers/solvers.h"
+
+/* Per node: dv, rhs, r, z, p, Ap (3 each), the inverse of its diagonal block (6), forces,
+   delta (3 each); per spring its tangent block (kernels/tangent.h). */
+#define MS_IMPLICIT_NODE_DOUBLES 30
+
+/* The solver's storage (slot MS_WORK_IMPLICIT): what it keeps for the factorisation, then
+   its per-node and per-spring arrays. */
+typedef struct implicit_solver {
+    uint8_t* pinned; /* the pins the pattern was made for (nnode), NULL until it is made */
+    int direct;      /* the pattern fills in little: each Newton iteration's A is factored */
+    ms_node_pattern node; /* the free nodes and the pairs of them joined by springs */
+    /* A over the free nodes' 3 nfree unknowns (3 per node, interleaved): its lower triangle
+       by columns, each node pair a 3 x 3 block */
+    int64_t* start3; /* (3 nfree + 1) */
+    int32_t* rows3;
+    double* values3;
+    double* gathered; /* a vector on the free nodes (nfree x 3) */
+    ms_cholesky* factor;
+    double work[];
+} implicit_solver;
+
+
+static void release_pattern(implicit_solver* p) {
+    ms_cholesky_destroy(p->factor);
+    free(p->pinned);
+    ms_node_pattern_release(&p->node);
+    free(p->start3);
+    free(p->rows3);
+    free(p->values3);
+    free(p->gathered);
+    memset(p, 0, offsetof(implicit_solver, work));
+}
+
+static void implicit_free(void* solver) {
+    if (solver == NULL) return;
+    release_pattern(solver);
+    free(solver);
+}
+
+int ms_implicit_prepare(const ms_model* m, ms_state* s, ms_error* err) {
+    if (ms_workspace_get(s, MS_WORK_IMPLICIT) != NULL) return MS_OK;
+    const size_t doubles =
+        MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_SPRING_BLOCK_DOUBLES * (size_t)m->nspring;
+    implicit_solver* solver = calloc(1, sizeof(implicit_solver) + sizeof(double) * doubles);
+    if (solver == NULL)
+        return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating implicit solver storage for %lld nodes",
+                            (long long)m->nnode);
+    ms_workspace_set(s, MS_WORK_IMPLICIT, solver, implicit_free);
+    return MS_OK;
+}
+
+/* The 3 x 3 blocks' pattern: scalar column 3 j + a of node column j holds the rows
+   3 j + a .. 3 j + 2 of the diagonal block, then 3 r .. 3 r + 2 for each node row r below. */
+static int build_system_pattern(implicit_solver* p) {
+    const int64_t nf = p->node.nfree;
+    p->start3 = malloc(sizeof(int64_t) * (size_t)(3 * nf + 1));
+    if (p->start3 == NULL) return -1;
+    p->start3[0] = 0;
+    for (int64_t j = 0; j < nf; ++j) {
+        const int64_t below = p->node.column_start[j + 1] - p->node.column_start[j] - 1;
+        for (int a = 0; a < 3; ++a) p->start3[3 * j + a + 1] = p->start3[3 * j + a] + (3 - a) + 3 * below;
+    }
+    const size_t total = (size_t)p->start3[3 * nf];
+    p->rows3 = malloc(sizeof(int32_t) * (total > 0 ? total : 1));
+    p->values3 = malloc(sizeof(double) * (total > 0 ? total : 1));
+    p->gathered = malloc(sizeof(double) * (size_t)(3 * nf > 0 ? 3 * nf : 1));
+    if (p->rows3 == NULL || p->values3 == NULL || p->gathered == NULL) return -1;
+    for (int64_t j = 0; j < nf; ++j)
+        for (int a = 0; a < 3; ++a) {
+            int64_t q = p->start3[3 * j + a];
+            for (int b = a; b < 3; ++b) p->rows3[q++] = (int32_t)(3 * j + b);
+            for (int64_t e = p->node.column_start[j] + 1; e < p->node.column_start[j + 1]; ++e)
+                for (int b = 0; b < 3; ++b) p->rows3[q++] = 3 * p->node.rows[e] + b;
+        }
+    return 0;
+}
+
+/* Where A's entry (3 r + b, 3 j + a) is kept, for the node entry e = (r, j) of column j
+   (b >= a on the diagonal block). */
+static int64_t system_entry(const implicit_solver* p, int64_t e, int64_t j, int a, int b) {
+    const int64_t below = e - p->node.column_start[j];
+    return p->start3[3 * j + a] + (below == 0 ? b - a : (3 - a) + 3 * (below - 1) + b);
+}
+
+/* Makes the patterns for the model's pins unless they are held, analyses A's and decides
+   whether to factor it: only where the factor has at most FILL_LIMIT times A's entries
+   (chains, trees, strands), since where it fills in (cloth, solids) a factorisation and
+   its solves cost more than the CG iterations they save.  Returns p->direct; 0 also if
+   out of memory, so that the diagonal preconditioner is used. */
+#define FILL_LIMIT 2.0
+static int ensure_pattern(const ms_model* m, implicit_solver* p) {
+    if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return p->direct;
+    release_pattern(p);
+    p->pinned = malloc((size_t)(m->nnode > 0 ? m->nnode : 1));
+    if (p->pinned == NULL) return 0;
+    memcpy(p->pinned, m->pinned, (size_t)m->nnode);
+    if (ms_node_pattern_build(m, &p->node) == 0 && build_system_pattern(p) == 0)
+        p->factor = ms_cholesky_analyse(3 * p->node.nfree, p->start3, p->rows3, NULL);
+    p->direct = p->factor != NULL &&
+                (double)ms_cholesky_nonzeros(p->factor) <= FILL_LIMIT * (double)p->start3[3 * p->node.nfree];
+    return p->direct;
+}
+
+/* Factors A = M + h C + h^2 K over the free nodes (spring blocks at hand); returns whether
+   it could. */
+static int factor_system(const ms_model* m, implicit_solver* p, const double* blocks, double h) {
+    memset(p->values3, 0, sizeof(double) * (size_t)p->start3[3 * p->node.nfree]);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t j = p->node.free_index[i];
+        if (j >= 0)
+            for (int a = 0; a < 3; ++a) p->values3[p->start3[3 * j + a]] = m->mass[i] + h * m->opt.drag;
+    }
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
+        const double beta = h * h * b[3], alpha = h * h * b[4] + h * m->c[s];
+        const int64_t ends[2] = {p->node.free_index[m->springs[2 * s]], p->node.free_index[m->springs[2 * s + 1]]};
+        const int64_t e = p->node.spring_entry[s], j = ends[0] < ends[1] ? ends[0] : ends[1];
+        if (ends[0] == ends[1]) continue; /* between two pinned nodes, or a node and itself */
+        for (int a = 0; a < 3; ++a)
+            for (int c = a; c < 3; ++c) {
+                const double value = (a == c ? beta : 0.0) + alpha * b[a] * b[c];
+                for (int end = 0; end < 2; ++end) {
+                    const int64_t i = ends[end];
+                    if (i >= 0) p->values3[system_entry(p, p->node.column_start[i], i, a, c)] += value;
+                }
+                if (e < 0) continue;
+                p->values3[system_entry(p, e, j, a, c)] -= value;
+                if (c != a) p->values3[system_entry(p, e, j, c, a)] -= value;
+            }
+    }
+    return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
+}
+
+/* z = A^-1 r by the factor on the free nodes, 0 on the pinned ones. */
+static void solve_system(const ms_model* m, implicit_solver* p, const double* MS_RESTRICT r, double* MS_RESTRICT z) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t row = p->node.free_index[i];
+        if (row >= 0)
+            for (int a = 0; a < 3; ++a) p->gathered[3 * row + a] = r[3 * i + a];
+    }
+    ms_cholesky_solve(p->factor, p->gathered, 1);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t row = p->node.free_index[i];
+        for (int a = 0; a < 3; ++a) z[3 * i + a] = row >= 0 ? p->gathered[3 * row + a] : 0.0;
+    }
+}
+
+static double dot(const double* MS_RESTRICT a, const double* MS_RESTRICT b, int64_t count) {
+    double sum = 0.0;
+    for (int64_t q = 0; q < count; ++q) sum += a[q] * b[q];
+    return sum;
+}
+
+/* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
+   6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
+static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
+                              double* MS_RESTRICT diagonal) {
+    const double node = h * m->opt.drag;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        d[0] = d[3] = d[5] = m->mass[i] + node;
+        d[1] = d[2] = d[4] = 0.0;
+    }
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const int64_t ends[2] = {m->springs[2 * s], m->springs[2 * s + 1]};
+        const double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
+        const double beta = h * h * b[3];
+        const double alpha = h * h * b[4] + h * m->c[s];
+        const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
+                               beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
+        for (int end = 0; end < 2; ++end)
+            for (int e = 0; e < 6; ++e) diagonal[6 * ends[end] + e] += add[e];
+    }
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double* d = diagonal + 6 * i;
+        if (inv_mass[i] == 0.0) {
+            d[0] = d[3] = d[5] = 1.0;
+            d[1] = d[2] = d[4] = 0.0;
+            continue;
+        }
+        /* the inverse of the symmetric block by its cofactors */
+        const double c00 = d[3] * d[5] - d[4] * d[4], c01 = d[2] * d[4] - d[1] * d[5], c02 = d[1] * d[4] - d[2] * d[3];
+        const double c11 = d[0] * d[5] - d[2] * d[2], c12 = d[1] * d[2] - d[0] * d[4], c22 = d[0] * d[3] - d[1] * d[1];
+        const double inverse_determinant = 1.0 / (d[0] * c00 + d[1] * c01 + d[2] * c02);
+        d[0] = c00 * inverse_determinant;
+        d[1] = c01 * inverse_determinant;
+        d[2] = c02 * inverse_determinant;
+        d[3] = c11 * inverse_determinant;
+        d[4] = c12 * inverse_determinant;
+        d[5] = c22 * inverse_determinant;
+    }
+}
+
+typedef struct cg_vectors {
+    double* r;
+    double* z;
+    double* p;
+    double* ap;
+    double* diagonal;
+} cg_vectors;
+
+/* The step on the team's workers (kernels/team.h).  Every worker runs the same Newton and CG
+   iterations: vectors are updated node block by node block, the matrix product spring
+   block by spring block (each block starts its own nodes and writes past them into its
+   halo, as the forces do), and every dot product is summed per node block, then over the
+   blocks in block order by every worker, so all take the same decisions and any number
+   of workers gives the same bits.  What factors or assembles over all springs (the direct
+   factor, the diagonal blocks) is done by worker 0 between barriers. */
+
+/* Slots of ms_node_sums.reduce: the CG's dot products, then the Newton residual's parts. */
+enum { CG_PAP, CG_RR, CG_RZ, NEWTON_RESIDUAL, NEWTON_MOMENTUM, NEWTON_IMPULSE, NEWTON_WEIGHT };
+
+static double block_sum(const ms_team* tm, int slot) {
+    double sum = 0.0;
+    for (int64_t b = 0; b < tm->nnode_block; ++b) sum += tm->nodes[b].reduce[slot];
+    return sum;
+}
+
+/* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
+   (a block starts its own nodes' sums in y and writes past them into its halo), then
+   gathered as the forces are: p must be complete (after a barrier); y is complete for the
+   worker's node blocks on return (after a barrier of its own), for all after the next. */
+static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double mass_scale, double damping_scale,
+                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y) {
+    const ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    const ms_layout* layout = tm->layout;
+    const double node_scale = damping_scale * m->opt.drag;
+    for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
+        for (int64_t i = layout->node_start[b]; i < layout->node_start[b + 1]; ++i) {
+            const double diagonal = mass_scale * m->mass[i] + node_scale;
+            for (int a = 0; a < 3; ++a) y[3 * i + a] = diagonal * p[3 * i + a];
+        }
+        double* halo = layout->halo + 3 * layout->halo_start[b];
+        memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
+        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
+            /* the block is the same for either orientation of the spring */
+            const int64_t s = layout->order[r], i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
+            const int64_t dest = layout->dest[r];
+            double value[3];
+            ms_spring_product(m, blocks, s, damping_scale, stiffness_scale, p + 3 * i, p + 3 * j, value);
+            double* yi = y + 3 * i;
+            double* yj = dest >= 0 ? y + 3 * dest : halo + 3 * (-1 - dest);
+            for (int a = 0; a < 3; ++a) {
+                yi[a] += value[a];
+                yj[a] -= value[a];
+            }
+        }
+    }
+    ms_sync(w);
+    const double* inv_mass = tm->s->inv_mass;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        ms_layout_gather(layout, begin, end, y);
+        for (int64_t i = begin; i < end; ++i)
+            if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
+    }
+}
+
+/* z = the preconditioner applied to r on node block [begin, end): each node's inverse
+   diagonal block (6 entries per node in diagonal) times its part of r. */
+static void block_jacobi(const double* diagonal, const double* r, double* z, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const double* d = diagonal + 6 * i;
+        const double* ri = r + 3 * i;
+        z[3 * i] = d[0] * ri[0] + d[1] * ri[1] + d[2] * ri[2];
+        z[3 * i + 1] = d[1] * ri[0] + d[3] * ri[1] + d[4] * ri[2];
+        z[3 * i + 2] = d[2] * ri[0] + d[4] * ri[1] + d[5] * ri[2];
+    }
+}
+
+/* z = A^-1 r by the factor (worker 0; r complete), then every worker's r.z on its blocks. */
+static void factor_precondition(ms_worker* w, implicit_solver* factored, const double* r, double* z) {
+    ms_sync(w);
+    if (w->id == 0) solve_system(w->team->m, factored, r, z);
+    ms_sync(w);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    w->team->nodes[b].reduce[CG_RZ] = dot(r + 3 * begin, z + 3 * begin, 3 * (end - begin));
+}
+
+/* Solves A delta = rhs (rhs complete, pinned rows zero) from delta = 0 by CG preconditioned
+   with A's factor if one is given (which then converges in one iteration up to rounding),
+   else with the inverses of A's diagonal blocks in v->diagonal.  Returns the iterations
+   used (the same on every worker); *relative_residual is |r| / |rhs| of the returned
+   iterate, which is the last one (CG's error decreases monotonically in the A-norm, so it
+   is the best one when the cap is hit).  delta is complete after the next barrier. */
+static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solver* factored, const double* rhs,
+                              double* MS_RESTRICT delta, const cg_vectors* v, double* relative_residual, int* converged) {
+    ms_team* tm = w->team;
+    const double h = tm->h;
+    const ms_implicit_options* opt = &tm->m->opt.implicit;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        const size_t bytes = sizeof(double) * 3 * (size_t)(end - begin);
+        memset(delta + 3 * begin, 0, bytes);
+        memcpy(v->r + 3 * begin, rhs + 3 * begin, bytes);
+        tm->nodes[b].reduce[CG_RR] = dot(rhs + 3 * begin, rhs + 3 * begin, 3 * (end - begin));
+        if (factored == NULL) {
+            block_jacobi(v->diagonal, v->r, v->z, begin, end);
+            tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+        }
+    }
+    if (factored != NULL) factor_precondition(w, factored, v->r, v->z);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    memcpy(v->p + 3 * begin, v->z + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
+    ms_sync(w);
+    const double rhs_norm = sqrt(block_sum(tm, CG_RR));
+    *relative_residual = 0.0;
+    *converged = 1;
+    if (rhs_norm == 0.0) return 0;
+    if (!isfinite(rhs_norm)) {
+        *relative_residual = NAN;
+        *converged = 0;
+        return 0;
+    }
+    double rz = block_sum(tm, CG_RZ);
+    const double target = opt->cg_tol * rhs_norm;
+    int iteration = 0;
+    double residual_norm = rhs_norm;
+    while (iteration < opt->cg_max_iter && !ms_should_stop(w)) {
+        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap);
+        MS_FOR_MY_NODES(w, b, begin, end)
+        tm->nodes[b].reduce[CG_PAP] = dot(v->p + 3 * begin, v->ap + 3 * begin, 3 * (end - begin));
+        ms_sync(w);
+        const double curvature = block_sum(tm, CG_PAP);
+        ++iteration;
+        if (!(curvature > 0.0)) break; /* exhausted (or not positive definite): keep the iterate */
+        const double step = rz / curvature;
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+                delta[q] += step * v->p[q];
+                v->r[q] -= step * v->ap[q];
+            }
+            tm->nodes[b].reduce[CG_RR] = dot(v->r + 3 * begin, v->r + 3 * begin, 3 * (end - begin));
+            if (factored == NULL) {
+                block_jacobi(v->diagonal, v->r, v->z, begin, end);
+                tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+            }
+        }
+        if (factored != NULL) factor_precondition(w, factored, v->r, v->z);
+        ms_sync(w);
+        residual_norm = sqrt(block_sum(tm, CG_RR));
+        if (residual_norm <= target) break;
+        const double rz_next = block_sum(tm, CG_RZ);
+        const double beta = rz_next / rz;
+        rz = rz_next;
+        MS_FOR_MY_NODES(w, b, begin, end)
+        for (int64_t q = 3 * begin; q < 3 * end; ++q) v->p[q] = v->z[q] + beta * v->p[q];
+        ms_sync(w);
+    }
+    *relative_residual = residual_norm / rhs_norm;
+    *converged = residual_norm <= target;
+    return iteration;
+}
+
+/* The tangent blocks of the worker's share of the springs at x, then a barrier. */
+static void team_spring_blocks(ms_worker* w, const double* x, double* blocks) {
+    const ms_team* tm = w->team;
+    const int64_t ns = tm->m->nspring;
+    ms_spring_blocks_range(tm->m, x, blocks, ns * w->id / tm->count, ns * (w->id + 1) / tm->count);
+    ms_sync(w);
+}
+
+static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
+                       double* MS_RESTRICT v_out, double t, ms_flow* flow) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    const double h = tm->h;
+    const int64_t n3 = 3 * m->nnode;
+    const double* inv_mass = s->inv_mass;
+    implicit_solver* solver = ms_workspace_get(s, MS_WORK_IMPLICIT);
+    double* work = solver->work;
+    double* dv = work;
+    double* rhs = work + n3;
+    const cg_vectors vectors = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
+    double* force = work + 8 * n3;
+    double* delta = work + 9 * n3;
+    double* blocks = work + 10 * n3;
+    ms_solver_stats* stats = &s->solver;
+    const ms_implicit_options* opt = &m->opt.implicit;
+    if (w->id == 0) {
+        tm->serial_ok = ensure_pattern(m, solver);
+        stats->newton_iterations = 0;
+        stats->cg_iterations = 0;
+        stats->cg_converged = 1;
+        stats->newton_converged = 0;
+    }
+
+    /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v. */
+    ms_stage_forces(w, x, v, t, s->f);
+    team_spring_blocks(w, x, blocks); /* its barrier also completes s->f */
+    const int direct = tm->serial_ok;
+    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    for (int64_t i = begin; i < end; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            rhs[q] = inv_mass[i] == 0.0 ? 0.0 : h * s->f[q] - h * h * rhs[q];
+            dv[q] = 0.0;
+        }
+    ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
+    int newton_iterations = 0, cg_converged = 1;
+    double newton_residual = 0.0, cg_residual = 0.0;
+    while (!ms_should_stop(w)) {
+        ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
+        if (w->id == 0) {
+            tm->serial_ok = direct && factor_system(m, solver, blocks, h);
+            if (!tm->serial_ok) assemble_diagonal(m, inv_mass, blocks, h, vectors.diagonal);
+        }
+        ms_sync(w);
+        implicit_solver* factored = tm->serial_ok ? solver : NULL;
+        int converged;
+        const int iterations = conjugate_gradient(w, blocks, factored, rhs, delta, &vectors, &cg_residual, &converged);
+        if (w->stopped) break; /* the caller's check: the step is dropped */
+        newton_iterations += 1;
+        if (!converged) cg_converged = 0;
+        if (w->id == 0) {
+            stats->cg_iterations += iterations;
+            stats->cg_residual = cg_residual;
+        }
+        MS_FOR_MY_NODES(w, b, begin, end)
+        for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+            dv[q] += delta[q];
+            v_out[q] = v[q] + dv[q];
+            x_out[q] = x[q] + h * v_out[q];
+        }
+        ms_sync(w);
+        /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power,
+           which backward Euler integrates its flows with). */
+        const int ticket = ms_stage_forces(w, x_out, v_out, t + h, force);
+        ms_sync(w);
+        rate = ms_forces_flow(tm, ticket);
+        const double* g = m->opt.gravity;
+        const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+        const double* external = tm->external;
+        MS_FOR_MY_NODES(w, b, begin, end) {
+            double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
+            for (int64_t i = begin; i < end; ++i) {
+                if (inv_mass[i] == 0.0) {
+                    rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
+                    continue;
+                }
+                /* the loads the springs hold: the weight and the external force */
+                double load = m->mass[i] * g_norm;
+                if (external != NULL) {
+                    const double* e = external + 3 * i;
+                    load += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+                }
+                weight2 += h * h * load * load;
+                for (int a = 0; a < 3; ++a) {
+                    const int64_t q = 3 * i + a;
+                    const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
+                    rhs[q] = impulse - momentum; /* -g */
+                    residual2 += rhs[q] * rhs[q];
+                    momentum2 += momentum * momentum;
+                    impulse2 += impulse * impulse;
+                }
+            }
+            double* reduce = tm->nodes[b].reduce;
+            reduce[NEWTON_RESIDUAL] = residual2;
+            reduce[NEWTON_MOMENTUM] = momentum2;
+            reduce[NEWTON_IMPULSE] = impulse2;
+            reduce[NEWTON_WEIGHT] = weight2;
+        }
+        ms_sync(w);
+        const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
+        const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
+        /* At rest under a load (gravity, an external force) the net force is a cancellation
+           of the load and the tensions, so the load's impulse sets the scale of its
+           round-off too. */
+        double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
+        if (weight2 > scale2) scale2 = weight2;
+        const double scale = sqrt(scale2);
+        newton_residual = scale > 0.0 ? sqrt(residual2) / scale : 0.0;
+        const int newton_converged = sqrt(residual2) <= opt->newton_tol * scale;
+        if (w->id == 0) {
+            stats->newton_iterations = newton_iterations;
+            stats->newton_residual = newton_residual;
+            stats->newton_converged = newton_converged;
+            stats->cg_converged = cg_converged;
+        }
+        if (!isfinite(newton_residual) || newton_converged || newton_iterations >= opt->newton_max_iter) break;
+        team_spring_blocks(w, x_out, blocks);
+    }
+    if (w->id == 0 && !cg_converged) stats->cg_failures += 1;
+    ms_flow_add(flow, &rate, h);
+    /* A non-finite residual means the linear algebra broke down (e.g. h^2 overflowed):
+       the step is not trusted even if the iterate happens to be finite. */
+    return !w->stopped && isfinite(newton_residual) && isfinite(cg_residual) && ms_flow_finite(flow);
+}
+
+/* Backward Euler as the stages of a step: the Newton iterations, then the end of the step
+   for every node block. */
+int ms_implicit_euler_stages(ms_worker* w, const double* x, const double* v, double* x_out, double* v_out, double t,
+                          ms_flow* flow) {
+    ms_team* tm = w->team;
+    const int finite = implicit_stages(w, x, v, x_out, v_out, t, flow);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    ms_finish_nodes(w, b, begin, end, !finite, x, x_out, v_out);
+    ms_sync(w);
+    return !ms_any_bad(tm);
+}
