@@ -29,7 +29,8 @@ from mpl_toolkits.mplot3d.axes3d import Axes3D  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import msprings  # noqa: E402
-from msprings import _draw, mesh, plot, scenes, stability  # noqa: E402
+from msprings import mesh, plot, scenes, stability  # noqa: E402
+from msprings.plot import _draw  # noqa: E402
 from msprings.trajectory import ENERGY_FIELDS, LEDGER_FIELDS  # noqa: E402
 
 
@@ -107,6 +108,7 @@ def test_import_msprings_loads_neither_matplotlib_nor_plot():
     code = "import sys, msprings; print('matplotlib' in sys.modules, 'msprings.plot' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
+
 
 
 # ---- draw ----------------------------------------------------------------------------

@@ -16,10 +16,14 @@ The simulation's y axis is up.  matplotlib's 3-D axes put their third axis up, s
 (x, y, z) of the simulation is drawn at matplotlib's (x, z, y): gravity points down on the
 screen.  The axes are labelled with the simulation's names.  Units are SI throughout.
 
-The pictures are drawn by :mod:`msprings._draw`, the animations made by
-:mod:`msprings._animation` and the charts by :mod:`msprings._charts`; this module gathers
-their public names.  These are the only modules of msprings that import matplotlib
-(``pip install msprings[plot]``); ``import msprings`` does not load them.
+This subpackage holds every picture of msprings.  The matplotlib pictures above are drawn
+by :mod:`msprings.plot._draw`, animated by :mod:`msprings.plot._animation` and charted by
+:mod:`msprings.plot._charts`, the only modules of msprings that import matplotlib
+(``pip install msprings[plot]``); :mod:`msprings.plot.view3d` draws interactive 3-D views
+with plotly (:func:`view` and :func:`save_view` here, also :mod:`msprings.view3d`), and
+:mod:`msprings.plot.widgets` gives the live notebook controls of :func:`msprings.interact`
+(also :mod:`msprings.widgets`) with their canvas script in ``static/``.  ``import msprings``
+loads none of them.
 """
 from __future__ import annotations
 
@@ -45,7 +49,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """``view`` and ``save_view``, the interactive 3-D views of :mod:`msprings.view3d`,
+    """``view`` and ``save_view``, the interactive 3-D views of :mod:`msprings.plot.view3d`,
     loaded (with plotly) on first use."""
     if name in ("view", "save_view"):
         from . import view3d
