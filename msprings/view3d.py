@@ -3,7 +3,7 @@ module :mod:`msprings.plot.view3d` under a shorter name.
 
 ``import msprings.view3d`` gives that module itself, not a copy of its names:
 ``msprings.view3d is msprings.plot.view3d``, so whatever is set on one is seen by its
-functions.
+functions.  Importing it loads neither plotly (loaded when a view is made) nor matplotlib.
 """
 import sys
 

@@ -29,14 +29,14 @@ def test_import_msprings_does_not_import_widget_libraries() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_msprings_widgets_is_the_module_msprings_plot_widgets() -> None:
+def test_msprings_widgets_is_the_module_msprings_plot_widgets_and_needs_no_matplotlib_or_plotly() -> None:
     code = ("import sys, msprings, msprings.widgets, msprings.plot.widgets; "
             "from msprings import scenes; "
             "assert msprings.widgets is msprings.plot.widgets is sys.modules['msprings.widgets']; "
             "from msprings.widgets import *; from msprings.widgets import __all__; "
             "assert all(globals()[name] is getattr(msprings.plot.widgets, name) for name in __all__); "
             "assert isinstance(msprings.interact(scenes.cloth(4)), LiveControls); "
-            "assert 'plotly' not in sys.modules")
+            "assert not {'matplotlib', 'plotly'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -22,16 +22,24 @@ by :mod:`msprings.plot._draw`, animated by :mod:`msprings.plot._animation` and c
 (``pip install msprings[plot]``); :mod:`msprings.plot.view3d` draws interactive 3-D views
 with plotly (:func:`view` and :func:`save_view` here, also :mod:`msprings.view3d`), and
 :mod:`msprings.plot.widgets` gives the live notebook controls of :func:`msprings.interact`
-(also :mod:`msprings.widgets`) with their canvas script in ``static/``.  ``import msprings``
-loads none of them.
+(also :mod:`msprings.widgets`) with their canvas script in ``static/``.
+
+This module loads each name on first use, from the module that defines it: the
+matplotlib names load matplotlib, ``view`` and ``save_view`` plotly when called, and importing
+:mod:`msprings.plot.view3d` or :mod:`msprings.plot.widgets` loads neither matplotlib nor
+the other's library, so each works with its own extra alone.  ``import msprings`` loads
+none of them.
 """
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from ._animation import SceneAnimation, animate, save_animation, to_html
-from ._charts import compare_integrators, plot_energy, plot_stability
-from ._draw import STRAIN_LABEL, TENSION_LABEL, collider_polygons, draw
+if TYPE_CHECKING:
+    from ._animation import SceneAnimation, animate, save_animation, to_html
+    from ._charts import compare_integrators, plot_energy, plot_stability
+    from ._draw import STRAIN_LABEL, TENSION_LABEL, collider_polygons, draw
+    from .view3d import save_view, view
 
 __all__ = [
     "STRAIN_LABEL",
@@ -47,12 +55,35 @@ __all__ = [
     "to_html",
 ]
 
+# The module that defines each name given here.
+_HOMES = {
+    "STRAIN_LABEL": "_draw",
+    "TENSION_LABEL": "_draw",
+    "collider_polygons": "_draw",
+    "draw": "_draw",
+    "SceneAnimation": "_animation",
+    "animate": "_animation",
+    "save_animation": "_animation",
+    "to_html": "_animation",
+    "compare_integrators": "_charts",
+    "plot_energy": "_charts",
+    "plot_stability": "_charts",
+    "view": "view3d",
+    "save_view": "view3d",
+}
+
 
 def __getattr__(name: str) -> Any:
-    """``view`` and ``save_view``, the interactive 3-D views of :mod:`msprings.plot.view3d`,
-    loaded (with plotly) on first use."""
-    if name in ("view", "save_view"):
-        from . import view3d
+    """The names of ``__all__`` (loading matplotlib) and ``view`` and ``save_view`` (the
+    interactive 3-D views of :mod:`msprings.plot.view3d`, which load plotly when called),
+    each imported from its module on first use."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
 
-        return getattr(view3d, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOMES})
