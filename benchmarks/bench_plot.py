@@ -1,6 +1,6 @@
 """Animation benchmark: msprings.plot beside its previous version, in one run.
 
-Two scenes are recorded once and animated by both versions of ``msprings/plot.py``, as
+Two scenes are recorded once and animated by both versions of ``msprings.plot``, as
 ``python -m msprings`` does it (``plot.animate(trajectory, fps=fps)``, then
 ``plot.save_animation(animation, "x.gif")``, with every default):
 
@@ -162,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 status = 1
             rows.append((scene, trajectory, results))
 
-    out = harness.header("msprings animation benchmark: plot.py beside its previous version", msprings, args.quick, [
+    out = harness.header("msprings animation benchmark: msprings.plot beside its previous version", msprings, args.quick, [
         f"matplotlib {matplotlib.__version__}; the run took {time.perf_counter() - started:.0f} s",
         f"previous: `msprings/plot.py` at {PREVIOUS_COMMIT} (loaded as `{PREVIOUS_MODULE}`); new: this "
         "checkout's `msprings.plot`",

@@ -18,7 +18,7 @@ from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, da
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
-    from .widgets import LiveControls
+    from .plot.widgets import LiveControls
 
 __version__ = "0.1.0"
 
@@ -55,7 +55,7 @@ def interact(system: System, **options: object) -> "LiveControls":
     integrator, k and damping per spring family, gravity and wind, energy bars, a running
     ledger plot, and a view that turns and lets you drag nodes.  See
     :func:`msprings.widgets.interact` for the options."""
-    from .widgets import interact as live_controls
+    from .plot.widgets import interact as live_controls
 
     return live_controls(system, **options)
 

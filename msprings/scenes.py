@@ -89,10 +89,10 @@ def _checks_keywords(passes_to: str = "System") -> Callable[[_Builder], _Builder
         def checked(*args: Any, **kwargs: Any) -> Any:
             handed_on = _keywords(System.__init__) - {"positions", "springs", "self"}
             if passes_to == "from_mesh":  # its own keywords and the options it sets on the system
-                from . import _mesh_springs
+                from .mesh import _springs
 
-                handed_on |= _keywords(_mesh_springs.from_mesh) - {"vertices", "faces"}
-                handed_on |= set(_mesh_springs._SYSTEM_ATTRIBUTES)
+                handed_on |= _keywords(_springs.from_mesh) - {"vertices", "faces"}
+                handed_on |= set(_springs._SYSTEM_ATTRIBUTES)
             taken = own | handed_on
             for name in kwargs:
                 if name not in taken:

@@ -82,6 +82,16 @@ f 1/1/1 4/4/1 3/3/1 2/2/1
 """
 
 
+def test_msprings_mesh_gives_every_public_name_from_its_modules() -> None:
+    from msprings.mesh import _export, _geometry, _material, _obj, _repair, _springs
+
+    homes = {module.__name__ for module in (_export, _geometry, _material, _obj, _repair, _springs)}
+    for name in mesh.__all__:
+        value = getattr(mesh, name)
+        assert getattr(value, "__module__", None) in homes, name
+    assert mesh.MAX_SUBDIVISIONS == _geometry.MAX_SUBDIVISIONS
+
+
 def test_obj_face_forms_and_ignored_statements(tmp_path: Path) -> None:
     loaded = mesh.load_obj(write(tmp_path / "pyramid.obj", SQUARE_PYRAMID))
     assert loaded.vertices.dtype == np.float64 and loaded.faces.dtype == np.int64

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import io
 import math
+import os
 import re
 import subprocess
 import sys
@@ -29,7 +30,8 @@ from mpl_toolkits.mplot3d.axes3d import Axes3D  # noqa: E402
 from PIL import Image  # noqa: E402
 
 import msprings  # noqa: E402
-from msprings import _draw, mesh, plot, scenes, stability  # noqa: E402
+from msprings import mesh, plot, scenes, stability  # noqa: E402
+from msprings.plot import _draw  # noqa: E402
 from msprings.trajectory import ENERGY_FIELDS, LEDGER_FIELDS  # noqa: E402
 
 
@@ -107,6 +109,18 @@ def test_import_msprings_loads_neither_matplotlib_nor_plot():
     code = "import sys, msprings; print('matplotlib' in sys.modules, 'msprings.plot' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+def test_plot_loads_matplotlib_at_the_first_name_used_and_gives_every_public_name():
+    code = ("import sys, msprings.plot as plot; assert 'matplotlib' not in sys.modules; "
+            "from msprings.plot import *; assert 'matplotlib' in sys.modules; "
+            "assert all(getattr(plot, name) is globals()[name] for name in plot.__all__); "
+            "from msprings.plot import _animation, _charts, _draw, view3d; "
+            "assert (plot.draw, plot.animate, plot.plot_energy, plot.view) == "
+            "(_draw.draw, _animation.animate, _charts.plot_energy, view3d.view); "
+            "assert set(plot.__all__) | {'view', 'save_view'} <= set(dir(plot)); "
+            "assert not hasattr(plot, 'no_such_name')")
+    subprocess.run([sys.executable, "-c", code], check=True, env={**os.environ, "MPLBACKEND": "Agg"})
 
 
 # ---- draw ----------------------------------------------------------------------------

@@ -78,7 +78,7 @@ def test_widget_and_view_blocks_return_their_objects_in_a_plain_process(
     interact = [number for number, line in code if "msprings.interact(" in line]
     views = [number for number, line in code if "plot.view(" in line]
     assert len(interact) == 1 and len(views) == 3
-    assert "msprings.widgets.LiveControls" in shown[interact[0]]
+    assert "msprings.plot.widgets.LiveControls" in shown[interact[0]]
     for number in views:
         assert any(kind.startswith("plotly.") and kind.endswith(".Figure") for kind in shown[number])
 

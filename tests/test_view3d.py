@@ -291,6 +291,15 @@ def test_save_view_writes_a_standalone_page(tmp_path, hanging_cloth):
         view3d.save_view(hanging_cloth, tmp_path / "missing" / "cloth.html")
 
 
+def test_msprings_view3d_is_the_module_msprings_plot_view3d_and_loads_no_matplotlib():
+    code = ("import sys, msprings.view3d, msprings.plot.view3d; "
+            "assert msprings.view3d is msprings.plot.view3d is sys.modules['msprings.view3d']; "
+            "from msprings.view3d import *; from msprings.view3d import __all__; "
+            "assert all(globals()[name] is getattr(msprings.plot.view3d, name) for name in __all__); "
+            "assert not {'matplotlib', 'plotly'} & set(sys.modules), sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=PACKAGE_PARENT)
+
+
 def test_plotly_is_loaded_only_when_a_view_is_made():
     code = ("import sys, msprings, msprings.view3d; assert 'plotly' not in sys.modules; "
             "import msprings.plot as plot, msprings.view3d as view3d; "

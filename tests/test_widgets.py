@@ -24,7 +24,19 @@ from msprings.widgets import DISSIPATION_PARTS, ENERGY_BARS, WORK_PARTS, LiveCon
 def test_import_msprings_does_not_import_widget_libraries() -> None:
     code = ("import sys, msprings; "
             "assert callable(msprings.interact); "
-            "assert not {'ipywidgets', 'anywidget', 'msprings.widgets'} & set(sys.modules), sorted(sys.modules)")
+            "assert not {'ipywidgets', 'anywidget', 'msprings.widgets', 'msprings.plot.widgets'} & set(sys.modules), "
+            "sorted(sys.modules)")
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_msprings_widgets_is_the_module_msprings_plot_widgets_and_needs_no_matplotlib_or_plotly() -> None:
+    code = ("import sys, msprings, msprings.widgets, msprings.plot.widgets; "
+            "from msprings import scenes; "
+            "assert msprings.widgets is msprings.plot.widgets is sys.modules['msprings.widgets']; "
+            "from msprings.widgets import *; from msprings.widgets import __all__; "
+            "assert all(globals()[name] is getattr(msprings.plot.widgets, name) for name in __all__); "
+            "assert isinstance(msprings.interact(scenes.cloth(4)), LiveControls); "
+            "assert not {'matplotlib', 'plotly'} & set(sys.modules), sorted(sys.modules)")
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

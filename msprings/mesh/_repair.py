@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._mesh_geometry import _edge_groups, _half_edges, _points, _row_keys, _triangles
-from ._system import real_scalar
+from ._geometry import _edge_groups, _half_edges, _points, _row_keys, _triangles
+from .._system import real_scalar
 
 __all__ = ["RepairReport", "boundary_edges", "repair"]
 

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from . import _core
-from ._mesh_geometry import _points, _row_keys, _triangles, interior_edge_opposites, unique_edges
-from ._mesh_material import element_sizes, lumped_masses, spring_stiffness
-from ._mesh_repair import boundary_edges
-from ._system import System, damping_for_ratio, real_scalar
+from .. import _core
+from ._geometry import _points, _row_keys, _triangles, interior_edge_opposites, unique_edges
+from ._material import element_sizes, lumped_masses, spring_stiffness
+from ._repair import boundary_edges
+from .._system import System, damping_for_ratio, real_scalar
 
 __all__ = ["MeshWarning", "OpenMeshWarning", "from_mesh"]
 
@@ -292,7 +292,7 @@ def from_mesh(
 
     **Material values.**  Instead of per-node masses and per-spring stiffnesses, the mesh
     can be given what it is made of, so that a finer mesh of the same object behaves the
-    same (see :mod:`msprings._mesh_material` for the derivation and the reference):
+    same (see :mod:`msprings.mesh._material` for the derivation and the reference):
 
     - mass: ``density`` rho (kg/m^3) or ``total_mass`` M (kg), lumped onto the nodes: a
       third of each triangle's mass to each corner (a surface of ``thickness`` t: a

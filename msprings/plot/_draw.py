@@ -26,9 +26,9 @@ from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
 from mpl_toolkits.mplot3d.axes3d import Axes3D
 from numpy.typing import ArrayLike
 
-from ._system import System
-from .colliders import Collider
-from .trajectory import Trajectory
+from .._system import System
+from ..colliders import Collider
+from ..trajectory import Trajectory
 
 __all__ = ["STRAIN_LABEL", "TENSION_LABEL", "collider_polygons", "draw"]
 

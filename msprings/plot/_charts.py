@@ -18,10 +18,10 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from . import stability
-from ._core import DivergenceError
-from ._system import Energy, StabilityWarning, System
-from .trajectory import ENERGY_FIELDS, Trajectory
+from .. import stability
+from .._core import DivergenceError
+from .._system import Energy, StabilityWarning, System
+from ..trajectory import ENERGY_FIELDS, Trajectory
 
 __all__ = ["compare_integrators", "plot_energy", "plot_stability"]
 
@@ -81,7 +81,7 @@ def _ledger_panel(trajectory: Trajectory, ax: Axes) -> None:
     (numerical) is stacked too, unless it went below zero somewhere (a solver short of
     convergence handing energy back): then it is a dotted line.  Mechanisms that stayed at
     zero are left out."""
-    from .trajectory import LEDGER_FIELDS
+    from ..trajectory import LEDGER_FIELDS
 
     times = trajectory.times
     ledger = np.asarray(trajectory.ledger)

@@ -14,7 +14,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 if TYPE_CHECKING:
-    from .trajectory import Trajectory
+    from ..trajectory import Trajectory
 
 __all__ = ["export_vtu_series", "export_xdmf"]
 

@@ -1,5 +1,5 @@
 """Animations of a recorded run: :func:`animate` (a FuncAnimation that moves the artists
-of one :mod:`~msprings._draw` drawing from frame to frame), :func:`save_animation` (GIF or
+of one :mod:`~msprings.plot._draw` drawing from frame to frame), :func:`save_animation` (GIF or
 MP4) and :func:`to_html` (a player for Jupyter).
 
 Part of :mod:`msprings.plot`, which re-exports its public names.
@@ -21,7 +21,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from PIL import Image
 
 from ._draw import ColorBy, _check_choice, _check_view, _Drawing, _frame_scene, _new_axes, _plan, _scene_scale
-from .trajectory import Trajectory
+from ..trajectory import Trajectory
 
 __all__ = ["SceneAnimation", "animate", "save_animation", "to_html"]
 

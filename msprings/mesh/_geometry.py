@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._system import index_array, real_scalar
+from .._system import index_array, real_scalar
 
 if TYPE_CHECKING:
-    from ._mesh_repair import RepairReport
+    from ._repair import RepairReport
 
 __all__ = ["InteriorEdges", "Mesh", "enclosed_volume", "face_normals", "icosphere", "interior_edge_opposites",
            "unique_edges", "vertex_normals"]

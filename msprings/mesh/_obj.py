@@ -13,9 +13,9 @@ from typing import Iterable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._mesh_geometry import Mesh, _points, _triangles, vertex_normals
-from ._mesh_repair import DEFAULT_TOLERANCE
-from ._mesh_repair import repair as repair_mesh
+from ._geometry import Mesh, _points, _triangles, vertex_normals
+from ._repair import DEFAULT_TOLERANCE
+from ._repair import repair as repair_mesh
 
 __all__ = ["export_obj_frames", "load_obj", "save_obj"]
 

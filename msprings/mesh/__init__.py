@@ -12,16 +12,16 @@ ones.  :func:`repair` cleans a mesh that the converter would refuse.
 :func:`export_obj_frames` writes a simulation back out as one OBJ file per frame for Blender
 or MeshLab, :func:`export_vtu_series` and :func:`export_xdmf` as time series for ParaView.
 
-Geometry lives in :mod:`msprings._mesh_geometry`, OBJ files in :mod:`msprings._mesh_obj`,
-repair in :mod:`msprings._mesh_repair`, material values in :mod:`msprings._mesh_material`,
-the conversion in :mod:`msprings._mesh_springs` and ParaView files in
-:mod:`msprings._mesh_export`; this module gathers their public names.
+The subpackage holds one private module per part: geometry in :mod:`msprings.mesh._geometry`,
+OBJ files in :mod:`msprings.mesh._obj`, repair in :mod:`msprings.mesh._repair`, material
+values in :mod:`msprings.mesh._material`, the conversion in :mod:`msprings.mesh._springs`
+and ParaView files in :mod:`msprings.mesh._export`; this module gathers their public names.
 """
 from __future__ import annotations
 
-from ._mesh_export import export_vtu_series, export_xdmf
-from ._mesh_geometry import MAX_SUBDIVISIONS  # noqa: F401 (mesh.MAX_SUBDIVISIONS: icosphere's documented bound)
-from ._mesh_geometry import (
+from ._export import export_vtu_series, export_xdmf
+from ._geometry import MAX_SUBDIVISIONS  # noqa: F401 (mesh.MAX_SUBDIVISIONS: icosphere's documented bound)
+from ._geometry import (
     InteriorEdges,
     Mesh,
     enclosed_volume,
@@ -31,10 +31,10 @@ from ._mesh_geometry import (
     unique_edges,
     vertex_normals,
 )
-from ._mesh_material import element_sizes, lumped_masses, spring_stiffness
-from ._mesh_obj import export_obj_frames, load_obj, save_obj
-from ._mesh_repair import RepairReport, boundary_edges, repair
-from ._mesh_springs import MeshWarning, OpenMeshWarning, from_mesh
+from ._material import element_sizes, lumped_masses, spring_stiffness
+from ._obj import export_obj_frames, load_obj, save_obj
+from ._repair import RepairReport, boundary_edges, repair
+from ._springs import MeshWarning, OpenMeshWarning, from_mesh
 
 __all__ = [
     "InteriorEdges",
