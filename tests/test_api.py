@@ -695,3 +695,14 @@ def test_energy_is_a_named_tuple_with_a_consistent_ledger() -> None:
     assert energy.dissipated == damped.dissipated > 0.0
     assert energy.work == damped.work
     assert energy.total == pytest.approx(energy.mechanical + energy.dissipated - energy.work, rel=1e-15)
+
+
+def test_copy_keeps_the_last_calls_start_energy():
+    """What a recording reads of the last step call (the energy it started from) goes with a copy."""
+    s = msprings.System([[0.0, 0.0, 0.0], [1.2, 0.0, 0.0]], [[0, 1]], k=40.0, rest=1.0, pinned=[0])
+    s._keep_start_energy(True)
+    s.step(1e-3, 3)
+    s._keep_start_energy(False)
+    start = s._start_energy()
+    assert start is not None and start[1] == pytest.approx(0.5 * 40.0 * 0.2**2)
+    assert s.copy()._start_energy() == start

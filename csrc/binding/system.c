@@ -164,6 +164,8 @@ PyObject* System_copy(SystemObject* self, PyObject* Py_UNUSED(ignored)) {
         Py_DECREF(copy);
         return mspy_raise_ms_error(&err);
     }
+    copy->start_energy_valid = self->start_energy_valid;
+    memcpy(copy->start_energy, self->start_energy, sizeof copy->start_energy);
     return (PyObject*)copy;
 }
 

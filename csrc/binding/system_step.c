@@ -158,6 +158,9 @@ PyObject* System_step(SystemObject* self, PyObject* const* args, Py_ssize_t narg
         if (status == MS_OK && !interrupted && done < n && PyErr_CheckSignals() < 0) interrupted = 1;
     }
     self->stepping = 0;
+    /* a call that failed or was refused may not have read what was written before it: the
+       next call reads (and checks) the parameters and x and v again */
+    if (status != MS_OK || interrupted) self->parameters_written = self->energy_written = 1;
     self->start_energy_valid = self->keep_start_energy && !isnan(start_energy[0]);
     memcpy(self->start_energy, start_energy, sizeof start_energy);
     if (status == MS_OK && !interrupted) {

@@ -236,7 +236,8 @@ typedef struct ms_state {
     double watched_energy; /* mechanical energy when the state was watched (J) */
     int watched;           /* watched_energy holds a value not yet booked */
     /* storage that a step needs beside x, v and f, made on first use and kept for the
-       next call (it holds nothing of one call that the next reads) */
+       next call: scratch, and the inverse masses, which a call reads again unless told
+       the parameters are unchanged */
     double* inv_mass;    /* 1/m for free nodes, 0 for pinned            (nnode)     */
     double* f_saved;     /* f as a step call found it, put back if it diverges; an in-place
                             Euler call's forces, which it copies to f in its last step
@@ -432,16 +433,17 @@ typedef struct ms_step_options {
 } ms_step_options;
 
 /* Advances n >= 1 steps of size h > 0 with m->opt.integrator; options may be NULL (all
-   zero).  Checks the model values and the state first (MS_ERR_VALUE, nothing changed).  A
-   call is all or nothing: if a step produces a non-finite position or velocity
-   (MS_ERR_DIVERGED, with err->step, err->time and err->call_step set), the caller's check
-   asks it to stop (MS_ERR_INTERRUPTED, err->step and err->time naming the step it stopped
-   in), or the call fails in any other way after its checks (MS_ERR_MEMORY), everything is
-   put back as it was when the call began (or the first part of a call made in parts): x,
-   v, f, t, steps, the ledger (with a change the caller made before the call pending
-   again), the solver's counts and where the colliders are.  Colliders with a velocity move
-   with it after every successful step (in the state).  The model is only read, so any
-   number of states of one model step independently, each as it would alone. */
+   zero).  Checks the model values and the state first (MS_ERR_VALUE: nothing changed, or,
+   for a later part of a call made in parts, the whole call undone).  A call is all or
+   nothing: if a step produces a non-finite position or velocity (MS_ERR_DIVERGED, with
+   err->step, err->time and err->call_step set), the caller's check asks it to stop
+   (MS_ERR_INTERRUPTED, err->step and err->time naming the step it stopped in), or the call
+   fails in any other way after its checks (MS_ERR_MEMORY), everything is put back as it
+   was when the call began (or the first part of a call made in parts): x, v, f, t, steps,
+   the ledger (with a change the caller made before the call pending again), the solver's
+   counts and where the colliders are.  Colliders with a velocity move with it after every
+   successful step (in the state).  The model is only read, so any number of states of one
+   model step independently, each as it would alone. */
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, const ms_step_options* options, ms_error* err);
 
 /* Total force on every node at (x, v) and time t (s): springs, dampers, gravity, drag

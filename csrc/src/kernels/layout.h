@@ -78,7 +78,7 @@ void ms_layout_destroy(ms_layout* layout);
 
 /* Copies rest, k and c into the layout's order (and notes whether some c > 0): done by a
    step call after checking the values, unless the caller vouches that they did not change
-   since the last call (ms_state.parameters_unchanged). */
+   since the last call (ms_step_options.parameters_unchanged). */
 void ms_layout_refresh(const ms_model* m, ms_layout* layout);
 
 /* Adds what the springs left aside to the forces f of the nodes [begin, end): the halos

@@ -16,11 +16,6 @@ void ms_sync(ms_worker* w) {
 #define MS_DECISION_PERIOD 1e-3
 #define MS_MAX_STRIDE ((int64_t)1 << 40)
 
-/* Decision points come about every MS_DECISION_PERIOD of work, so their barrier and clock
-   cost nothing beside it, and the caller's check runs about every MS_CHECK_PERIOD. */
-#define MS_DECISION_PERIOD 1e-3
-#define MS_MAX_STRIDE ((int64_t)1 << 40)
-
 int ms_should_stop(ms_worker* w) {
     ms_team* tm = w->team;
     if (tm->interrupt == NULL || w->stopped) return w->stopped;

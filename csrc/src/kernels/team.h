@@ -39,7 +39,7 @@ typedef struct ms_team {
     ms_euler_kernel euler;
     ms_node_energy_kernel node_energy;
     double h;
-    /* what is active in this call (ms_team_prepare) */
+    /* what is active in this call (ms_team_init) */
     const double* external; /* the external force, or NULL where it is zero everywhere */
     int velocity_forces;    /* some force depends on velocity: dampers, drag, air */
     int moving_pins;        /* some pinned node has a velocity */

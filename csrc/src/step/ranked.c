@@ -7,8 +7,9 @@
  * copy is made once per call instead: the call copies x, v and the external force in, runs
  * every step on the copy, where the nodes of a spring sit close together and the step's
  * arrays are read in order, and copies x, v and f back.  x and v are not copied in again
- * while the caller vouches that it did not write them (ms_step_options.motion_unchanged).  The renumbered model shares the springs' rest lengths, stiffnesses
- * and dampers with the model (the springs keep their order; only their ends are
+ * while the caller vouches that it did not write them (ms_step_options.motion_unchanged)
+ * and no call was undone since.  The renumbered model shares the springs' rest lengths,
+ * stiffnesses and dampers with the model (the springs keep their order; only their ends are
  * renumbered) and holds its own masses and pins, refreshed when the parameters may have
  * changed.  The copy's storage (its layout, the solvers' storage) lives as long as the
  * state; none of it carries anything from one call to the next but the state itself and

@@ -35,7 +35,8 @@ struct ms_call {
     int64_t collider_capacity;
     double* collider_center; /* where the colliders were          (collider_capacity x 3) */
     int64_t copy_nodes;      /* nodes motion_copy has room for */
-    double* motion_copy;     /* x, v and f                         (3 x copy_nodes x 3)    */
+    int copy_arrays;         /* arrays of copy_nodes x 3 it has room for: 2 (x, v) or 3 (and f) */
+    double* motion_copy;     /* x, v and f                         (copy_arrays x copy_nodes x 3) */
 };
 
 ms_call* ms_call_create(void) { return calloc(1, sizeof(ms_call)); }
@@ -66,14 +67,17 @@ static int keep_call_start(const ms_model* m, const ms_state* s, ms_call* start,
         start->collider_center = center;
         start->collider_capacity = s->collider_count;
     }
-    if (copies && start->copy_nodes != m->nnode) {
+    /* room for x and v, and f for a call made in parts (a standalone call puts f back itself) */
+    const int arrays = forces ? 3 : 2;
+    if (copies && (start->copy_nodes != m->nnode || start->copy_arrays < arrays)) {
         free(start->motion_copy);
         start->copy_nodes = 0;
-        start->motion_copy = malloc(3 * bytes);
+        start->motion_copy = malloc((size_t)arrays * bytes);
         if (start->motion_copy == NULL)
             return ms_error_set(err, MS_ERR_MEMORY, "out of memory keeping the state of %lld nodes a step starts from",
                                 (long long)m->nnode);
         start->copy_nodes = m->nnode;
+        start->copy_arrays = arrays;
     }
     start->kept = 1;
     start->motion = copies;
