@@ -29,8 +29,6 @@ static void ranked_free(void* ranked) {
     free(r);
 }
 
-ms_ranked* ms_ranked_of(const ms_state* s) { return ms_workspace_get(s, MS_WORK_RANKED); }
-
 int ms_ranked_filled(const ms_state* s) { return ms_step_layout(ms_ranked_of(s)->s)->filled; }
 
 void ms_ranked_forget(ms_state* s) {

@@ -22,7 +22,7 @@ int ms_ranked_create(const ms_model* m, ms_state* s, int32_t* node_order, ms_err
 
 /* The state's renumbered copy, or NULL if it steps in its own numbering (or has not
    stepped yet). */
-ms_ranked* ms_ranked_of(const ms_state* s);
+static inline ms_ranked* ms_ranked_of(const ms_state* s) { return ms_workspace_get(s, MS_WORK_RANKED); }
 
 /* A step call on the copy after ms_step's checks (parameters: the masses and pins may have
    changed since the last call; motion: x and v may have been written since). */

@@ -36,14 +36,6 @@ static const ms_integrator_stages integrator_stages[MS_INTEGRATOR_COUNT] = {
     [MS_XPBD] = ms_xpbd_stages,
 };
 
-/* The step's layout and its sums per block (slot MS_WORK_STEP). */
-typedef struct step_storage {
-    ms_layout* layout;
-    ms_node_sums* node_sums;      /* (layout->nnode_block) */
-    ms_flow* block_flow;          /* (2 x layout->nblock) */
-    ms_block_energy* block_energy; /* (layout->nblock) */
-} step_storage;
-
 static void step_storage_free(void* data) {
     step_storage* storage = data;
     ms_layout_destroy(storage->layout);
@@ -78,11 +70,6 @@ int ms_step_storage_make(const ms_model* m, ms_state* s, ms_layout* layout, ms_e
                             (long long)m->nnode);
     }
     return MS_OK;
-}
-
-ms_layout* ms_step_layout(const ms_state* s) {
-    const step_storage* storage = ms_workspace_get(s, MS_WORK_STEP);
-    return storage != NULL ? storage->layout : NULL;
 }
 
 static const ms_flow no_flow = {0.0, 0.0, 0.0, 0.0, 0.0};

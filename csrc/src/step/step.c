@@ -190,9 +190,9 @@ static int ensure_step_storage(const ms_model* m, ms_state* s, ms_error* err) {
 /* The parameters were checked and read by an earlier step call: into the layout, or into
    the renumbered copy's. */
 static int parameters_read(const ms_state* s) {
-    if (ms_ranked_of(s) != NULL) return ms_ranked_filled(s);
     const ms_layout* layout = ms_step_layout(s);
-    return layout != NULL && layout->filled;
+    if (layout != NULL) return layout->filled;
+    return ms_ranked_of(s) != NULL && ms_ranked_filled(s);
 }
 
 int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, const ms_step_options* options, ms_error* err) {
@@ -230,8 +230,8 @@ int ms_step(const ms_model* m, ms_state* s, double h, int64_t n, const ms_step_o
     }
     if (!continuing && keep_call_start(m, s, start, n > 1 || call != NULL, call != NULL, err)) return MS_ERR_MEMORY;
     book_watched(m, s);
-    const int status = ms_ranked_of(s) != NULL ? ms_ranked_step(m, s, h, n, parameters, motion, opt, err)
-                                               : ms_step_call(m, s, h, n, parameters, opt, err);
+    const int status = ms_step_layout(s) != NULL ? ms_step_call(m, s, h, n, parameters, opt, err)
+                                                 : ms_ranked_step(m, s, h, n, parameters, motion, opt, err);
     if (status != MS_OK) {
         /* the one way out of a failed call: everything back as the call found it */
         if (status == MS_ERR_DIVERGED || status == MS_ERR_INTERRUPTED) describe_failure(s, start, status, h, err);

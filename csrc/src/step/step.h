@@ -5,12 +5,23 @@
 
 #include "kernels/team.h"
 
-/* The step's storage (slot MS_WORK_STEP): the layout (made here if layout is NULL, else
-   taken over) and the step's sums per block.  MS_ERR_MEMORY if it cannot be had. */
+/* The step's layout and its sums per block (slot MS_WORK_STEP). */
+typedef struct step_storage {
+    ms_layout* layout;
+    ms_node_sums* node_sums;       /* (layout->nnode_block) */
+    ms_flow* block_flow;           /* (2 x layout->nblock) */
+    ms_block_energy* block_energy; /* (layout->nblock) */
+} step_storage;
+
+/* Makes the step's storage: the layout (made here if layout is NULL, else taken over) and
+   the step's sums per block.  MS_ERR_MEMORY if it cannot be had. */
 int ms_step_storage_make(const ms_model* m, ms_state* s, ms_layout* layout, ms_error* err);
 
 /* The state's step layout, or NULL before its first step (or when it steps renumbered). */
-ms_layout* ms_step_layout(const ms_state* s);
+static inline ms_layout* ms_step_layout(const ms_state* s) {
+    const step_storage* storage = ms_workspace_get(s, MS_WORK_STEP);
+    return storage != NULL ? storage->layout : NULL;
+}
 
 /* A step call after ms_step's checks of its arguments and its booking of the caller's
    changes (ledger.user), with the step's storage made: n steps of h on s; parameters: the
