@@ -83,9 +83,9 @@ f 1/1/1 4/4/1 3/3/1 2/2/1
 
 
 def test_msprings_mesh_gives_every_public_name_from_its_modules() -> None:
-    from msprings.mesh import _export, _geometry, _material, _obj, _repair, _springs
+    from msprings.mesh import _export, _geometry, _material, _obj, _repair, _solid, _springs
 
-    homes = {module.__name__ for module in (_export, _geometry, _material, _obj, _repair, _springs)}
+    homes = {module.__name__ for module in (_export, _geometry, _material, _obj, _repair, _solid, _springs)}
     for name in mesh.__all__:
         value = getattr(mesh, name)
         assert getattr(value, "__module__", None) in homes, name

@@ -265,9 +265,27 @@ def from_mesh(
     uv: ArrayLike | None = None,
     pinned: ArrayLike | None = None,
     return_counts: bool = False,
+    fill: str | None = None,
+    edge_length: float | None = None,
+    nodes: int | None = None,
+    mesher: str = "builtin",
     **system_options: Any,
 ) -> System | tuple[System, dict[str, int]]:
-    """Turns a triangle mesh into a :class:`msprings.System`.
+    """Turns a triangle mesh into a :class:`msprings.System`: a surface of springs or, with
+    ``fill="tetrahedra"``, a solid.
+
+    **Solids** (``fill="tetrahedra"``): the closed surface is filled with tetrahedra of about
+    ``edge_length`` (:func:`tetrahedralize`, with ``mesher``) and made into springs along
+    their edges by :func:`from_tetrahedra`: masses lumped from ``density`` (rho V), stiffnesses
+    from ``youngs_modulus`` so that the body responds as a solid of about that modulus and
+    Poisson's ratio 1/4, dampers from ``damping_ratio``.  ``s.faces`` is the surface to draw:
+    with the built-in mesher the input faces (long edges split), whose vertices keep their
+    indices, so ``pinned`` refers to the input vertices.  An open or flat surface cannot be
+    filled: it is converted as a sheet (membrane values with ``thickness``, by default the
+    median edge length) and a :class:`MeshWarning` says so.  ``stabilise``, ``bend_k`` and
+    ``uv`` do not apply to a filled solid.
+
+    **Surfaces** (``fill=None``, the default):
 
     Springs, in this order (so ``s.k[:E]`` are the structural springs, and so on):
 
@@ -342,7 +360,18 @@ def from_mesh(
     pinned : sequence of int or bool array of shape (n,), optional
         Pinned vertices (the centre node is never pinned).
     return_counts : bool
-        If True, return ``(system, {"structural": E, "bend": B, "stabilise": S})``.
+        If True, return ``(system, {"structural": E, "bend": B, "stabilise": S})``; a filled
+        solid adds ``"tetrahedra": T`` (its springs count as structural).
+    fill : None or "tetrahedra"
+        ``"tetrahedra"`` makes a solid (above).
+    edge_length : float, optional
+        m, the filling's target edge length (default: the surface's median edge length, but
+        no finer than about 10,000 interior nodes).
+    nodes : int, optional
+        A target number of interior nodes instead of ``edge_length``.
+    mesher : {"builtin", "tetgen", "ftetwild", "gmsh"}
+        The tetrahedral mesher (see :func:`tetrahedralize`); all but ``"builtin"`` (SciPy)
+        are optional packages.
     **system_options
         ``velocities`` (n, 3) (the centre node gets the mean), ``gravity``, ``drag``,
         ``energy_loss``, ``integrator``, and any of the System attributes
@@ -376,6 +405,15 @@ def from_mesh(
     unknown = set(system_options) - set(_SYSTEM_ARGUMENTS) - set(_SYSTEM_ATTRIBUTES)
     if unknown:
         raise TypeError(f"from_mesh() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
+    if fill not in (None, "tetrahedra"):
+        raise ValueError(f"fill must be None or 'tetrahedra', got {fill!r}")
+    if fill is None and (edge_length is not None or nodes is not None or mesher != "builtin"):
+        raise ValueError("edge_length, nodes and mesher apply to fill='tetrahedra'")
+    if fill == "tetrahedra":
+        return _filled(vertices, faces, mass=mass, k=k, c=c, bend_k=bend_k, stabilise=stabilise, density=density,
+                       total_mass=total_mass, youngs_modulus=youngs_modulus, thickness=thickness,
+                       damping_ratio=damping_ratio, uv=uv, pinned=pinned, return_counts=return_counts,
+                       edge_length=edge_length, nodes=nodes, mesher=mesher, system_options=system_options)
     if stabilise not in (None, "center", "opposite"):
         raise ValueError(f"stabilise must be None, 'center' or 'opposite', got {stabilise!r}")
     solid = stabilise == "center"
@@ -502,4 +540,69 @@ def from_mesh(
         setattr(system, name, value)
     if return_counts:
         return system, {"structural": len(edges), "bend": len(bend), "stabilise": len(stabilising)}
+    return system
+
+
+def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k: ArrayLike | None,
+            c: ArrayLike | None, bend_k: float | None, stabilise: str | None, density: float | None,
+            total_mass: float | None, youngs_modulus: float | None, thickness: float | None,
+            damping_ratio: float | None, uv: ArrayLike | None, pinned: ArrayLike | None, return_counts: bool,
+            edge_length: float | None, nodes: int | None, mesher: str,
+            system_options: dict[str, Any]) -> System | tuple[System, dict[str, int]]:
+    """``from_mesh(..., fill="tetrahedra")``: a filled solid, or a sheet for an open or flat surface."""
+    from ._solid import MESHERS, from_tetrahedra, tetrahedralize
+
+    for name, value in (("stabilise", stabilise), ("bend_k", bend_k), ("uv", uv)):
+        if value is not None:
+            raise ValueError(f"{name} does not apply to a solid filled with tetrahedra (fill='tetrahedra')")
+    if mesher not in MESHERS:
+        raise ValueError(f"mesher must be one of {', '.join(repr(m) for m in MESHERS)}, got {mesher!r}")
+    x = _points(vertices, "vertices", 3)
+    f = _triangles(faces, x.shape[0])
+    _check_mesh(x, f)
+    rim = len(boundary_edges(f))
+    flat = len(f) < 4 or _is_flat(x, f)
+    if rim or flat:
+        if thickness is None:
+            edges = unique_edges(f)
+            thickness = float(np.median(np.linalg.norm(x[edges[:, 1]] - x[edges[:, 0]], axis=1)))
+            said = f"thickness {thickness:.4g} m (the median edge length; give thickness= to choose)"
+        else:
+            said = f"thickness {thickness:.4g} m"
+        why = "flat (its vertices lie in one plane)" if flat else f"open ({rim} boundary edges)"
+        warnings.warn(MeshWarning(
+            f"the surface is {why}, so it cannot be filled with tetrahedra: it is converted as a sheet of {said}, "
+            "with membrane values (a third of each triangle's mass rho t A on each corner, k = E t A_e / L^2)"),
+            stacklevel=3)
+        return from_mesh(x, f, mass=mass, k=k, c=c, density=density, total_mass=total_mass,
+                         youngs_modulus=youngs_modulus, thickness=thickness, damping_ratio=damping_ratio,
+                         pinned=pinned, return_counts=return_counts, **system_options)
+    if thickness is not None:
+        raise ValueError("thickness applies to a sheet; fill='tetrahedra' makes a solid, which has none")
+    n = x.shape[0]
+    pin_mask = _pin_mask(pinned, n)
+    filled = tetrahedralize(x, f, edge_length=edge_length, nodes=nodes, mesher=mesher)
+    count = filled.nodes.shape[0]
+    pins = np.zeros(count, dtype=bool)
+    if pin_mask.any():
+        if mesher == "builtin":
+            pins[:n] = pin_mask
+        else:
+            from scipy.spatial import cKDTree
+
+            pins[cKDTree(filled.nodes).query(x[pin_mask])[1]] = True
+    options = dict(system_options)
+    if options.get("velocities") is not None:
+        velocity = np.asarray(options["velocities"], dtype=np.float64)
+        if velocity.shape == (3,):
+            options["velocities"] = np.broadcast_to(velocity, (count, 3)).copy()
+        elif velocity.shape != (count, 3):
+            raise ValueError(f"velocities of a filled solid must have shape (3,) (one for the body) or ({count}, 3) "
+                             f"(one per node of the filling), got {velocity.shape}")
+    system = from_tetrahedra(filled.nodes, filled.tets, surface=filled.surface, mass=mass, density=density,
+                             total_mass=total_mass, k=k, youngs_modulus=youngs_modulus, c=c,
+                             damping_ratio=damping_ratio, pinned=pins, **options)
+    if return_counts:
+        return system, {"structural": int(system.springs.shape[0]), "bend": 0, "stabilise": 0,
+                        "tetrahedra": int(filled.tets.shape[0])}
     return system
