@@ -281,3 +281,38 @@ def test_no_filling_is_quadratic_in_the_surface() -> None:
     assert len(filled.nodes) - len(sphere.vertices) < 3000
     assert mesh.tetrahedron_volumes(filled.nodes, filled.tets).sum() == pytest.approx(
         mesh.enclosed_volume(sphere.vertices, sphere.faces), rel=1e-9)
+
+
+def test_close_holes_closes_a_sphere_with_holes_and_then_it_fills() -> None:
+    sphere = mesh.icosphere(3)
+    # Two holes: the faces around vertex 0 and around the vertex farthest from it.
+    far = int(np.argmin(sphere.vertices @ sphere.vertices[0]))
+    keep = ~np.isin(sphere.faces, [0, far]).any(axis=1)
+    holed, holed_faces, _ = mesh.repair(sphere.vertices, sphere.faces[keep])  # drops the two unused vertices
+    with pytest.raises(ValueError, match="vertex 0 is in no face"):
+        mesh.tetrahedralize(sphere.vertices, sphere.faces[keep])
+    vertices, faces, closed = mesh.close_holes(holed, holed_faces)
+    assert closed == 2 and len(mesh.boundary_edges(faces)) == 0
+    np.testing.assert_array_equal(vertices[:len(holed)], holed)
+    # The fans' centres are the rims' means, so each cap is a flat-ish cone: the volume is the
+    # sphere's less two thin caps, and the faces still point out.
+    full = mesh.enclosed_volume(sphere.vertices, sphere.faces)
+    assert 0.97 * full < mesh.enclosed_volume(vertices, faces) < full
+    filled = mesh.tetrahedralize(vertices, faces, edge_length=0.25)
+    assert mesh.tetrahedron_volumes(filled.nodes, filled.tets).sum() == pytest.approx(
+        mesh.enclosed_volume(vertices, faces), rel=1e-3)
+    # max_edges leaves larger openings open; a closed surface is returned as it is.
+    _, _, none = mesh.close_holes(holed, holed_faces, max_edges=4)
+    assert none == 0
+    same_vertices, same_faces, zero = mesh.close_holes(sphere.vertices, sphere.faces)
+    assert zero == 0 and np.array_equal(same_faces, sphere.faces)
+    with pytest.raises(ValueError, match="max_edges must be an integer >= 3"):
+        mesh.close_holes(sphere.vertices, sphere.faces, max_edges=2)
+
+
+def test_an_open_surface_asked_to_fill_points_to_close_holes() -> None:
+    sphere = mesh.icosphere(2)
+    keep = ~np.isin(sphere.faces, [0]).any(axis=1)
+    vertices, faces, _ = mesh.repair(sphere.vertices, sphere.faces[keep])
+    with pytest.warns(mesh.MeshWarning, match="close its holes first with mesh.close_holes"):
+        mesh.from_mesh(vertices, faces, fill="tetrahedra", density=10.0, thickness=0.01)

@@ -36,7 +36,7 @@ from ._geometry import (
 )
 from ._material import element_sizes, lumped_masses, spring_stiffness
 from ._obj import export_obj_frames, load_obj, save_obj
-from ._repair import RepairReport, boundary_edges, repair
+from ._repair import RepairReport, boundary_edges, close_holes, repair
 from ._solid import TetMesh, boundary_faces, from_tetrahedra, tetrahedralize, tetrahedron_stiffness, tetrahedron_volumes
 from ._springs import MeshWarning, OpenMeshWarning, from_mesh
 
@@ -49,6 +49,7 @@ __all__ = [
     "TetMesh",
     "boundary_edges",
     "boundary_faces",
+    "close_holes",
     "element_sizes",
     "enclosed_volume",
     "export_obj_frames",

@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from ._geometry import _edge_groups, _half_edges, _points, _row_keys, _triangles
 from .._system import real_scalar
 
-__all__ = ["RepairReport", "boundary_edges", "repair"]
+__all__ = ["RepairReport", "boundary_edges", "close_holes", "repair"]
 
 #: The default merge tolerance of :func:`repair`, relative to the bounding-box diagonal.
 DEFAULT_TOLERANCE = 1e-6
@@ -240,3 +240,81 @@ def repair(vertices: ArrayLike, faces: ArrayLike, *,
         kept_faces=face_index,
     )
     return x[kept_vertices], new_faces, report
+
+
+def close_holes(vertices: ArrayLike, faces: ArrayLike, *, max_edges: int | None = None) -> tuple[np.ndarray, np.ndarray, int]:
+    """Closes the holes of a surface: each loop of open boundary edges gets a new vertex at the
+    mean of its vertices and a fan of triangles to it, oriented like the faces around the hole.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Consistently oriented triangles.
+    max_edges : int, optional
+        Close only holes of at most this many edges (a scanned object's small gaps), leaving a
+        large opening (the rim of a bowl, a sheet's edge) open.  Default: every hole.
+
+    Returns
+    -------
+    vertices : ndarray, shape (n + H, 3)
+        The input vertices (same indices) and one new vertex per closed hole.
+    faces : ndarray, shape (F + B, 3)
+        The input faces, then the fans.
+    closed : int
+        The number of holes closed (H).
+
+    Raises
+    ------
+    ValueError
+        A boundary vertex where two holes meet, or a boundary that does not close into loops
+        (inconsistently oriented faces).
+    """
+    x = _points(vertices, "vertices", 3)
+    f = _triangles(faces, x.shape[0])
+    if max_edges is not None and (isinstance(max_edges, bool) or not isinstance(max_edges, (int, np.integer))
+                                  or max_edges < 3):
+        raise ValueError(f"max_edges must be an integer >= 3, got {max_edges!r}")
+    rim = boundary_edges(f)
+    if len(rim) == 0:
+        return x.copy(), f.copy(), 0
+    # The rim's edges as their one face runs them: a hole's loop runs the other way round.
+    directed = np.concatenate([f[:, [0, 1]], f[:, [1, 2]], f[:, [2, 0]]])
+    keys = _row_keys(np.concatenate([np.sort(directed, axis=1), rim]))
+    on_rim = np.isin(keys[:len(directed)], keys[len(directed):])
+    # next vertex along the hole: the reverse of each rim half-edge (b -> a)
+    starts, ends = directed[on_rim, 1], directed[on_rim, 0]
+    following: dict[int, int] = {}
+    for start, end in zip(starts.tolist(), ends.tolist()):
+        if start in following:
+            raise ValueError(f"vertex {start} is on two holes (their rims touch there): a boundary that is not a "
+                             "set of simple loops cannot be closed with fans")
+        following[start] = end
+    loops: list[list[int]] = []
+    seen: set[int] = set()
+    for first in following:
+        if first in seen:
+            continue
+        loop = [first]
+        seen.add(first)
+        vertex = following[first]
+        while vertex != first:
+            if vertex in seen or vertex not in following:
+                raise ValueError(f"the boundary through vertex {vertex} does not close into a loop")
+            loop.append(vertex)
+            seen.add(vertex)
+            vertex = following[vertex]
+        loops.append(loop)
+    new_vertices, new_faces = [], []
+    for loop in loops:
+        if max_edges is not None and len(loop) > max_edges:
+            continue
+        centre = x.shape[0] + len(new_vertices)
+        new_vertices.append(x[loop].mean(axis=0))
+        ring = np.array(loop)
+        new_faces.append(np.stack([ring, np.roll(ring, -1), np.full(len(ring), centre)], axis=1))
+    if not new_vertices:
+        return x.copy(), f.copy(), 0
+    return (np.concatenate([x, np.array(new_vertices)]), np.concatenate([f] + new_faces).astype(np.int64),
+            len(new_vertices))

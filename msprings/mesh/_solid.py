@@ -167,7 +167,11 @@ def _inside(points: np.ndarray, x: np.ndarray, faces: np.ndarray) -> np.ndarray:
         pairs = stop - start
         who = np.repeat(np.arange(len(p)), pairs)
         which = owner[np.repeat(start, pairs) + np.arange(pairs.sum()) - np.repeat(np.cumsum(pairs) - pairs, pairs)]
+        # Only the triangles whose (x, y) box holds the point (most of a cell's do not).
         q = p[who]
+        near = ((q[:, 0] >= low[which, 0]) & (q[:, 0] <= high[which, 0]) & (q[:, 1] >= low[which, 1])
+                & (q[:, 1] <= high[which, 1]) & (q[:, 2] <= tri[which, :, 2].max(axis=1)))
+        who, which, q = who[near], which[near], q[near]
         t = tri[which]
         sign = np.sign(area2[which])
         inside = np.ones(len(who), dtype=bool)
@@ -260,8 +264,27 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
     jitter = np.random.default_rng(12345).uniform(-1e-3, 1e-3, lattice.shape) * spacing
     points = np.concatenate([surface_x, lattice + jitter])
     tets = Delaunay(points, qhull_options="QJ Qbb").simplices.astype(np.int64)
-    centroid = points[tets].mean(axis=1)
+    corners = points[tets]
+    centroid = corners.mean(axis=1)
     keep = _inside(centroid, surface_x, surface)
+    # A surface vertex at a sharp, thin spot can be left in no kept tetrahedron: it keeps the
+    # tetrahedron on it that lies most inside (the most of its centroid and the four points
+    # halfway from the centroid to its corners inside the surface).
+    used = np.zeros(len(points), dtype=bool)
+    used[tets[keep].reshape(-1)] = True
+    lonely = ~used
+    lonely[len(surface_x):] = False
+    if lonely.any():
+        candidates = np.flatnonzero(lonely[tets].any(axis=1) & ~keep)
+        probes = 0.5 * (corners[candidates] + centroid[candidates, None, :])
+        score = _inside(probes.reshape(-1, 3), surface_x, surface).reshape(-1, 4).sum(axis=1)
+        volume = np.abs(tetrahedron_volumes(points, tets[candidates]))
+        for vertex in np.flatnonzero(lonely):
+            mine = np.flatnonzero((tets[candidates] == vertex).any(axis=1))
+            if len(mine):
+                best = mine[np.lexsort((-volume[mine], -score[mine]))[0]]
+                if score[best] > 0:
+                    keep[candidates[best]] = True
     tets = tets[keep]
     volume = tetrahedron_volumes(points, tets)
     tets = tets[np.abs(volume) > 1e-9 * spacing ** 3]
@@ -322,7 +345,7 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
     Raises
     ------
     ValueError
-        An open or flat surface, a bad ``mesher``, an ``edge_length`` or ``nodes`` that is
+        An open or flat surface, a vertex in no face, a bad ``mesher``, an ``edge_length`` or ``nodes`` that is
         not positive, or a filling that leaves a surface vertex outside every tetrahedron.
     ImportError
         The mesher's package (SciPy for the built-in one) is not installed.
@@ -345,6 +368,11 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
             raise ValueError(f"nodes must be a positive integer, got {nodes!r}")
     if len(f) < 4:
         raise ValueError(f"a closed surface needs at least 4 faces, got {len(f)}")
+    unused = np.ones(x.shape[0], dtype=bool)
+    unused[f.reshape(-1)] = False
+    if unused.any():
+        raise ValueError(f"vertex {int(np.flatnonzero(unused)[0])} is in no face ({int(unused.sum())} such vertices): "
+                         "remove them first (mesh.repair does)")
     rim = len(boundary_edges(f))
     if rim:
         raise ValueError(f"the surface is open ({rim} boundary edges, each used by one triangle): only a closed "

@@ -572,7 +572,8 @@ def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k:
         why = "flat (its vertices lie in one plane)" if flat else f"open ({rim} boundary edges)"
         warnings.warn(MeshWarning(
             f"the surface is {why}, so it cannot be filled with tetrahedra: it is converted as a sheet of {said}, "
-            "with membrane values (a third of each triangle's mass rho t A on each corner, k = E t A_e / L^2)"),
+            "with membrane values (a third of each triangle's mass rho t A on each corner, k = E t A_e / L^2)"
+            + ("" if flat else "; to fill it as a solid, close its holes first with mesh.close_holes")),
             stacklevel=3)
         return from_mesh(x, f, mass=mass, k=k, c=c, density=density, total_mass=total_mass,
                          youngs_modulus=youngs_modulus, thickness=thickness, damping_ratio=damping_ratio,
