@@ -316,3 +316,27 @@ def test_an_open_surface_asked_to_fill_points_to_close_holes() -> None:
     vertices, faces, _ = mesh.repair(sphere.vertices, sphere.faces[keep])
     with pytest.warns(mesh.MeshWarning, match="close its holes first with mesh.close_holes"):
         mesh.from_mesh(vertices, faces, fill="tetrahedra", density=10.0, thickness=0.01)
+
+
+def test_a_volume_mesh_read_with_meshio_becomes_the_same_solid(tmp_path) -> None:
+    meshio = pytest.importorskip("meshio")
+    vertices, faces = box()
+    filled = mesh.tetrahedralize(vertices, faces, edge_length=0.25)
+    extra = np.concatenate([filled.nodes, [[9.0, 9.0, 9.0]]])  # an unused point, dropped on reading
+    path = tmp_path / "cube.vtu"
+    meshio.write(path, meshio.Mesh(extra, [("tetra", filled.tets)]))
+    read = mesh.read_tetrahedra(path)
+    np.testing.assert_array_equal(read.nodes, filled.nodes)
+    np.testing.assert_array_equal(read.tets, filled.tets)
+    a = mesh.from_tetrahedra(read.nodes, read.tets, density=2.0, youngs_modulus=3.0)
+    b = mesh.from_tetrahedra(filled.nodes, filled.tets, density=2.0, youngs_modulus=3.0)
+    np.testing.assert_array_equal(a.k, b.k)
+    np.testing.assert_array_equal(a.mass, b.mass)
+    triangles = tmp_path / "surface.vtu"
+    meshio.write(triangles, meshio.Mesh(vertices, [("triangle", faces)]))
+    with pytest.raises(ValueError, match=r"surface.vtu: holds no tetrahedra \(its cells: triangle\)"):
+        mesh.read_tetrahedra(triangles)
+    damaged = tmp_path / "damaged.vtu"
+    damaged.write_bytes(path.read_bytes()[:200])
+    with pytest.raises(ValueError, match="damaged.vtu: cannot be read"):
+        mesh.read_tetrahedra(damaged)

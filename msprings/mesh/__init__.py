@@ -37,7 +37,7 @@ from ._geometry import (
 from ._material import element_sizes, lumped_masses, spring_stiffness
 from ._obj import export_obj_frames, load_obj, save_obj
 from ._repair import RepairReport, boundary_edges, close_holes, repair
-from ._solid import TetMesh, boundary_faces, from_tetrahedra, tetrahedralize, tetrahedron_stiffness, tetrahedron_volumes
+from ._solid import TetMesh, boundary_faces, from_tetrahedra, read_tetrahedra, tetrahedralize, tetrahedron_stiffness, tetrahedron_volumes
 from ._springs import MeshWarning, OpenMeshWarning, from_mesh
 
 __all__ = [
@@ -61,6 +61,7 @@ __all__ = [
     "icosphere",
     "interior_edge_opposites",
     "load_obj",
+    "read_tetrahedra",
     "lumped_masses",
     "repair",
     "save_obj",

@@ -42,6 +42,7 @@ Part of :mod:`msprings.mesh`, which re-exports its public names.
 from __future__ import annotations
 
 import math
+import os
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -50,8 +51,8 @@ from numpy.typing import ArrayLike
 from ._geometry import _points, _row_keys, enclosed_volume, unique_edges
 from .._system import System, index_array
 
-__all__ = ["TetMesh", "boundary_faces", "from_tetrahedra", "tetrahedralize", "tetrahedron_stiffness",
-           "tetrahedron_volumes"]
+__all__ = ["TetMesh", "boundary_faces", "from_tetrahedra", "read_tetrahedra", "tetrahedralize",
+           "tetrahedron_stiffness", "tetrahedron_volumes"]
 
 MESHERS = ("builtin", "tetgen", "ftetwild", "gmsh")
 
@@ -391,6 +392,46 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
 
     points, tets = external_mesher(mesher, x, f, spacing)
     return TetMesh(points, tets, boundary_faces(tets))
+
+
+def read_tetrahedra(path: str | os.PathLike[str]) -> TetMesh:
+    """Reads a tetrahedral volume mesh from a file meshio reads (VTU, VTK, Gmsh's .msh,
+    MEDIT's .mesh, XDMF, ...; ``pip install "msprings[export]"``), for :func:`from_tetrahedra`.
+
+    Returns its points (m, as stored) and every ``tetra`` cell block, with unused points
+    dropped and the tetrahedra renumbered; ``surface`` is the volume's boundary.
+
+    Raises
+    ------
+    ValueError
+        The file cannot be read (the message starts with its name) or holds no tetrahedra.
+    ImportError
+        meshio is not installed.
+    """
+    try:
+        import meshio
+    except ImportError:
+        raise ImportError('reading volume meshes needs meshio: pip install "msprings[export]"') from None
+    name = os.fspath(path)
+    try:
+        volume = meshio.read(name)
+    except (Exception, SystemExit) as error:  # meshio raises many kinds (even SystemExit) for a damaged file
+        raise ValueError(f"{name}: cannot be read as a mesh ({type(error).__name__}: {error})") from None
+    blocks = [np.asarray(block.data, dtype=np.int64) for block in volume.cells if block.type == "tetra"]
+    if not blocks:
+        kinds = ", ".join(sorted({block.type for block in volume.cells})) or "none"
+        raise ValueError(f"{name}: holds no tetrahedra (its cells: {kinds})")
+    tets = np.concatenate(blocks)
+    points = np.asarray(volume.points, dtype=np.float64)
+    if points.ndim != 2 or points.shape[1] not in (2, 3) or tets.min() < 0 or tets.max() >= len(points):
+        raise ValueError(f"{name}: its tetrahedra refer to points it does not have")
+    if points.shape[1] == 2:
+        raise ValueError(f"{name}: its points are 2-D; tetrahedra need 3-D points")
+    used = np.zeros(len(points), dtype=bool)
+    used[tets.reshape(-1)] = True
+    renumber = np.cumsum(used) - 1
+    tets = renumber[tets]
+    return TetMesh(points[used], tets, boundary_faces(tets))
 
 
 def from_tetrahedra(
