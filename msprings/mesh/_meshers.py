@@ -33,6 +33,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import math
+import numbers
 import os
 import signal
 import subprocess
@@ -134,12 +135,9 @@ def _check_input(name: object, vertices: object, faces: object,
         raise ValueError(f"faces must hold at least 4 triangles to enclose a volume, got {len(f)}")
     if f.min() < 0 or f.max() >= len(x):
         raise ValueError(f"faces must index vertices 0 to {len(x) - 1}, got indices {f.min()} to {f.max()}")
-    if isinstance(edge_length, bool):
-        raise TypeError("edge_length must be a number (m), not bool")
-    try:
-        length = float(edge_length)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise TypeError(f"edge_length must be a number (m), not {type(edge_length).__name__}") from None
+    if isinstance(edge_length, bool) or not isinstance(edge_length, numbers.Real):
+        raise TypeError(f"edge_length must be a real number (m), not {type(edge_length).__name__}")
+    length = float(edge_length)
     if not (math.isfinite(length) and length > 0):
         raise ValueError(f"edge_length must be finite and > 0 (m), got {edge_length!r}")
     diagonal = float(np.linalg.norm(x.max(axis=0) - x.min(axis=0)))
