@@ -302,7 +302,8 @@ def _run_isolated(name: str, vertices: np.ndarray, faces: np.ndarray, edge_lengt
         np.savez(request, vertices=vertices, faces=faces, edge_length=edge_length)
         command = [sys.executable, os.path.abspath(__file__), name, request, answer]
         try:
-            child = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+            child = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout,
+                                   cwd=folder)  # the files the meshers drop are deleted with it
         except subprocess.TimeoutExpired:
             raise TimeoutError(f"mesher {name!r} did not finish within timeout = {timeout} s") from None
         said = (child.stdout + child.stderr).decode("utf-8", "replace").strip().splitlines()
@@ -371,7 +372,9 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
         Run the mesher in a child Python process (default), so that a crash or an abort of
         the mesher's library raises an exception here instead of ending the interpreter, and
         its console output is captured.  False runs it in this process (faster by the
-        child's start, about 0.1-0.3 s).
+        child's start, about 0.1-0.3 s), where fTetWild prints its log and leaves
+        ``__tracked_surface.stl``, and TetGen sometimes ``_skipped.node`` / ``_skipped.face``,
+        in the current directory.
     timeout : float or None
         With ``isolate``, seconds after which the child is killed (TimeoutError); None waits.
 
