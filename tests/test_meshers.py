@@ -18,6 +18,7 @@ from msprings.mesh import _meshers
 from msprings.mesh._meshers import MESHERS, external_mesher, tet_volumes
 
 PACKAGES = {"tetgen": "tetgen", "ftetwild": "wildmeshing", "gmsh": "gmsh"}
+ALTERNATIVES = {"ftetwild": ["pytetwild"]}
 
 
 def icosphere() -> tuple[np.ndarray, np.ndarray, float]:
@@ -41,7 +42,8 @@ SHAPES = {"icosphere": icosphere, "cube": cube}
 
 
 def needs(name: str) -> None:
-    pytest.importorskip(PACKAGES[name])
+    if _meshers._backend(name) is None:
+        pytest.skip(f"no package provides mesher {name!r}")
 
 
 def surface_area(vertices: np.ndarray, faces: np.ndarray) -> float:
@@ -119,11 +121,23 @@ def test_in_process_run_gives_the_same_mesh(filled, name: str) -> None:  # type:
 
 @pytest.mark.parametrize("name", MESHERS)
 def test_missing_package_names_the_pip_command(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    monkeypatch.setitem(sys.modules, PACKAGES[name], None)
+    for module in [PACKAGES[name], *ALTERNATIVES.get(name, [])]:
+        monkeypatch.setitem(sys.modules, module, None)
     vertices, faces, length = cube()
     for isolate in (True, False):
         with pytest.raises(ImportError, match=f"pip install {PACKAGES[name]}"):
             external_mesher(name, vertices, faces, length, isolate=isolate)
+
+
+def test_ftetwild_through_pytetwild_when_wildmeshing_is_missing(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    pytest.importorskip("pytetwild")
+    monkeypatch.setitem(sys.modules, "wildmeshing", None)
+    monkeypatch.chdir(tmp_path)  # fTetWild leaves __tracked_surface.stl in the current directory
+    vertices, faces, length = cube()
+    nodes, tets = external_mesher("ftetwild", vertices, faces, length, isolate=False)
+    assert np.all(tet_volumes(nodes, tets) > 0)
+    assert tet_volumes(nodes, tets).sum() == pytest.approx(mesh.enclosed_volume(vertices, faces),
+                                                           rel=volume_tolerance("ftetwild", vertices, faces))
 
 
 @pytest.mark.parametrize("name", ["tetgen", "gmsh"])

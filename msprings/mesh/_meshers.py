@@ -5,11 +5,13 @@
 
 * ``"tetgen"``: TetGen through PyPI ``tetgen``.  A constrained Delaunay, quality
   tetrahedralisation that keeps the input surface exactly (it may add points on its
-  triangles, never moves them): the tets fill the enclosed polyhedron exactly.  Input
+  triangles, never moves them; merging nearly coplanar triangles is switched off, as it
+  put points off the surface): the tets fill the enclosed polyhedron exactly.  Input
   vertices keep their indices (TetGen numbers them first) unless they are unused or
   duplicated.  Refuses an open surface; on some self-intersecting surfaces the library
   corrupts its memory and aborts the process, on non-finite coordinates it loops forever.
-* ``"ftetwild"``: fTetWild through PyPI ``wildmeshing``.  Robust to imperfect input (holes,
+* ``"ftetwild"``: fTetWild through PyPI ``wildmeshing`` (or ``pytetwild`` where that is
+  installed and wildmeshing is not).  Robust to imperfect input (holes,
   self-intersections, overlapping parts): the output surface only approximates the input,
   within an envelope of 1e-3 of the bounding-box diagonal, so the volume is not exact.
   Slower (seconds) and chatty on the console.  It segfaults on non-finite coordinates.
@@ -46,11 +48,21 @@ import numpy as np
 MESHERS: tuple[str, ...] = ("tetgen", "ftetwild", "gmsh")
 """Names accepted by :func:`external_mesher`, as users pass them to ``mesher=``."""
 
-#: For each mesher: the module it imports and the pip command that installs it.
-_PACKAGES: dict[str, tuple[str, str]] = {
-    "tetgen": ("tetgen", "pip install tetgen"),
-    "ftetwild": ("wildmeshing", "pip install wildmeshing"),
-    "gmsh": ("gmsh", "pip install gmsh"),
+#: For each mesher, the modules that provide it, preferred first.  fTetWild comes from
+#: ``wildmeshing`` (13 MB, NumPy only) or else from ``pytetwild``, whose import pulls in
+#: PyVista and VTK (600 MB, 2 s to import) but which has wheels where wildmeshing has none
+#: (Windows, Linux aarch64, Python 3.14).
+_PACKAGES: dict[str, tuple[str, ...]] = {
+    "tetgen": ("tetgen",),
+    "ftetwild": ("wildmeshing", "pytetwild"),
+    "gmsh": ("gmsh",),
+}
+
+#: The pip command named when a mesher's package is missing.
+_INSTALL: dict[str, str] = {
+    "tetgen": "pip install tetgen",
+    "ftetwild": "pip install wildmeshing",
+    "gmsh": "pip install gmsh",
 }
 
 #: Relative tolerance on the total tet volume against the enclosed volume, for the meshers
@@ -101,10 +113,16 @@ def _installed(module: str) -> bool:
         return False
 
 
+def _backend(name: str) -> str | None:
+    """The first installed module that provides mesher ``name``, or None."""
+    return next((module for module in _PACKAGES[name] if _installed(module)), None)
+
+
 def _missing(name: str) -> ImportError:
-    module, command = _PACKAGES[name]
-    return ImportError(f"mesher={name!r} needs the Python package {module!r}, which is not installed: "
-                       f"run `{command}`")
+    alternative = ("; where wildmeshing has no wheel (Windows, Linux aarch64, Python 3.14), "
+                   "`pip install pytetwild pyvista` provides it too") if name == "ftetwild" else ""
+    return ImportError(f"mesher={name!r} needs the Python package {_PACKAGES[name][0]!r}, which is not "
+                       f"installed: run `{_INSTALL[name]}`{alternative}")
 
 
 def _check_input(name: object, vertices: object, faces: object,
@@ -173,7 +191,8 @@ def _clean(name: str, nodes: np.ndarray, tets: np.ndarray, vertices: np.ndarray,
         renumber = np.cumsum(used) - 1
         nodes, tets = nodes[used], renumber[tets]
     if name in ("tetgen", "gmsh"):
-        a, b, c = vertices[faces[:, 0]], vertices[faces[:, 1]], vertices[faces[:, 2]]
+        centred = vertices - 0.5 * (vertices.min(axis=0) + vertices.max(axis=0))  # no cancellation far out
+        a, b, c = centred[faces[:, 0]], centred[faces[:, 1]], centred[faces[:, 2]]
         enclosed = abs(float(np.einsum("ij,ij->", a, np.cross(b, c)) / 6.0))
         filled = float(volume[keep].sum())
         if not abs(filled - enclosed) <= EXACT_VOLUME_RTOL * max(enclosed, filled):
@@ -187,8 +206,8 @@ def _clean(name: str, nodes: np.ndarray, tets: np.ndarray, vertices: np.ndarray,
 
 
 def _import(name: str):  # noqa: ANN202 (a module)
-    module, _ = _PACKAGES[name]
-    if not _installed(module):
+    module = _backend(name)
+    if module is None:
         raise _missing(name)
     try:
         return importlib.import_module(module)
@@ -203,6 +222,7 @@ def _run_tetgen(vertices: np.ndarray, faces: np.ndarray, edge_length: float) -> 
         nodes, tets = generator.tetrahedralize(
             plc=True, quality=True, minratio=_TETGEN_RADIUS_EDGE,
             fixedvolume=True, maxvolume=regular_tet_volume(edge_length),
+            nomergefacet=True,  # merged near-coplanar triangles get points off the surface
             quiet=True, nowarning=True)[:2]
     except (RuntimeError, ValueError) as error:
         raise ValueError(f"mesher 'tetgen' failed: {error}") from None
@@ -212,6 +232,13 @@ def _run_tetgen(vertices: np.ndarray, faces: np.ndarray, edge_length: float) -> 
 def _run_ftetwild(vertices: np.ndarray, faces: np.ndarray, edge_length: float) -> tuple[np.ndarray, np.ndarray]:
     wildmeshing = _import("ftetwild")
     diagonal = float(np.linalg.norm(vertices.max(axis=0) - vertices.min(axis=0)))
+    if wildmeshing.__name__ == "pytetwild":
+        try:
+            nodes, tets = wildmeshing.tetrahedralize(vertices, faces.astype(np.int32), edge_length_abs=edge_length,
+                                                     epsilon=FTETWILD_EPSILON, quiet=True)
+        except (RuntimeError, ValueError) as error:
+            raise ValueError(f"mesher 'ftetwild' failed: {error}") from None
+        return np.asarray(nodes), np.asarray(tets)
     try:
         tetrahedralizer = wildmeshing.Tetrahedralizer(edge_length_r=edge_length / diagonal,
                                                       epsilon=FTETWILD_EPSILON)
@@ -402,8 +429,7 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
     name, x, f, length = _check_input(name, vertices, faces, edge_length)
     if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
         raise ValueError(f"timeout must be None or a number of seconds > 0, got {timeout!r}")
-    module, _ = _PACKAGES[name]
-    if not _installed(module):
+    if _backend(name) is None:
         raise _missing(name)
     if isolate:
         nodes, tets = _run_isolated(name, x, f, length, timeout)
