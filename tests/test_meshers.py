@@ -166,6 +166,23 @@ def test_overlapping_spheres_are_refused(name: str) -> None:
         external_mesher(name, *two, length)
 
 
+@pytest.mark.parametrize("name", ["tetgen", "gmsh"])
+def test_volume_check_holds_far_from_the_origin(name: str) -> None:
+    """A 10 cm cube 10 km away: the enclosed volume is computed about the centre, so the
+    check on the filled volume does not lose its digits to cancellation."""
+    needs(name)
+    vertices, faces, length = cube()
+    nodes, tets = external_mesher(name, vertices + [1e4, -2e4, 3e4], faces, length)
+    assert tet_volumes(nodes, tets).sum() == pytest.approx(1e-3, rel=1e-6)
+
+
+@pytest.mark.parametrize("timeout", [0, -1.0, True, "60"])
+def test_bad_timeout_is_refused(timeout: object) -> None:
+    vertices, faces, length = cube()
+    with pytest.raises(ValueError, match="timeout"):
+        external_mesher("gmsh", vertices, faces, length, timeout=timeout)  # type: ignore[arg-type]
+
+
 def test_timeout_kills_the_mesher() -> None:
     needs("ftetwild")
     vertices, faces, length = icosphere()

@@ -427,7 +427,8 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
         The mesher ran longer than ``timeout``.
     """
     name, x, f, length = _check_input(name, vertices, faces, edge_length)
-    if timeout is not None and not (isinstance(timeout, (int, float)) and timeout > 0):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, numbers.Real)
+                                or not timeout > 0):
         raise ValueError(f"timeout must be None or a number of seconds > 0, got {timeout!r}")
     if _backend(name) is None:
         raise _missing(name)
