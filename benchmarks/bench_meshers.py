@@ -21,7 +21,7 @@ at two target edge lengths, 1/20 and 1/40 of the bounding-box diagonal. Columns:
 Every case is given 60 s (--timeout), after which its child process is killed. A cell says
 ``ok``, ``error`` (the mesher refused with ValueError), ``crash`` (its process died), or
 ``timeout``. fTetWild takes 10-60 s per model where the others take seconds, so by default it
-meshes the models at the coarse size only (the blob at both): about 5 minutes on 2 cores.
+meshes the models at the coarse size only (the blob at both): 5-7 minutes on 2 cores.
 --full adds its fine size on every model (about 15 minutes, several cases hit the timeout);
 --quick: the blob and two models, coarse size only (2 minutes).
 """
