@@ -119,6 +119,17 @@ def test_in_process_run_gives_the_same_mesh(filled, name: str) -> None:  # type:
     assert np.array_equal(here[0], nodes) and np.array_equal(here[1], tets)
 
 
+def test_gmsh_in_process_from_threads_takes_turns() -> None:
+    needs("gmsh")
+    from concurrent.futures import ThreadPoolExecutor
+
+    vertices, faces, length = cube()
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: external_mesher("gmsh", vertices, faces, length, isolate=False), range(4)))
+    for nodes, tets in results:
+        assert np.array_equal(nodes, results[0][0]) and np.array_equal(tets, results[0][1])
+
+
 @pytest.mark.parametrize("name", MESHERS)
 def test_missing_package_names_the_pip_command(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
     for module in [PACKAGES[name], *ALTERNATIVES.get(name, [])]:

@@ -41,6 +41,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from typing import Callable
 
 import numpy as np
@@ -84,6 +85,9 @@ _GMSH_REFINE_ABOVE = 1.5
 
 #: Lines of the mesher's console output quoted in an error message.
 _QUOTED_LINES = 12
+
+#: Gmsh's API works on one global model: in-process calls from several threads take turns.
+_GMSH_LOCK = threading.Lock()
 
 
 def regular_tet_volume(edge_length: float) -> float:
@@ -266,6 +270,12 @@ def _split_in_four(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray,
 
 
 def _run_gmsh(vertices: np.ndarray, faces: np.ndarray, edge_length: float) -> tuple[np.ndarray, np.ndarray]:
+    with _GMSH_LOCK:
+        return _run_gmsh_locked(vertices, faces, edge_length)
+
+
+def _run_gmsh_locked(vertices: np.ndarray, faces: np.ndarray,
+                     edge_length: float) -> tuple[np.ndarray, np.ndarray]:
     gmsh = _import("gmsh")
     for _ in range(8):
         edge = vertices[faces[:, 1]] - vertices[faces[:, 0]]
@@ -401,7 +411,8 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
         its console output is captured.  False runs it in this process (faster by the
         child's start, about 0.1-0.3 s), where fTetWild prints its log and leaves
         ``__tracked_surface.stl``, and TetGen sometimes ``_skipped.node`` / ``_skipped.face``,
-        in the current directory.
+        in the current directory; in-process Gmsh calls from several threads take turns (a
+        lock), as Gmsh has one global model.
     timeout : float or None
         With ``isolate``, seconds after which the child is killed (TimeoutError); None waits.
 
