@@ -119,6 +119,27 @@ def test_in_process_run_gives_the_same_mesh(filled, name: str) -> None:  # type:
     assert np.array_equal(here[0], nodes) and np.array_equal(here[1], tets)
 
 
+def test_gmsh_leaves_the_callers_session_as_it_was() -> None:
+    needs("gmsh")
+    import gmsh
+
+    vertices, faces, length = cube()
+    gmsh.initialize(argv=[], readConfigFiles=False, interruptible=False)
+    try:
+        gmsh.option.setNumber("General.Terminal", 0)
+        gmsh.model.add("mine")
+        gmsh.model.occ.addBox(0, 0, 0, 1, 1, 1)
+        gmsh.model.occ.synchronize()
+        gmsh.option.setNumber("Mesh.MeshSizeMax", 0.5)
+        nodes, tets = external_mesher("gmsh", vertices, faces, length, isolate=False)
+        assert tet_volumes(nodes, tets).sum() == pytest.approx(1e-3, rel=1e-9)
+        assert gmsh.isInitialized() and gmsh.model.getCurrent() == "mine"
+        assert gmsh.option.getNumber("Mesh.MeshSizeMax") == 0.5
+        assert len(gmsh.model.getEntities(3)) == 1
+    finally:
+        gmsh.finalize()
+
+
 def test_gmsh_in_process_from_threads_takes_turns() -> None:
     needs("gmsh")
     from concurrent.futures import ThreadPoolExecutor

@@ -285,22 +285,24 @@ def _run_gmsh_locked(vertices: np.ndarray, faces: np.ndarray,
     started = not gmsh.isInitialized()
     if started:
         gmsh.initialize(argv=[], readConfigFiles=False, interruptible=False)
-    previous = gmsh.model.getCurrent() if not started else None
-    gmsh.option.setNumber("General.Terminal", 0)
+    options = {"General.Terminal": 0, "Mesh.MeshSizeMin": edge_length, "Mesh.MeshSizeMax": edge_length,
+               "Mesh.MeshSizeFromPoints": 0, "Mesh.MeshSizeExtendFromBoundary": 0, "Mesh.Algorithm3D": 1}
+    # a session the caller started keeps its model, options and log afterwards
+    previous = None if started else gmsh.model.getCurrent()
+    saved = {} if started else {option: gmsh.option.getNumber(option) for option in options}
+    added = False
     gmsh.logger.start()
     try:
+        for option, value in options.items():
+            gmsh.option.setNumber(option, value)
         gmsh.model.add("msprings_fill")
+        added = True
         surface = gmsh.model.addDiscreteEntity(2)
         gmsh.model.mesh.addNodes(2, surface, np.arange(1, len(vertices) + 1), vertices.ravel())
         gmsh.model.mesh.addElementsByType(surface, 2, [], (faces + 1).ravel())
         loop = gmsh.model.geo.addSurfaceLoop([surface])
         gmsh.model.geo.addVolume([loop])
         gmsh.model.geo.synchronize()
-        gmsh.option.setNumber("Mesh.MeshSizeMin", edge_length)
-        gmsh.option.setNumber("Mesh.MeshSizeMax", edge_length)
-        gmsh.option.setNumber("Mesh.MeshSizeFromPoints", 0)
-        gmsh.option.setNumber("Mesh.MeshSizeExtendFromBoundary", 0)
-        gmsh.option.setNumber("Mesh.Algorithm3D", 1)
         gmsh.model.mesh.generate(3)
         tags, coordinates, _ = gmsh.model.mesh.getNodes()
         _, corner_tags = gmsh.model.mesh.getElementsByType(4)
@@ -308,12 +310,16 @@ def _run_gmsh_locked(vertices: np.ndarray, faces: np.ndarray,
         said = [line for line in gmsh.logger.get() if "rror" in line] or [str(error)]
         raise ValueError(f"mesher 'gmsh' failed: {'; '.join(said[-3:])}") from None
     finally:
-        gmsh.logger.stop()
-        gmsh.model.remove()
         if started:
+            gmsh.logger.stop()
             gmsh.finalize()
-        elif previous:
-            gmsh.model.setCurrent(previous)
+        else:
+            if added:
+                gmsh.model.remove()
+            if previous:
+                gmsh.model.setCurrent(previous)
+            for option, value in saved.items():
+                gmsh.option.setNumber(option, value)
     order = np.argsort(tags)
     tets = order[np.searchsorted(tags[order], corner_tags)].reshape(-1, 4)
     return coordinates.reshape(-1, 3), tets
