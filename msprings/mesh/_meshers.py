@@ -14,17 +14,18 @@
   installed and wildmeshing is not).  Robust to imperfect input (holes,
   self-intersections, overlapping parts): the output surface only approximates the input,
   within an envelope of 1e-3 of the bounding-box diagonal, so the volume is not exact.
-  Slower (seconds) and chatty on the console.  It segfaults on non-finite coordinates.
+  Slower (seconds to a minute) and chatty on the console.  It segfaults on non-finite coordinates.
 * ``"gmsh"``: Gmsh through PyPI ``gmsh``.  The triangles are kept as a discrete surface
   (split into four at their edge midpoints while they are much coarser than the requested
   size, which keeps the surface exact) and the volume inside is meshed by Delaunay
-  refinement.  On an open or self-intersecting surface it may produce no or wrong
-  tetrahedra without an error, which the volume check below catches.
+  refinement.  Input vertices keep their indices (numbered first).  It reports intersecting triangles and makes no tetrahedra for an open
+  surface (both ValueError here); the check of the filled volume against the enclosed one
+  (see :func:`external_mesher`) is there for a wrong result it might return silently.
 
 Because two of these can take the interpreter down, and all of them print, every call runs
 the mesher in a child Python process by default (``isolate=True``): a crash, an abort or a
 timeout of the child becomes an exception in the caller, and the mesher's console output is
-captured and quoted in the error message.  Starting the child costs about 0.1-0.3 s.  The
+captured and quoted in the error message.  Starting the child costs about 0.1-0.5 s.  The
 child is this file run as a script, so it needs only NumPy and the mesher's package.
 
 The packages are imported only when used: importing this module imports NumPy and the
@@ -415,7 +416,7 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
         Run the mesher in a child Python process (default), so that a crash or an abort of
         the mesher's library raises an exception here instead of ending the interpreter, and
         its console output is captured.  False runs it in this process (faster by the
-        child's start, about 0.1-0.3 s), where fTetWild prints its log and leaves
+        child's start, about 0.1-0.5 s), where fTetWild prints its log and leaves
         ``__tracked_surface.stl``, and TetGen sometimes ``_skipped.node`` / ``_skipped.face``,
         in the current directory; in-process Gmsh calls from several threads take turns (a
         lock), as Gmsh has one global model.
@@ -428,7 +429,8 @@ def external_mesher(name: str, vertices: np.ndarray, faces: np.ndarray, edge_len
         Node positions (m).  No unused node.
     tets : ndarray of int64, shape (T, 4)
         Tetrahedra as node indices, each positively oriented
-        (``det[p1 - p0, p2 - p0, p3 - p0] > 0``), none of zero volume.
+        (``det[p1 - p0, p2 - p0, p3 - p0] > 0``), none of zero volume (tets of at most
+        1e-12 times a regular tet of ``edge_length`` are dropped).
 
     Raises
     ------
