@@ -36,6 +36,9 @@ a cube diagonal 12/11 E; a filled cube (130 to 9,200 nodes) compressed along an 
 0.85 to 0.92 E with the filling's irregular layer along the surface.  kappa = 1.13 makes up
 for that average, so the effective modulus is E within about 6 % and the effective Poisson's
 ratio 0.23 to 0.29 (the measurements are in tests/test_solid.py and benchmarks/bench_mesh.py).
+Other meshers' meshes differ (the same cube with kappa = 1 measures 0.80 to 0.94 E on
+fTetWild's, 0.97 E on TetGen's, 1.00 to 1.08 E on Gmsh's), so each has its own kappa
+(:data:`STIFFNESS_FACTORS`), and with it 0.93 to 1.08 E.
 
 Part of :mod:`msprings.mesh`, which re-exports its public names.
 """
@@ -89,20 +92,25 @@ def boundary_faces(tets: ArrayLike) -> np.ndarray:
     return faces[np.sort(first[count == 1])]
 
 
-STIFFNESS_FACTOR = 1.13  # kappa: the measured softness of the filled lattice made up for
+# kappa for each mesher's fillings: the measured softness (or stiffness) of its meshes made up
+# for, so that a filled cube compressed between frictionless plates has the modulus E (the
+# body-centred lattice of the built-in filling and fTetWild's meshes are softer than the rule
+# alone, TetGen's a little softer and Gmsh's about right).
+STIFFNESS_FACTORS = {"builtin": 1.13, "ftetwild": 1.13, "tetgen": 1.03, "gmsh": 1.0}
 
 
-def tetrahedron_stiffness(nodes: ArrayLike, tets: ArrayLike, youngs_modulus: float) -> np.ndarray:
+def tetrahedron_stiffness(nodes: ArrayLike, tets: ArrayLike, youngs_modulus: float,
+                          factor: float = 1.0) -> np.ndarray:
     """Each tetrahedron's share of its six edges' stiffnesses (N/m), shape (T, 6), edges in the
     order (0,1), (0,2), (0,3), (1,2), (1,3), (2,3): ``kappa E V / L^2`` with V its volume, L
-    the edge's length and kappa = :data:`STIFFNESS_FACTOR` (see the module's docstring).  An
-    edge's spring has the sum of its tetrahedra's shares."""
+    the edge's length and kappa = ``factor`` (see the module's docstring and
+    :data:`STIFFNESS_FACTORS`).  An edge's spring has the sum of its tetrahedra's shares."""
     x = np.asarray(nodes, dtype=np.float64)
     t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
     vectors = x[t[:, _TET_EDGES[:, 1]]] - x[t[:, _TET_EDGES[:, 0]]]  # (T, 6, 3)
     length2 = np.einsum("tei,tei->te", vectors, vectors)
     volume = np.abs(tetrahedron_volumes(x, t))
-    return STIFFNESS_FACTOR * youngs_modulus * volume[:, None] / length2
+    return factor * youngs_modulus * volume[:, None] / length2
 
 
 def _check_tetrahedra(x: np.ndarray, tets: np.ndarray) -> np.ndarray:
@@ -334,8 +342,10 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
         10,000 interior nodes.
     mesher : {"builtin", "tetgen", "ftetwild", "gmsh"}
         ``"builtin"`` (SciPy) keeps every input vertex as the node of the same index and
-        ``surface`` is the input surface (its long edges split); the others are optional
-        extras (``pip install tetgen``, ``wildmeshing``, ``gmsh``) that make their own
+        ``surface`` is the input surface (its long edges split); TetGen and Gmsh keep the
+        input vertices first too, fTetWild makes its own; the others are optional
+        extras (``pip install "msprings[tetgen]"``, ``"msprings[ftetwild]"``,
+        ``"msprings[gmsh]"``; compared in benchmarks/notes/2026-11-27-meshers.md) that make their own
         nodes, and ``surface`` is then the volume's boundary.
 
     Returns
@@ -447,6 +457,7 @@ def from_tetrahedra(
     c: ArrayLike | None = None,
     damping_ratio: float | None = None,
     pinned: ArrayLike | None = None,
+    stiffness_factor: float = 1.0,
     **system_options: Any,
 ) -> System:
     """Turns a tetrahedral volume mesh (e.g. read with meshio) into a :class:`msprings.System`
@@ -468,6 +479,9 @@ def from_tetrahedra(
         Spring stiffnesses (N/m, scalar or one per edge), or a Young's modulus (Pa) giving
         each edge ``kappa E V_e / L^2`` (:func:`tetrahedron_stiffness`, summed over the
         tetrahedra on the edge).  Default: k = 1 N/m.
+    stiffness_factor : float
+        kappa, > 0 (default 1: a quality mesh from TetGen or Gmsh then measures 1.0 to 1.1 E;
+        ``from_mesh(fill="tetrahedra")`` passes its mesher's :data:`STIFFNESS_FACTORS`).
     c, damping_ratio
         Spring damping (N s/m), or a ratio zeta >= 0 giving each spring
         ``c = 2 zeta sqrt(k mu)`` with ``mu`` the reduced mass of its ends.  Default: c = 0.
@@ -492,6 +506,7 @@ def from_tetrahedra(
     total_mass = _optional_positive(total_mass, "total_mass")
     youngs_modulus = _optional_positive(youngs_modulus, "youngs_modulus")
     damping_ratio = _optional_positive(damping_ratio, "damping_ratio", allow_zero=True)
+    stiffness_factor = _optional_positive(stiffness_factor, "stiffness_factor")
     given = [name for name, value in (("mass", mass), ("density", density), ("total_mass", total_mass))
              if value is not None]
     if len(given) > 1:
@@ -517,8 +532,8 @@ def from_tetrahedra(
     unique_keys, first, owner = np.unique(keys, return_index=True, return_inverse=True)
     springs = pairs[first]
     if youngs_modulus is not None:
-        stiffness = np.bincount(owner, weights=tetrahedron_stiffness(x, t, youngs_modulus).reshape(-1),
-                                minlength=len(springs))
+        shares = tetrahedron_stiffness(x, t, youngs_modulus, stiffness_factor)
+        stiffness = np.bincount(owner, weights=shares.reshape(-1), minlength=len(springs))
     else:
         stiffness = _per_edge(1.0 if k is None else k, len(springs), "k")
     volume = tetrahedron_volumes(x, t)

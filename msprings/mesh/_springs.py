@@ -550,7 +550,7 @@ def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k:
             edge_length: float | None, nodes: int | None, mesher: str,
             system_options: dict[str, Any]) -> System | tuple[System, dict[str, int]]:
     """``from_mesh(..., fill="tetrahedra")``: a filled solid, or a sheet for an open or flat surface."""
-    from ._solid import MESHERS, from_tetrahedra, tetrahedralize
+    from ._solid import MESHERS, STIFFNESS_FACTORS, from_tetrahedra, tetrahedralize
 
     for name, value in (("stabilise", stabilise), ("bend_k", bend_k), ("uv", uv)):
         if value is not None:
@@ -602,7 +602,8 @@ def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k:
                              f"(one per node of the filling), got {velocity.shape}")
     system = from_tetrahedra(filled.nodes, filled.tets, surface=filled.surface, mass=mass, density=density,
                              total_mass=total_mass, k=k, youngs_modulus=youngs_modulus, c=c,
-                             damping_ratio=damping_ratio, pinned=pins, **options)
+                             damping_ratio=damping_ratio, pinned=pins, stiffness_factor=STIFFNESS_FACTORS[mesher],
+                             **options)
     if return_counts:
         return system, {"structural": int(system.springs.shape[0]), "bend": 0, "stabilise": 0,
                         "tetrahedra": int(filled.tets.shape[0])}
