@@ -299,3 +299,13 @@ def test_the_filling_is_reproducible() -> None:
     # int32 faces give the same filling.
     third = mesh.tetrahedralize(vertices, faces.astype(np.int32), edge_length=0.1)
     np.testing.assert_array_equal(third.tets, first.tets)
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e6])
+def test_a_body_far_from_the_origin_fills_like_one_at_it(offset: float) -> None:
+    vertices, faces = box((1.0, 0.7, 0.45))  # no edge a tie with the splitting's 1.5 edge lengths
+    here = mesh.from_mesh(vertices, faces, fill="tetrahedra", density=10.0, edge_length=0.1)
+    there = mesh.from_mesh(vertices + offset, faces, fill="tetrahedra", density=10.0, edge_length=0.1)
+    assert there.n_nodes == here.n_nodes
+    assert np.sum(there.mass) == pytest.approx(10.0 * 0.315, rel=1e-6)
+    np.testing.assert_allclose(np.asarray(there.x) - offset, here.x, rtol=0, atol=1e-9 * offset)

@@ -264,7 +264,9 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
         lattice = lattice[distance >= 0.45 * spacing]
     jitter = np.random.default_rng(12345).uniform(-1e-3, 1e-3, lattice.shape) * spacing
     points = np.concatenate([surface_x, lattice + jitter])
-    tets = Delaunay(points, qhull_options="QJ Qbb").simplices.astype(np.int64)
+    # About the box's centre: far from the origin (a body 1 m across placed 1e6 m away) Qhull
+    # sees the points' differences lost to rounding and refuses them as lower dimensional.
+    tets = Delaunay(points - 0.5 * (low + high), qhull_options="QJ Qbb").simplices.astype(np.int64)
     corners = points[tets]
     centroid = corners.mean(axis=1)
     keep = _inside(centroid, surface_x, surface)
