@@ -309,3 +309,15 @@ def test_a_body_far_from_the_origin_fills_like_one_at_it(offset: float) -> None:
     assert there.n_nodes == here.n_nodes
     assert np.sum(there.mass) == pytest.approx(10.0 * 0.315, rel=1e-6)
     np.testing.assert_allclose(np.asarray(there.x) - offset, here.x, rtol=0, atol=1e-9 * offset)
+
+
+@pytest.mark.parametrize("edge_length", [1e-4, 1e-9])
+def test_an_edge_length_far_too_small_is_refused_before_any_work(edge_length: float, monkeypatch) -> None:
+    # Splitting a unit cube's edges down to 1e-4 m would make about 10^9 triangles: the size of
+    # the filling is checked first (and 1e-9 m, whose lattice count overflows int64, too).
+    def split(*arguments):
+        raise AssertionError("the surface was split before the filling's size was checked")
+    monkeypatch.setattr(mesh._solid, "_split_long_edges", split)
+    vertices, faces = box()
+    with pytest.raises(ValueError, match=r"edge_length .* too small for a body 1 m across"):
+        mesh.tetrahedralize(vertices, faces, edge_length=edge_length)

@@ -244,14 +244,17 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
         from scipy.spatial import Delaunay, cKDTree
     except ImportError:  # pragma: no cover - scipy is in the test extra
         raise ImportError('filling a mesh with tetrahedra needs SciPy: pip install "msprings[solid]"') from None
-    surface_x, surface = _split_long_edges(x, faces, 1.5 * spacing)
     # Body-centred cubic lattice: cube corners and cube centres, offset by an odd fraction of
-    # the spacing so that no lattice point sits on a grid-aligned surface by accident.
-    low, high = surface_x.min(axis=0), surface_x.max(axis=0)
+    # the spacing so that no lattice point sits on a grid-aligned surface by accident.  Its size
+    # is checked (in floating point: the count can overflow int64) before the surface's edges
+    # are split down to the spacing (the midpoints stay in the same box), which for a spacing
+    # far too small would exhaust the memory first.
+    low, high = x.min(axis=0), x.max(axis=0)
     counts = np.ceil((high - low) / spacing).astype(np.int64) + 2
-    if int(np.prod(counts)) > 40_000_000:
-        raise ValueError(f"edge_length {spacing:g} m is too small for a body {np.ptp(surface_x, axis=0).max():g} m "
+    if float(np.prod(counts.astype(np.float64))) > 40_000_000:
+        raise ValueError(f"edge_length {spacing:g} m is too small for a body {np.ptp(x, axis=0).max():g} m "
                          "across: the lattice would have more than 80 million points")
+    surface_x, surface = _split_long_edges(x, faces, 1.5 * spacing)
     axes = [low[i] - spacing * (0.5 + 0.1234567) + spacing * np.arange(counts[i]) for i in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     lattice = np.concatenate([grid, grid + 0.5 * spacing])
