@@ -321,3 +321,21 @@ def test_an_edge_length_far_too_small_is_refused_before_any_work(edge_length: fl
     vertices, faces = box()
     with pytest.raises(ValueError, match=r"edge_length .* too small for a body 1 m across"):
         mesh.tetrahedralize(vertices, faces, edge_length=edge_length)
+
+
+def test_interior_nodes_keep_their_distance_from_the_surface() -> None:
+    # The rule of the filling, measured with an unbounded nearest-neighbour search: every interior
+    # node is at least 0.45 edge lengths (less the lattice's jitter) from the surface's points,
+    # edge midpoints and face centres, and the layer next to the surface is not emptied either.
+    spatial = pytest.importorskip("scipy.spatial")
+    sphere = mesh.icosphere(4)
+    spacing = 0.2
+    filled = mesh.tetrahedralize(sphere.vertices, sphere.faces, edge_length=spacing)
+    on_surface = int(filled.surface.max()) + 1
+    tri = filled.nodes[filled.surface]
+    samples = np.concatenate([filled.nodes[:on_surface], tri.mean(axis=1), 0.5 * (tri[:, 0] + tri[:, 1]),
+                              0.5 * (tri[:, 1] + tri[:, 2]), 0.5 * (tri[:, 2] + tri[:, 0])])
+    distance, _ = spatial.cKDTree(samples).query(filled.nodes[on_surface:])
+    assert distance.min() >= (0.45 - 2e-3 * np.sqrt(3)) * spacing
+    assert distance.min() < 0.6 * spacing
+    assert np.all(np.linalg.norm(filled.nodes[on_surface:], axis=1) < 1.0)

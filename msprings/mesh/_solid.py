@@ -263,7 +263,11 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
     samples = np.concatenate([surface_x, tri.mean(axis=1), 0.5 * (tri[:, 0] + tri[:, 1]),
                               0.5 * (tri[:, 1] + tri[:, 2]), 0.5 * (tri[:, 2] + tri[:, 0])])
     if len(lattice):
-        distance, _ = cKDTree(samples).query(lattice)
+        # Bounded: an unbounded nearest-sample search from deep inside a round body visits most
+        # of the surface's samples (they are all about equally far), so it grows as the product
+        # of the lattice and the surface; only whether a sample is nearer than 0.45 a matters
+        # (farther ones give an infinite distance).
+        distance, _ = cKDTree(samples).query(lattice, distance_upper_bound=0.45 * spacing)
         lattice = lattice[distance >= 0.45 * spacing]
     jitter = np.random.default_rng(12345).uniform(-1e-3, 1e-3, lattice.shape) * spacing
     points = np.concatenate([surface_x, lattice + jitter])
