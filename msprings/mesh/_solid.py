@@ -252,14 +252,17 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
         from scipy.spatial import Delaunay, cKDTree
     except ImportError:  # pragma: no cover - scipy is in the test extra
         raise ImportError('filling a mesh with tetrahedra needs SciPy: pip install "msprings[solid]"') from None
-    surface_x, surface = _split_long_edges(x, faces, 1.5 * spacing)
     # Body-centred cubic lattice: cube corners and cube centres, offset by an odd fraction of
-    # the spacing so that no lattice point sits on a grid-aligned surface by accident.
-    low, high = surface_x.min(axis=0), surface_x.max(axis=0)
+    # the spacing so that no lattice point sits on a grid-aligned surface by accident.  Its size
+    # is checked (in floating point: the count can overflow int64) before the surface's edges
+    # are split down to the spacing (the midpoints stay in the same box), which for a spacing
+    # far too small would exhaust the memory first.
+    low, high = x.min(axis=0), x.max(axis=0)
     counts = np.ceil((high - low) / spacing).astype(np.int64) + 2
-    if int(np.prod(counts)) > 40_000_000:
-        raise ValueError(f"edge_length {spacing:g} m is too small for a body {np.ptp(surface_x, axis=0).max():g} m "
+    if float(np.prod(counts.astype(np.float64))) > 40_000_000:
+        raise ValueError(f"edge_length {spacing:g} m is too small for a body {np.ptp(x, axis=0).max():g} m "
                          "across: the lattice would have more than 80 million points")
+    surface_x, surface = _split_long_edges(x, faces, 1.5 * spacing)
     axes = [low[i] - spacing * (0.5 + 0.1234567) + spacing * np.arange(counts[i]) for i in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
     lattice = np.concatenate([grid, grid + 0.5 * spacing])
@@ -268,11 +271,17 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
     samples = np.concatenate([surface_x, tri.mean(axis=1), 0.5 * (tri[:, 0] + tri[:, 1]),
                               0.5 * (tri[:, 1] + tri[:, 2]), 0.5 * (tri[:, 2] + tri[:, 0])])
     if len(lattice):
-        distance, _ = cKDTree(samples).query(lattice)
+        # Bounded: an unbounded nearest-sample search from deep inside a round body visits most
+        # of the surface's samples (they are all about equally far), so it grows as the product
+        # of the lattice and the surface; only whether a sample is nearer than 0.45 a matters
+        # (farther ones give an infinite distance).
+        distance, _ = cKDTree(samples).query(lattice, distance_upper_bound=0.45 * spacing)
         lattice = lattice[distance >= 0.45 * spacing]
     jitter = np.random.default_rng(12345).uniform(-1e-3, 1e-3, lattice.shape) * spacing
     points = np.concatenate([surface_x, lattice + jitter])
-    tets = Delaunay(points, qhull_options="QJ Qbb").simplices.astype(np.int64)
+    # About the box's centre: far from the origin (a body 1 m across placed 1e6 m away) Qhull
+    # sees the points' differences lost to rounding and refuses them as lower dimensional.
+    tets = Delaunay(points - 0.5 * (low + high), qhull_options="QJ Qbb").simplices.astype(np.int64)
     corners = points[tets]
     centroid = corners.mean(axis=1)
     keep = _inside(centroid, surface_x, surface)
