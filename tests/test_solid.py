@@ -344,3 +344,27 @@ def test_a_volume_mesh_read_with_meshio_becomes_the_same_solid(tmp_path) -> None
     damaged.write_bytes(path.read_bytes()[:200])
     with pytest.raises(ValueError, match="damaged.vtu: cannot be read"):
         mesh.read_tetrahedra(damaged)
+
+
+def test_filled_solid_errors_name_per_node_values_and_a_self_intersecting_surface_warns() -> None:
+    vertices, faces = box()
+    with pytest.raises(ValueError, match="mass of a filled solid must be a scalar"):
+        mesh.from_mesh(vertices, faces, fill="tetrahedra", mass=np.ones(8), edge_length=0.25)
+    with pytest.raises(ValueError, match="k of a filled solid must be a scalar"):
+        mesh.from_mesh(vertices, faces, fill="tetrahedra", k=np.ones(18), edge_length=0.25)
+    with pytest.raises(ValueError, match=r"edge length .* \(edge_length, or made from nodes\) is too small"):
+        mesh.tetrahedralize(vertices, faces, nodes=10**9)
+    # Two closed spheres, the second inside the first and facing the same way: the filling
+    # fills the shell between them, and says the volume is not the enclosed one.
+    outer, inner = mesh.icosphere(2), mesh.icosphere(2, radius=0.5)
+    nested = np.concatenate([outer.vertices, inner.vertices])
+    nested_faces = np.concatenate([outer.faces, inner.faces + len(outer.vertices)])
+    with pytest.warns(mesh.MeshWarning, match="nested parts facing the same way"):
+        mesh.tetrahedralize(nested, nested_faces, edge_length=0.2)
+    # Facing inwards, the inner wall makes an exact hollow ball and no warning.
+    hollow_faces = np.concatenate([outer.faces, inner.faces[:, ::-1] + len(outer.vertices)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hollow = mesh.tetrahedralize(nested, hollow_faces, edge_length=0.2)
+    assert mesh.tetrahedron_volumes(hollow.nodes, hollow.tets).sum() == pytest.approx(
+        mesh.enclosed_volume(nested, hollow_faces), rel=1e-9)

@@ -319,7 +319,7 @@ def test_an_edge_length_far_too_small_is_refused_before_any_work(edge_length: fl
         raise AssertionError("the surface was split before the filling's size was checked")
     monkeypatch.setattr(mesh._solid, "_split_long_edges", split)
     vertices, faces = box()
-    with pytest.raises(ValueError, match=r"edge_length .* too small for a body 1 m across"):
+    with pytest.raises(ValueError, match=r"edge length .* too small for a body 1 m across"):
         mesh.tetrahedralize(vertices, faces, edge_length=edge_length)
 
 

@@ -34,8 +34,9 @@ On the body-centred cubic lattice of the built-in filling, the rule alone gives 
 the moduli C11 = 10/9 E and C12 = C44 = 4/9 E: along a lattice axis a modulus of 6/7 E, along
 a cube diagonal 12/11 E; a filled cube (130 to 9,200 nodes) compressed along an axis measures
 0.85 to 0.92 E with the filling's irregular layer along the surface.  kappa = 1.13 makes up
-for that average, so the effective modulus is E within about 6 % and the effective Poisson's
-ratio 0.23 to 0.29 (the measurements are in tests/test_solid.py and benchmarks/bench_mesh.py).
+for that average: a filled cube of 320 to 16,800 nodes then measures 0.98 to 1.04 E (1.11 to
+1.16 E when it is only 4 to 7 edge lengths across; a part 2 edge lengths thick, 1.28 E) and an
+effective Poisson's ratio of 0.27 to 0.29 (the measurements are in tests/test_solid.py and benchmarks/bench_mesh.py).
 Other meshers' meshes differ (the same cube with kappa = 1 measures 0.80 to 0.94 E on
 fTetWild's, 0.97 E on TetGen's, 1.00 to 1.08 E on Gmsh's), so each has its own kappa
 (:data:`STIFFNESS_FACTORS`), and with it 0.93 to 1.08 E.
@@ -46,12 +47,14 @@ from __future__ import annotations
 
 import math
 import os
+import warnings
 from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._geometry import _points, _row_keys, enclosed_volume, unique_edges
+from ._springs import MeshWarning
 from .._system import System, index_array
 
 __all__ = ["TetMesh", "boundary_faces", "from_tetrahedra", "read_tetrahedra", "tetrahedralize",
@@ -260,8 +263,9 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
     low, high = x.min(axis=0), x.max(axis=0)
     counts = np.ceil((high - low) / spacing).astype(np.int64) + 2
     if float(np.prod(counts.astype(np.float64))) > 40_000_000:
-        raise ValueError(f"edge_length {spacing:g} m is too small for a body {np.ptp(x, axis=0).max():g} m "
-                         "across: the lattice would have more than 80 million points")
+        raise ValueError(f"the filling's edge length {spacing:g} m (edge_length, or made from nodes) is too small "
+                         f"for a body {np.ptp(x, axis=0).max():g} m across: the lattice would have more than 80 "
+                         "million points")
     surface_x, surface = _split_long_edges(x, faces, 1.5 * spacing)
     axes = [low[i] - spacing * (0.5 + 0.1234567) + spacing * np.arange(counts[i]) for i in range(3)]
     grid = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
@@ -369,6 +373,14 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
         not positive, or a filling that leaves a surface vertex outside every tetrahedron.
     ImportError
         The mesher's package (SciPy for the built-in one) is not installed.
+
+    Warns
+    -----
+    MeshWarning
+        The tetrahedra's volume differs from the enclosed volume by more than 1 % (a surface
+        that intersects itself, or nested parts facing the same way).  Up to that the filling
+        may bridge a little across concave parts finer than it: 1e-4 to 2e-4 of the volume
+        on scanned models.
     """
     from ._repair import boundary_edges
     from ._geometry import _triangles
@@ -397,7 +409,7 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
     if rim:
         raise ValueError(f"the surface is open ({rim} boundary edges, each used by one triangle): only a closed "
                          "surface can be filled (mesh.repair reports the holes)")
-    volume = enclosed_volume(x, f)
+    volume = enclosed_volume(x - x.mean(axis=0), f)  # centred: no cancellation far from the origin
     extent = float(np.linalg.norm(np.ptp(x, axis=0)))
     if not abs(volume) > 1e-9 * extent ** 3:
         raise ValueError("the surface encloses no volume (it is flat): it can only be a sheet")
@@ -406,11 +418,20 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
         volume = -volume
     spacing = _spacing(x, f, edge_length, nodes, volume)
     if mesher == "builtin":
-        return _builtin_fill(x, f, spacing)
-    from ._meshers import external_mesher
+        filled = _builtin_fill(x, f, spacing)
+    else:
+        from ._meshers import external_mesher
 
-    points, tets = external_mesher(mesher, x, f, spacing)
-    return TetMesh(points, tets, boundary_faces(tets))
+        points, tets = external_mesher(mesher, x, f, spacing)
+        filled = TetMesh(points, tets, boundary_faces(tets))
+    filled_volume = float(tetrahedron_volumes(filled.nodes, filled.tets).sum())
+    if abs(filled_volume - volume) > 1e-2 * volume:
+        warnings.warn(MeshWarning(
+            f"the tetrahedra fill {filled_volume:.6g} m^3 of the {volume:.6g} m^3 the surface encloses "
+            f"({100 * (filled_volume / volume - 1):+.2g} %): the surface probably intersects itself or has nested "
+            "parts facing the same way (an inner wall of a hollow body must face inwards); mesher='ftetwild' "
+            "copes with self-intersections"), stacklevel=2)
+    return filled
 
 
 def read_tetrahedra(path: str | os.PathLike[str]) -> TetMesh:

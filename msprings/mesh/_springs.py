@@ -35,8 +35,9 @@ class OpenMeshWarning(MeshWarning):
     one triangle only.  Its volume and centre are then not those of the object meant."""
 
 
-def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
-    """Degenerate and duplicate faces raise ValueError; non-manifold edges warn."""
+def _check_mesh(x: np.ndarray, faces: np.ndarray, consequence: str = "no bending springs are made across them") -> None:
+    """Degenerate and duplicate faces raise ValueError; non-manifold edges warn (saying
+    ``consequence``)."""
     repeated = (faces[:, 0] == faces[:, 1]) | (faces[:, 1] == faces[:, 2]) | (faces[:, 0] == faces[:, 2])
     if repeated.any():
         bad = int(np.flatnonzero(repeated)[0])
@@ -66,7 +67,7 @@ def _check_mesh(x: np.ndarray, faces: np.ndarray) -> None:
         example = tuple(int(v) for v in nonmanifold[0])
         warnings.warn(
             MeshWarning(f"the mesh is non-manifold: {len(nonmanifold)} edge(s) are shared by more than two "
-                        f"triangles (e.g. edge {example}); no bending springs are made across them"),
+                        f"triangles (e.g. edge {example}); {consequence}"),
             stacklevel=3,
         )
 
@@ -559,7 +560,7 @@ def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k:
         raise ValueError(f"mesher must be one of {', '.join(repr(m) for m in MESHERS)}, got {mesher!r}")
     x = _points(vertices, "vertices", 3)
     f = _triangles(faces, x.shape[0])
-    _check_mesh(x, f)
+    _check_mesh(x, f, "the filling treats the parts that meet there as one body")
     rim = len(boundary_edges(f))
     flat = len(f) < 4 or _is_flat(x, f)
     if rim or flat:
@@ -581,6 +582,13 @@ def _filled(vertices: ArrayLike, faces: ArrayLike, *, mass: ArrayLike | None, k:
     if thickness is not None:
         raise ValueError("thickness applies to a sheet; fill='tetrahedra' makes a solid, which has none")
     n = x.shape[0]
+    if mass is not None and np.ndim(mass) != 0:
+        raise ValueError("mass of a filled solid must be a scalar (kg per node): its nodes are made by the filling; "
+                         "give density or total_mass, or set s.mass[:] afterwards")
+    for name, value in (("k", k), ("c", c)):
+        if value is not None and np.ndim(value) != 0:
+            raise ValueError(f"{name} of a filled solid must be a scalar: its springs are made by the filling; "
+                             f"set s.{name}[:] afterwards")
     pin_mask = _pin_mask(pinned, n)
     filled = tetrahedralize(x, f, edge_length=edge_length, nodes=nodes, mesher=mesher)
     count = filled.nodes.shape[0]
