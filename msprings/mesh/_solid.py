@@ -334,7 +334,8 @@ def _spacing(x: np.ndarray, faces: np.ndarray, edge_length: float | None, nodes:
         return (2.0 * volume / nodes) ** (1.0 / 3.0)
     edges = unique_edges(faces)
     median = float(np.median(np.linalg.norm(x[edges[:, 1]] - x[edges[:, 0]], axis=1)))
-    return max(median, (2.0 * volume / 10_000) ** (1.0 / 3.0))
+    finest, coarsest = (2.0 * volume / 10_000) ** (1.0 / 3.0), (2.0 * volume / 1_000) ** (1.0 / 3.0)
+    return min(max(median, finest), coarsest)
 
 
 def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float | None = None,
@@ -352,7 +353,7 @@ def tetrahedralize(vertices: ArrayLike, faces: ArrayLike, *, edge_length: float 
     nodes : int, optional
         A target number of interior nodes instead (about; the surface's nodes come on top).
         Default (neither given): the surface's median edge length, but no finer than about
-        10,000 interior nodes.
+        10,000 interior nodes and no coarser than about 1,000.
     mesher : {"builtin", "tetgen", "ftetwild", "gmsh"}
         ``"builtin"`` (SciPy) keeps every input vertex as the node of the same index and
         ``surface`` is the input surface (its long edges split); TetGen and Gmsh keep the

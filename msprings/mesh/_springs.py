@@ -367,7 +367,7 @@ def from_mesh(
         ``"tetrahedra"`` makes a solid (above).
     edge_length : float, optional
         m, the filling's target edge length (default: the surface's median edge length, but
-        no finer than about 10,000 interior nodes).
+        no finer than about 10,000 interior nodes and no coarser than about 1,000).
     nodes : int, optional
         A target number of interior nodes instead of ``edge_length``.
     mesher : {"builtin", "tetgen", "ftetwild", "gmsh"}
