@@ -14,7 +14,8 @@
 /* What contact keeps with a state (slot MS_WORK_CONTACT). */
 typedef struct contact_work {
     double* push_from;   /* position of each node before its first push in a step (nnode x 3) */
-    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode) */
+    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0; a node range's marks are
+                            cleared by its contact pass of the next step (nnode) */
     int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
                                    node_spring_start[i + 1]]                     (nnode + 1) */
     int32_t* node_springs;      /* spring indices by node                        (2 nspring) */
@@ -68,7 +69,6 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
         w->clearance_count = w->clearance != NULL ? count : 0;
     }
     if (w->clearance != NULL) memset(w->clearance, 0, sizeof(double) * (size_t)count);
-    memset(w->pushed, 0, (size_t)m->nnode); /* a diverged step may have left marks */
     return MS_OK;
 }
 
@@ -107,138 +107,176 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
+/* What one collider's pass over a node range shares with each node's full test. */
+typedef struct collider_pass {
+    const ms_collider* c;
+    int64_t k;            /* its row */
+    double start[3], end[3]; /* where it is at the start and the end of the step */
+    int lipschitz;        /* its distance grows no faster than the path (see below) */
+    double* known;        /* the nodes' gap bounds to it, or NULL */
+} collider_pass;
+
+/* The full test of free node i against one collider, whose gap bound did not pass it
+   over: projection out of the collider, then restitution and friction, booked into
+   contact.  Kept out of the loop over the nodes so that the loop stays small (most
+   nodes are passed over by their bounds). */
+static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, const collider_pass* pass,
+                                     const double* MS_RESTRICT x_old, double* MS_RESTRICT x, double* MS_RESTRICT v,
+                                     int64_t i, ms_contact* contact) {
+    const ms_collider* c = pass->c;
+    const double* start = pass->start;
+    const double* end = pass->end;
+    const double* g = m->opt.gravity;
+    double* known = pass->known;
+    double* xi = x + 3 * i;
+    double* vi = v + 3 * i;
+    const double* xo = x_old + 3 * i;
+    const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+    const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+    const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
+                                   fabs(path[2]) + c->thickness);
+    static const double origin[3] = {0.0, 0.0, 0.0};
+    double normal[3], moved[3];
+    const double start_gap = ms_collider_distance_inline(c, origin, r0, normal) - c->thickness;
+    const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+    if (pass->lipschitz && start_gap > travel + margin) {
+        if (known != NULL) known[i] = start_gap - travel - margin;
+        return;
+    }
+    if (known != NULL) known[i] = 0.0;
+    double end_normal[3];
+    const double end_gap = ms_collider_distance_inline(c, origin, r1, end_normal) - c->thickness;
+    double t = -1.0;
+    if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
+    int through_entry = 0;
+    if (t >= 0.0) {
+        const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]), r0[2] + t * (r1[2] - r0[2])};
+        const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
+        /* Out through the face it came in by when the end is outside again (it crossed a
+           thin collider) or nearest to another face (it went deep): onto the tangent plane
+           at the entry point, keeping its motion along the surface.  A fast node must not
+           come out on the far side. */
+        const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
+        if (end_gap >= 0.0 || agreement < 0.5) {
+            double depth = 0.0; /* of the end below the tangent plane */
+            for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+            if (depth > 0.0) depth = 0.0;
+            for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
+            through_entry = 1;
+        }
+    }
+    if (!through_entry) {
+        if (end_gap >= 0.0) return;
+        /* In contact: out along the nearest surface's normal. */
+        for (int a = 0; a < 3; ++a) {
+            normal[a] = end_normal[a];
+            moved[a] = xi[a] - end_gap * normal[a];
+        }
+    }
+    const double mass = m->mass[i];
+    const double* V = c->velocity;
+    const double v_before[3] = {vi[0], vi[1], vi[2]};
+    if (respond(c, normal, vi)) {
+        /* Static friction: a node that friction holds does not creep either -- undo the
+           tangential part of its displacement relative to the collider. */
+        double slip[3], along = 0.0;
+        for (int a = 0; a < 3; ++a) {
+            slip[a] = (moved[a] - xo[a]) - (end[a] - start[a]);
+            along += slip[a] * normal[a];
+        }
+        for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
+    }
+    /* The ledger (see ms_contact): the work of the collider, its impulse times its
+       velocity (exactly 0 for a collider at rest), and the change of the node's kinetic
+       energy in the collider's frame plus the gravitational energy the projection adds
+       (the springs' share is summed afterwards from push_from). */
+    double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
+        relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
+        impulse_work += V[a] * (vi[a] - v_before[a]);
+        lift -= g[a] * (moved[a] - xi[a]);
+    }
+    contact->change += mass * (0.5 * (relative_after - relative_before) + lift);
+    contact->work += mass * impulse_work;
+    if (!work->pushed[i]) {
+        work->pushed[i] = 1;
+        for (int a = 0; a < 3; ++a) work->push_from[3 * i + a] = xi[a];
+        contact->pushes += 1;
+    }
+    for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+    /* the only values of the step contact changes: their finiteness is the range's */
+    if (!(isfinite(xi[0]) && isfinite(xi[1]) && isfinite(xi[2]) && isfinite(vi[0]) && isfinite(vi[1]) &&
+          isfinite(vi[2])))
+        contact->bad = 1;
+    /* The push moved the node after the colliders before this one took its gap: their
+       bounds no longer hold (the next step's path starts after the push). */
+    if (work->clearance != NULL)
+        for (int64_t e = 0; e < pass->k; ++e) work->clearance[e * m->nnode + i] = 0.0;
+}
+
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
                             double* MS_RESTRICT v, double h, int64_t begin, int64_t end_node) {
-    ms_contact contact = {0.0, 0.0, 0};
-    const double* g = m->opt.gravity;
+    ms_contact contact = {0.0, 0.0, 0, 0};
     const double* MS_RESTRICT inv_mass = s->inv_mass;
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
-    double* MS_RESTRICT clearance = work->clearance;
+    /* the marks of the step before were read (ms_push_spring_energy) before this step began */
+    memset(work->pushed + begin, 0, (size_t)(end_node - begin));
     for (int64_t k = 0; k < m->ncollider; ++k) {
-        const ms_collider* c = &m->colliders[k];
-        const double* start = s->collider_center + 3 * k;
-        const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
-                               start[2] + h * c->velocity[2]};
+        collider_pass pass;
+        const ms_collider* c = pass.c = &m->colliders[k];
+        pass.k = k;
+        for (int a = 0; a < 3; ++a) {
+            pass.start[a] = s->collider_center[3 * k + a];
+            pass.end[a] = pass.start[a] + h * c->velocity[a];
+        }
         /* The skip below needs a distance that grows no faster than the path: true for a
            unit axis (as adding or setting a collider leaves it), not for one written
            into the model's list directly with another length. */
         const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
-        const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
-        double* known = clearance != NULL && lipschitz ? clearance + k * m->nnode : NULL;
+        pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+        double* MS_RESTRICT known = pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode
+                                                                                          : NULL;
+        const double start[3] = {pass.start[0], pass.start[1], pass.start[2]};
+        const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
+        const double thickness = c->thickness;
         for (int64_t i = begin; i < end_node; ++i) {
             if (inv_mass[i] == 0.0) continue;
-            double* xi = x + 3 * i;
-            double* vi = v + 3 * i;
-            /* Relative path from the start of the step, in the collider's frame. */
-            const double* xo = x_old + 3 * i;
-            const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
-            const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
-            const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-            /* The signed distances are 1-Lipschitz, so a node that starts farther from the
-               surface than its whole path is long cannot come within the thickness: no
-               contact, as the full test below would find, and its gap at the end is at
-               least the difference.  known[i] keeps that lower bound from step to step
-               (0: none), so a node far from the collider is passed over with no distance
-               evaluated until its paths add up to its last known gap.  The path's L1 length
-               bounds its length; the margins cover the rounding of the distances, which
-               grows with the coordinates. */
-            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                 fabs(path[2]) + c->thickness;
-            const double margin = 1e-12 * scale;
             if (known != NULL) {
-                const double bound = fabs(path[0]) + fabs(path[1]) + fabs(path[2]) + margin;
+                /* The signed distances are 1-Lipschitz, so a node that starts farther from
+                   the surface than its whole path is long cannot come within the
+                   thickness: no contact, as the full test would find, and its gap at the
+                   end is at least the difference.  known[i] keeps that lower bound from
+                   step to step (0: none), so a node far from the collider is passed over
+                   with no distance evaluated until its paths add up to its last known
+                   gap.  The path's L1 length bounds its length; the margin covers the
+                   rounding of the distances, which grows with the coordinates. */
+                const double* xo = x_old + 3 * i;
+                const double* xi = x + 3 * i;
+                const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+                const double path[3] = {(xi[0] - finish[0]) - r0[0], (xi[1] - finish[1]) - r0[1],
+                                        (xi[2] - finish[2]) - r0[2]};
+                const double length = fabs(path[0]) + fabs(path[1]) + fabs(path[2]);
+                const double bound = length + 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
                 if (known[i] > bound) {
                     known[i] -= bound;
                     continue;
                 }
             }
-            static const double origin[3] = {0.0, 0.0, 0.0};
-            double normal[3], moved[3];
-            const double start_gap = ms_collider_distance_inline(c, origin, r0, normal) - c->thickness;
-            const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
-            if (lipschitz && start_gap > travel + margin) {
-                if (known != NULL) known[i] = start_gap - travel - margin;
-                continue;
-            }
-            if (known != NULL) known[i] = 0.0;
-            double end_normal[3];
-            const double end_gap = ms_collider_distance_inline(c, origin, r1, end_normal) - c->thickness;
-            double t = -1.0;
-            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
-            int through_entry = 0;
-            if (t >= 0.0) {
-                const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
-                                       r0[2] + t * (r1[2] - r0[2])};
-                const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
-                /* Out through the face it came in by when the end is outside again (it
-                   crossed a thin collider) or nearest to another face (it went deep): onto
-                   the tangent plane at the entry point, keeping its motion along the
-                   surface.  A fast node must not come out on the far side. */
-                const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
-                if (end_gap >= 0.0 || agreement < 0.5) {
-                    double depth = 0.0; /* of the end below the tangent plane */
-                    for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
-                    if (depth > 0.0) depth = 0.0;
-                    for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
-                    through_entry = 1;
-                }
-            }
-            if (!through_entry) {
-                if (end_gap >= 0.0) continue;
-                /* In contact: out along the nearest surface's normal. */
-                for (int a = 0; a < 3; ++a) {
-                    normal[a] = end_normal[a];
-                    moved[a] = xi[a] - end_gap * normal[a];
-                }
-            }
-            const double mass = m->mass[i];
-            const double* V = c->velocity;
-            const double v_before[3] = {vi[0], vi[1], vi[2]};
-            if (respond(c, normal, vi)) {
-                /* Static friction: a node that friction holds does not creep either -- undo
-                   the tangential part of its displacement relative to the collider. */
-                double slip[3], along = 0.0;
-                for (int a = 0; a < 3; ++a) {
-                    slip[a] = (moved[a] - x_old[3 * i + a]) - (end[a] - start[a]);
-                    along += slip[a] * normal[a];
-                }
-                for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
-            }
-            /* The ledger (see ms_contact): the work of the collider, its impulse times its
-               velocity (exactly 0 for a collider at rest), and the change of the node's
-               kinetic energy in the collider's frame plus the gravitational energy the
-               projection adds (the springs' share is summed afterwards from push_from). */
-            double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
-            for (int a = 0; a < 3; ++a) {
-                relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
-                relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
-                impulse_work += V[a] * (vi[a] - v_before[a]);
-                lift -= g[a] * (moved[a] - xi[a]);
-            }
-            contact.change += mass * (0.5 * (relative_after - relative_before) + lift);
-            contact.work += mass * impulse_work;
-            if (!work->pushed[i]) {
-                work->pushed[i] = 1;
-                for (int a = 0; a < 3; ++a) work->push_from[3 * i + a] = xi[a];
-                contact.pushes += 1;
-            }
-            for (int a = 0; a < 3; ++a) xi[a] = moved[a];
-            /* The push moved the node after the colliders before this one took its gap:
-               their bounds no longer hold (the next step's path starts after the push). */
-            if (clearance != NULL)
-                for (int64_t e = 0; e < k; ++e) clearance[e * m->nnode + i] = 0.0;
+            collide_node(m, work, &pass, x_old, x, v, i, &contact);
         }
     }
     return contact;
 }
 
-double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end) {
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
-    uint8_t* pushed = work->pushed;
+    const uint8_t* pushed = work->pushed;
     const double* from = work->push_from;
     double change = 0.0;
     /* Each spring with a pushed end once, from its lowest pushed end, nodes in order. */
-    for (int64_t node = 0; node < m->nnode; ++node) {
+    for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
         for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
             const int64_t k = work->node_springs[e];
@@ -260,7 +298,6 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
             change += 0.5 * m->k[k] * (after - before) * (after + before - 2.0 * m->rest[k]);
         }
     }
-    memset(pushed, 0, (size_t)m->nnode);
     return change;
 }
 

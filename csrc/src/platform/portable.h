@@ -20,6 +20,16 @@
 #define MS_ALWAYS_INLINE static inline
 #endif
 
+/* A function kept out of line, so that the loop calling it on its rare path stays small
+   (its registers are not spilt for the rare path's sake). */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define MS_NOINLINE __declspec(noinline)
+#elif defined(__GNUC__)
+#define MS_NOINLINE __attribute__((noinline))
+#else
+#define MS_NOINLINE
+#endif
+
 /* printf-style format checking where the compiler has it; nothing elsewhere. */
 #if defined(__GNUC__)
 #define MS_PRINTF_LIKE(format_index, first_arg) __attribute__((format(printf, format_index, first_arg)))
