@@ -118,6 +118,11 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
+/* A plane's signed distance, as ms_collider_distance_inline computes it. */
+static inline double plane_distance(const double axis[3], const double r[3]) {
+    return r[0] * axis[0] + r[1] * axis[1] + r[2] * axis[2];
+}
+
 /* What one collider's pass over a node range shares with each node's full test. */
 typedef struct collider_pass {
     const ms_collider* c;
@@ -149,7 +154,11 @@ static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, cons
                                    fabs(path[2]) + c->thickness);
     static const double origin[3] = {0.0, 0.0, 0.0};
     double normal[3], moved[3];
-    const double start_gap = ms_collider_distance_inline(c, origin, r0, normal) - c->thickness;
+    /* the ground, where bodies rest: its distance written out (the same arithmetic) */
+    const int plane = c->type == MS_PLANE;
+    const double* axis = c->axis;
+    const double start_gap =
+        (plane ? plane_distance(axis, r0) : ms_collider_distance_inline(c, origin, r0, normal)) - c->thickness;
     const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
     if (pass->lipschitz && start_gap > travel + margin) {
         if (known != NULL) known[i] = start_gap - travel - margin;
@@ -157,7 +166,10 @@ static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, cons
     }
     if (known != NULL) known[i] = 0.0;
     double end_normal[3];
-    const double end_gap = ms_collider_distance_inline(c, origin, r1, end_normal) - c->thickness;
+    const double end_gap =
+        (plane ? plane_distance(axis, r1) : ms_collider_distance_inline(c, origin, r1, end_normal)) - c->thickness;
+    if (plane)
+        for (int a = 0; a < 3; ++a) normal[a] = end_normal[a] = axis[a];
     double t = -1.0;
     if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
     int through_entry = 0;
@@ -291,6 +303,17 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
        the ends' positions are picked, not branched on: at a resting body's underside
        half the springs of a pushed node lead to another pushed node, at random to the
        branch predictor. */
+    /* The pushed nodes' springs and their other ends are scattered lines that the step's
+       pass over every spring has evicted: asked for first, in two rounds (the other ends
+       are known once the first round's lines arrive), so that their misses overlap. */
+    for (int64_t node = begin; node < end; ++node)
+        if (pushed[node]) MS_PREFETCH(work->node_others + work->node_spring_start[node]);
+    for (int64_t node = begin; node < end; ++node)
+        if (pushed[node]) {
+            MS_PREFETCH(work->node_springs + work->node_spring_start[node]);
+            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e)
+                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
+        }
     for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
         const double* xn = x + 3 * node;

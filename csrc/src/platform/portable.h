@@ -30,6 +30,17 @@
 #define MS_NOINLINE
 #endif
 
+/* A hint that the cache line holding *p will soon be read: a loop that goes on to read
+   many scattered lines asks for them all first, so that their misses overlap. */
+#if defined(__GNUC__)
+#define MS_PREFETCH(p) __builtin_prefetch(p)
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#include <xmmintrin.h>
+#define MS_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+#else
+#define MS_PREFETCH(p) ((void)(p))
+#endif
+
 /* printf-style format checking where the compiler has it; nothing elsewhere. */
 #if defined(__GNUC__)
 #define MS_PRINTF_LIKE(format_index, first_arg) __attribute__((format(printf, format_index, first_arg)))
