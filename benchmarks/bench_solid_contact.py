@@ -14,13 +14,15 @@ ground, and in free fall (the same state with the plane removed).  Time steps: h
 integrator's critical step for the explicit ones (at 0.9 x, symplectic Euler's resting 1k solid
 diverges after some 15 s), 1 ms for xpbd, projective and implicit Euler.
 ``s.step(h, n)`` with n calibrated to about 0.05 s a call (--quick: 0.02 s), the best of 3 runs taking
-turns (the best: the least disturbed by other work on the machine); on one thread and on the
-default threads (all cores), the latter only where it runs on more than one worker (a network of
-at least 10,000 springs; projective dynamics always runs on one).
+turns (the best: the least disturbed by other work on the machine), timed by the clock and by the
+process's processor time; on one thread and on the default threads (all cores), the latter only
+where it runs on more than one worker (a network of at least 10,000 springs; projective dynamics
+always runs on one).
 
-``--against PATH`` (repeatable) also measures the checkout at PATH (built in place) in a child
-process, and the report puts the checkouts side by side.  Checks: no node of a resting body ends
-below the plane by more than 1e-9 m.  Exit status 1 when a check fails.
+``--against PATH`` (repeatable) also measures the checkout at PATH (built in place); each checkout
+runs in a process of its own, and the processes take turns row by row, so that the checkouts' rows
+are measured at about the same time; the report puts them side by side.  Checks: no node of a
+resting body ends below the plane by more than 1e-9 m.  Exit status 1 when a check fails.
 """
 from __future__ import annotations
 
@@ -121,22 +123,24 @@ def resting(msprings: Any, scene: str, cells: int | None) -> Any:
     return system
 
 
-def variant(base: Any, integrator: str, threads: int, ground: bool) -> Any:
+def variant(base: Any, integrator: str, threads: int, ground: bool, h: float) -> Any:
     system = base.copy()
     system.integrator = integrator
     system.threads = threads
+    system._checked_step = (h, integrator)  # the stability pre-check was done once, on base
     if not ground:
         for collider in system.colliders:
             system.remove_collider(collider)
     return system
 
 
-def rates(systems: Sequence[Any], h: float, seconds: float, repeats: int) -> list[float]:
-    """Steps per second of each system (the best of repeats interleaved calls of a calibrated n)."""
+def rates(systems: Sequence[Any], h: float, seconds: float, repeats: int) -> list[tuple[float, float]]:
+    """Steps per second of each system, by the clock and by the process's processor time (the
+    best of repeats interleaved calls of a calibrated n)."""
     counts = []
     for system in systems:
         start = time.perf_counter()
-        system.step(h, 1)  # first-use storage: factorisations, colourings, the critical step
+        system.step(h, 1)  # first-use storage: factorisations, colourings
         elapsed, n = time.perf_counter() - start, 1
         while elapsed < seconds / 4 and n < 1 << 20:
             n *= 2
@@ -144,42 +148,58 @@ def rates(systems: Sequence[Any], h: float, seconds: float, repeats: int) -> lis
             system.step(h, n)
             elapsed = time.perf_counter() - start
         counts.append(max(1, int(n * seconds / max(elapsed, 1e-9))))
-    samples: list[list[float]] = [[] for _ in systems]
-    for _ in range(repeats):
+    clock: list[list[float]] = [[] for _ in systems]
+    processor: list[list[float]] = [[] for _ in systems]
+    for _ in range(repeats if counts[0] > 1 else 2):
         for q, system in enumerate(systems):
-            start = time.perf_counter()
+            start, used = time.perf_counter(), time.process_time()
             system.step(h, counts[q])
-            samples[q].append(counts[q] / (time.perf_counter() - start))
-    return [max(s) for s in samples]
+            clock[q].append(counts[q] / (time.perf_counter() - start))
+            processor[q].append(counts[q] / max(time.process_time() - used, 1e-9))
+    return [(max(c), max(p)) for c, p in zip(clock, processor)]
 
 
-def measure(root: str, quick: bool) -> dict[str, Any]:
-    """Every row for the checkout at root (msprings built in place there)."""
+def rows_of(quick: bool) -> list[tuple[str, int | None, str, int]]:
+    """(scene, cells, integrator, threads) of every row, in order."""
+    scenes: list[tuple[str, int | None]] = list((QUICK_SIZES if quick else SIZES).items())
+    if COW.exists():
+        scenes.append(("cow", None))
+    integrators = [i for i in EXPLICIT + LARGE_STEP if not (quick and i in ("explicit_euler", "rk4"))]
+    return [(scene, cells, integrator, threads) for scene, cells in scenes for integrator in integrators
+            for threads in (1, 0)]
+
+
+def serve(root: str, quick: bool) -> None:
+    """Measures the rows the parent asks for, one JSON line each, with msprings from root."""
     sys.path.insert(0, root)
     import msprings
 
     seconds = 0.02 if quick else 0.05
-    scenes: list[tuple[str, int | None]] = list((QUICK_SIZES if quick else SIZES).items())
-    if COW.exists():
-        scenes.append(("cow", None))
-    rows, sunk = [], 0.0
-    for scene, cells in scenes:
-        base = resting(msprings, scene, cells)
-        for integrator in EXPLICIT + LARGE_STEP:
-            if quick and integrator in ("explicit_euler", "rk4"):
-                continue
-            h = LARGE_STEP_H if integrator in LARGE_STEP else 0.5 * base.critical_dt(integrator)
-            for threads in (1, 0):
-                ground = variant(base, integrator, threads, True)
-                free = variant(base, integrator, threads, False)
-                if threads == 0 and (base.n_springs < 10_000 or integrator == "projective"):
-                    continue  # one worker anyway: the row above
-                free_rate, ground_rate = rates([free, ground], h, seconds, 3)
-                sunk = max(sunk, -float(np.asarray(ground.x)[:, 1].min()))
-                rows.append({"scene": scene, "nodes": base.n_nodes, "springs": base.n_springs,
-                             "integrator": integrator, "threads": threads, "workers": ground.workers,
-                             "h": h, "free": free_rate, "ground": ground_rate})
-    return {"root": root, "version": msprings.__file__, "rows": rows, "sunk": sunk}
+    bases: dict[str, Any] = {}
+    steps: dict[tuple[str, str], float] = {}
+    sunk = 0.0
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request is None:
+            break
+        scene, cells, integrator, threads = request
+        if scene not in bases:
+            bases.clear()  # one scene's systems at a time
+            bases[scene] = resting(msprings, scene, cells)
+        base = bases[scene]
+        if (scene, integrator) not in steps:
+            steps[scene, integrator] = (LARGE_STEP_H if integrator in LARGE_STEP
+                                        else 0.5 * base.critical_dt(integrator))
+        h = steps[scene, integrator]
+        row = {"nodes": base.n_nodes, "springs": base.n_springs, "h": h, "skipped": True}
+        if threads == 1 or (base.n_springs >= 10_000 and integrator != "projective"):
+            # threads = 0 is a row of its own only where it runs on more than one worker
+            free, ground = (variant(base, integrator, threads, on, h) for on in (False, True))
+            (row["free"], row["free_cpu"]), (row["ground"], row["ground_cpu"]) = rates([free, ground], h, seconds, 3)
+            row.update(skipped=False, workers=ground.workers)
+            sunk = max(sunk, -float(np.asarray(ground.x)[:, 1].min()))
+        row["sunk"] = sunk
+        print(json.dumps(row), flush=True)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -187,36 +207,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller scenes, shorter runs, fewer integrators")
     parser.add_argument("--against", action="append", default=[], metavar="PATH",
                         help="another checkout (built in place) to measure beside this one")
-    parser.add_argument("--worker", metavar="PATH", help=argparse.SUPPRESS)
+    parser.add_argument("--serve", metavar="PATH", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.worker is not None:
-        print(json.dumps(measure(args.worker, args.quick)))
+    if args.serve is not None:
+        serve(args.serve, args.quick)
         return 0
-    results = []
-    for root in [*(str(Path(p).resolve()) for p in args.against), str(ROOT)]:
-        command = [sys.executable, __file__, "--worker", root] + (["--quick"] if args.quick else [])
-        done = subprocess.run(command, check=True, capture_output=True, text=True, cwd=root)
-        results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    names = [Path(r["root"]).name for r in results]
+    roots = [*(str(Path(p).resolve()) for p in args.against), str(ROOT)]
+    # one process per checkout, each asked for the same row in turn, so that a row of every
+    # checkout is measured at about the same time (the machine's other work changes)
+    command = [sys.executable, __file__, "--serve"]
+    workers = [subprocess.Popen(command + [root] + (["--quick"] if args.quick else []), cwd=root,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for root in roots]
+    names = [Path(root).name for root in roots]
+    table = []
+    for request in rows_of(args.quick):
+        answers = []
+        for worker in workers:
+            worker.stdin.write(json.dumps(request) + "\n")
+            worker.stdin.flush()
+            answers.append(json.loads(worker.stdout.readline()))
+        if not answers[0]["skipped"]:
+            table.append((request, answers))
+    for worker in workers:
+        worker.stdin.write("null\n")
+        worker.stdin.close()
+        worker.wait()
+    sunk = [max(answers[q]["sunk"] for _, answers in table) for q in range(len(roots))]
     print(f"# Ground contact against free fall (steps/s), {os.cpu_count()} cores")
     print()
-    print("ratio: free-fall steps/s over resting steps/s (the cost of contact; 1 = free).")
-    for name, result in zip(names, results):
-        print(f"- {name}: {result['root']}; deepest node below the plane {result['sunk']:.1e} m")
+    print("free, ground: steps per second by the clock; ratio: free-fall steps/s over resting steps/s (the cost "
+          "of contact; 1 = free); cpu ratio: the same by the process's processor time, steadier when the machine "
+          "is busy with other work; threads: the setting and, in brackets, the workers the step ran on.")
+    for name, root, depth in zip(names, roots, sunk):
+        print(f"- {name}: {root}; deepest node below the plane {depth:.1e} m")
     print()
     head = ["scene", "nodes", "integrator", "threads"]
     for name in names:
-        head += [f"{name} free", f"{name} ground", f"{name} ratio"]
+        head += [f"{name} free", f"{name} ground", f"{name} ratio", f"{name} cpu ratio"]
     print("| " + " | ".join(head) + " |")
     print("|" + "|".join("---" if q < 3 else "---:" for q in range(len(head))) + "|")
-    for q, row in enumerate(results[0]["rows"]):
-        cells = [row["scene"], f"{row['nodes']:,}", row["integrator"],
-                 f"{row['threads'] or 'default'} ({row['workers']})"]
-        for result in results:
-            r = result["rows"][q]
-            cells += [f"{r['free']:,.0f}", f"{r['ground']:,.0f}", f"{r['free'] / r['ground']:.2f}"]
+    for (scene, _, integrator, threads), answers in table:
+        cells = [scene, f"{answers[0]['nodes']:,}", integrator, f"{threads or 'default'} ({answers[-1]['workers']})"]
+        for r in answers:
+            cells += [f"{r['free']:,.1f}", f"{r['ground']:,.1f}", f"{r['free'] / r['ground']:.2f}",
+                      f"{r['free_cpu'] / r['ground_cpu']:.2f}"]
         print("| " + " | ".join(cells) + " |")
-    return 0 if all(r["sunk"] <= SINK_TOLERANCE for r in results) else 1
+    return 0 if all(depth <= SINK_TOLERANCE for depth in sunk) else 1
 
 
 if __name__ == "__main__":
