@@ -70,8 +70,8 @@ void ms_book_contact(ms_ledger* booked, double change);
    a step of size h: projection out of the collider, then restitution and friction.  The
    springs' energy change is left to ms_push_spring_energy: each moved node is marked in
    contact's workspace with its position before its first push (the marks of [begin, end)
-   from the step before are cleared first).  Each node meets the
-   colliders in their order and independently of the other nodes, so splitting the nodes
+   from the step before are cleared first).  Each node meets the colliders in their order
+   and independently of the other nodes, so splitting the nodes
    changes no node's result (only the order in which the energies are summed).  The
    workspace carries each node's known gap to each collider from step to step, so a node
    far from a collider is passed over without evaluating its distance. */
@@ -87,9 +87,10 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old,
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end);
 
 /* Contact's storage ready for a step call (made on first use), with what it knew of the
-   gaps and the push marks from an earlier call forgotten.  Done at the start of every
-   ms_step call with colliders, the one place they are invalidated, since between calls the
-   positions and the colliders may have been changed from outside. */
+   gaps from an earlier call forgotten (each step's contact clears the push marks itself).
+   Done at the start of every ms_step call with colliders, the one place the gaps are
+   invalidated, since between calls the positions and the colliders may have been changed
+   from outside. */
 int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
