@@ -17,7 +17,8 @@ diverges after some 15 s), 1 ms for xpbd, projective and implicit Euler.
 turns (the best: the least disturbed by other work on the machine), timed by the clock and by the
 process's processor time; on one thread and on the default threads (all cores), the latter only
 where it runs on more than one worker (a network of at least 10,000 springs; projective dynamics
-always runs on one).
+always runs on one), and not for implicit Euler (one thread only: its steps on the large solids
+take seconds).
 
 ``--against PATH`` (repeatable) also measures the checkout at PATH (built in place); each checkout
 runs in a process of its own, and the processes take turns row by row, so that the checkouts' rows
@@ -192,8 +193,9 @@ def serve(root: str, quick: bool) -> None:
                                         else 0.5 * base.critical_dt(integrator))
         h = steps[scene, integrator]
         row = {"nodes": base.n_nodes, "springs": base.n_springs, "h": h, "skipped": True}
-        if threads == 1 or (base.n_springs >= 10_000 and integrator != "projective"):
-            # threads = 0 is a row of its own only where it runs on more than one worker
+        if threads == 1 or (base.n_springs >= 10_000 and integrator not in ("projective", "implicit_euler")):
+            # threads = 0 is a row of its own only where it runs on more than one worker (and
+            # not for implicit Euler, whose Newton steps on the large solids take seconds)
             free, ground = (variant(base, integrator, threads, on, h) for on in (False, True))
             (row["free"], row["free_cpu"]), (row["ground"], row["ground_cpu"]) = rates([free, ground], h, seconds, 3)
             row.update(skipped=False, workers=ground.workers)
