@@ -14,14 +14,19 @@
 /* What contact keeps with a state (slot MS_WORK_CONTACT). */
 typedef struct contact_work {
     double* push_from;   /* position of each node before its first push in a step (nnode x 3) */
-    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0 (nnode) */
+    uint8_t* pushed;     /* 1 for a node pushed in this step, else 0; a node range's marks are
+                            cleared by its contact pass of the next step (nnode) */
     int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
                                    node_spring_start[i + 1]]                     (nnode + 1) */
     int32_t* node_springs;      /* spring indices by node                        (2 nspring) */
+    int32_t* node_others;       /* the other end of each of them, beside it: the springs of
+                                   a pushed node are read without a look-up in the
+                                   model's spring list, a cache miss each on a large
+                                   network                                        (2 nspring) */
     double* clearance;   /* per collider and node, a lower bound on the node's gap to the
                             collider, valid within one ms_step call (nnode x ncollider) */
     int64_t clearance_count; /* entries allocated in clearance */
-    void* buffer;        /* push_from, node_spring_start, node_springs and pushed */
+    void* buffer;        /* push_from, node_spring_start, node_springs, node_others, pushed */
 } contact_work;
 
 static void contact_work_free(void* data) {
@@ -36,9 +41,10 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
     if (w == NULL) {
         const size_t count = (size_t)m->nnode, springs = (size_t)m->nspring;
         w = calloc(1, sizeof *w);
-        /* push_from, node_spring_start, node_springs, pushed: widest first, so each is aligned */
+        /* push_from, node_spring_start, node_springs, node_others, pushed: widest first, so
+           each is aligned */
         void* buffer = malloc(sizeof(double) * 3 * count + sizeof(int64_t) * (count + 1) +
-                              sizeof(int32_t) * 2 * springs + count);
+                              sizeof(int32_t) * 4 * springs + count);
         if (w == NULL || buffer == NULL) {
             free(w);
             free(buffer);
@@ -49,13 +55,19 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
         w->push_from = buffer;
         w->node_spring_start = (int64_t*)(w->push_from + 3 * count);
         w->node_springs = (int32_t*)(w->node_spring_start + count + 1);
-        w->pushed = (uint8_t*)(w->node_springs + 2 * springs);
+        w->node_others = w->node_springs + 2 * springs;
+        w->pushed = (uint8_t*)(w->node_others + 2 * springs);
         memset(w->pushed, 0, count);
         if (ms_node_springs(m, w->node_spring_start, w->node_springs) != 0) {
             contact_work_free(w);
             return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
                                 (long long)m->nnode);
         }
+        for (int64_t node = 0; node < m->nnode; ++node)
+            for (int64_t e = w->node_spring_start[node]; e < w->node_spring_start[node + 1]; ++e) {
+                const int32_t* ends = m->springs + 2 * (int64_t)w->node_springs[e];
+                w->node_others[e] = ends[0] == node ? ends[1] : ends[0];
+            }
         ms_workspace_set(s, MS_WORK_CONTACT, w, contact_work_free);
     }
     /* what contact knew between steps is forgotten at the start of every call, the one
@@ -68,7 +80,6 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
         w->clearance_count = w->clearance != NULL ? count : 0;
     }
     if (w->clearance != NULL) memset(w->clearance, 0, sizeof(double) * (size_t)count);
-    memset(w->pushed, 0, (size_t)m->nnode); /* a diverged step may have left marks */
     return MS_OK;
 }
 
@@ -107,160 +118,223 @@ static int respond(const ms_collider* c, const double normal[3], double v[3]) {
     return keep == 0.0 && c->friction > 0.0;
 }
 
+/* A plane's signed distance, as ms_collider_distance_inline computes it. */
+static inline double plane_distance(const double axis[3], const double r[3]) {
+    return r[0] * axis[0] + r[1] * axis[1] + r[2] * axis[2];
+}
+
+/* What one collider's pass over a node range shares with each node's full test. */
+typedef struct collider_pass {
+    const ms_collider* c;
+    int64_t k;            /* its row */
+    double start[3], end[3]; /* where it is at the start and the end of the step */
+    int lipschitz;        /* its distance grows no faster than the path (see below) */
+    double* known;        /* the nodes' gap bounds to it, or NULL */
+} collider_pass;
+
+/* The full test of free node i against one collider, whose gap bound did not pass it
+   over: projection out of the collider, then restitution and friction, booked into
+   contact.  Kept out of the loop over the nodes so that the loop stays small (most
+   nodes are passed over by their bounds). */
+static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, const collider_pass* pass,
+                                     const double* MS_RESTRICT x_old, double* MS_RESTRICT x, double* MS_RESTRICT v,
+                                     int64_t i, ms_contact* contact) {
+    const ms_collider* c = pass->c;
+    const double* start = pass->start;
+    const double* end = pass->end;
+    const double* g = m->opt.gravity;
+    double* known = pass->known;
+    double* xi = x + 3 * i;
+    double* vi = v + 3 * i;
+    const double* xo = x_old + 3 * i;
+    const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+    const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+    const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
+                                   fabs(path[2]) + c->thickness);
+    static const double origin[3] = {0.0, 0.0, 0.0};
+    double normal[3], moved[3];
+    /* the ground, where bodies rest: its distance written out (the same arithmetic) */
+    const int plane = c->type == MS_PLANE;
+    const double* axis = c->axis;
+    const double start_gap =
+        (plane ? plane_distance(axis, r0) : ms_collider_distance_inline(c, origin, r0, normal)) - c->thickness;
+    const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+    if (pass->lipschitz && start_gap > travel + margin) {
+        if (known != NULL) known[i] = start_gap - travel - margin;
+        return;
+    }
+    if (known != NULL) known[i] = 0.0;
+    double end_normal[3];
+    const double end_gap =
+        (plane ? plane_distance(axis, r1) : ms_collider_distance_inline(c, origin, r1, end_normal)) - c->thickness;
+    if (plane)
+        for (int a = 0; a < 3; ++a) normal[a] = end_normal[a] = axis[a];
+    double t = -1.0;
+    if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
+    int through_entry = 0;
+    if (t >= 0.0) {
+        const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]), r0[2] + t * (r1[2] - r0[2])};
+        const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
+        /* Out through the face it came in by when the end is outside again (it crossed a
+           thin collider) or nearest to another face (it went deep): onto the tangent plane
+           at the entry point, keeping its motion along the surface.  A fast node must not
+           come out on the far side. */
+        const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
+        if (end_gap >= 0.0 || agreement < 0.5) {
+            double depth = 0.0; /* of the end below the tangent plane */
+            for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+            if (depth > 0.0) depth = 0.0;
+            for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
+            through_entry = 1;
+        }
+    }
+    if (!through_entry) {
+        if (end_gap >= 0.0) return;
+        /* In contact: out along the nearest surface's normal. */
+        for (int a = 0; a < 3; ++a) {
+            normal[a] = end_normal[a];
+            moved[a] = xi[a] - end_gap * normal[a];
+        }
+    }
+    const double mass = m->mass[i];
+    const double* V = c->velocity;
+    const double v_before[3] = {vi[0], vi[1], vi[2]};
+    if (respond(c, normal, vi)) {
+        /* Static friction: a node that friction holds does not creep either -- undo the
+           tangential part of its displacement relative to the collider. */
+        double slip[3], along = 0.0;
+        for (int a = 0; a < 3; ++a) {
+            slip[a] = (moved[a] - xo[a]) - (end[a] - start[a]);
+            along += slip[a] * normal[a];
+        }
+        for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
+    }
+    /* The ledger (see ms_contact): the work of the collider, its impulse times its
+       velocity (exactly 0 for a collider at rest), and the change of the node's kinetic
+       energy in the collider's frame plus the gravitational energy the projection adds
+       (the springs' share is summed afterwards from push_from). */
+    double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
+    for (int a = 0; a < 3; ++a) {
+        relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
+        relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
+        impulse_work += V[a] * (vi[a] - v_before[a]);
+        lift -= g[a] * (moved[a] - xi[a]);
+    }
+    contact->change += mass * (0.5 * (relative_after - relative_before) + lift);
+    contact->work += mass * impulse_work;
+    if (!work->pushed[i]) {
+        work->pushed[i] = 1;
+        for (int a = 0; a < 3; ++a) work->push_from[3 * i + a] = xi[a];
+        contact->pushes += 1;
+    }
+    for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+    /* the only values of the step contact changes: their finiteness is the range's */
+    if (!(isfinite(xi[0]) && isfinite(xi[1]) && isfinite(xi[2]) && isfinite(vi[0]) && isfinite(vi[1]) &&
+          isfinite(vi[2])))
+        contact->bad = 1;
+    /* The push moved the node after the colliders before this one took its gap: their
+       bounds no longer hold (the next step's path starts after the push). */
+    if (work->clearance != NULL)
+        for (int64_t e = 0; e < pass->k; ++e) work->clearance[e * m->nnode + i] = 0.0;
+}
+
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
                             double* MS_RESTRICT v, double h, int64_t begin, int64_t end_node) {
-    ms_contact contact = {0.0, 0.0, 0};
-    const double* g = m->opt.gravity;
+    ms_contact contact = {0.0, 0.0, 0, 0};
     const double* MS_RESTRICT inv_mass = s->inv_mass;
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
-    double* MS_RESTRICT clearance = work->clearance;
+    /* the marks of the step before were read (ms_push_spring_energy) before this step began */
+    memset(work->pushed + begin, 0, (size_t)(end_node - begin));
     for (int64_t k = 0; k < m->ncollider; ++k) {
-        const ms_collider* c = &m->colliders[k];
-        const double* start = s->collider_center + 3 * k;
-        const double end[3] = {start[0] + h * c->velocity[0], start[1] + h * c->velocity[1],
-                               start[2] + h * c->velocity[2]};
+        collider_pass pass;
+        const ms_collider* c = pass.c = &m->colliders[k];
+        pass.k = k;
+        for (int a = 0; a < 3; ++a) {
+            pass.start[a] = s->collider_center[3 * k + a];
+            pass.end[a] = pass.start[a] + h * c->velocity[a];
+        }
         /* The skip below needs a distance that grows no faster than the path: true for a
            unit axis (as adding or setting a collider leaves it), not for one written
            into the model's list directly with another length. */
         const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
-        const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
-        double* known = clearance != NULL && lipschitz ? clearance + k * m->nnode : NULL;
+        pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+        double* MS_RESTRICT known = pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode
+                                                                                          : NULL;
+        const double start[3] = {pass.start[0], pass.start[1], pass.start[2]};
+        const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
+        const double thickness = c->thickness;
         for (int64_t i = begin; i < end_node; ++i) {
             if (inv_mass[i] == 0.0) continue;
-            double* xi = x + 3 * i;
-            double* vi = v + 3 * i;
-            /* Relative path from the start of the step, in the collider's frame. */
-            const double* xo = x_old + 3 * i;
-            const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
-            const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
-            const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-            /* The signed distances are 1-Lipschitz, so a node that starts farther from the
-               surface than its whole path is long cannot come within the thickness: no
-               contact, as the full test below would find, and its gap at the end is at
-               least the difference.  known[i] keeps that lower bound from step to step
-               (0: none), so a node far from the collider is passed over with no distance
-               evaluated until its paths add up to its last known gap.  The path's L1 length
-               bounds its length; the margins cover the rounding of the distances, which
-               grows with the coordinates. */
-            const double scale = fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                 fabs(path[2]) + c->thickness;
-            const double margin = 1e-12 * scale;
             if (known != NULL) {
-                const double bound = fabs(path[0]) + fabs(path[1]) + fabs(path[2]) + margin;
+                /* The signed distances are 1-Lipschitz, so a node that starts farther from
+                   the surface than its whole path is long cannot come within the
+                   thickness: no contact, as the full test would find, and its gap at the
+                   end is at least the difference.  known[i] keeps that lower bound from
+                   step to step (0: none), so a node far from the collider is passed over
+                   with no distance evaluated until its paths add up to its last known
+                   gap.  The path's L1 length bounds its length; the margin covers the
+                   rounding of the distances, which grows with the coordinates. */
+                const double* xo = x_old + 3 * i;
+                const double* xi = x + 3 * i;
+                const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+                const double path[3] = {(xi[0] - finish[0]) - r0[0], (xi[1] - finish[1]) - r0[1],
+                                        (xi[2] - finish[2]) - r0[2]};
+                const double length = fabs(path[0]) + fabs(path[1]) + fabs(path[2]);
+                const double bound = length + 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
                 if (known[i] > bound) {
                     known[i] -= bound;
                     continue;
                 }
             }
-            static const double origin[3] = {0.0, 0.0, 0.0};
-            double normal[3], moved[3];
-            const double start_gap = ms_collider_distance_inline(c, origin, r0, normal) - c->thickness;
-            const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
-            if (lipschitz && start_gap > travel + margin) {
-                if (known != NULL) known[i] = start_gap - travel - margin;
-                continue;
-            }
-            if (known != NULL) known[i] = 0.0;
-            double end_normal[3];
-            const double end_gap = ms_collider_distance_inline(c, origin, r1, end_normal) - c->thickness;
-            double t = -1.0;
-            if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap); /* entered during the step? */
-            int through_entry = 0;
-            if (t >= 0.0) {
-                const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]),
-                                       r0[2] + t * (r1[2] - r0[2])};
-                const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
-                /* Out through the face it came in by when the end is outside again (it
-                   crossed a thin collider) or nearest to another face (it went deep): onto
-                   the tangent plane at the entry point, keeping its motion along the
-                   surface.  A fast node must not come out on the far side. */
-                const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
-                if (end_gap >= 0.0 || agreement < 0.5) {
-                    double depth = 0.0; /* of the end below the tangent plane */
-                    for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
-                    if (depth > 0.0) depth = 0.0;
-                    for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
-                    through_entry = 1;
-                }
-            }
-            if (!through_entry) {
-                if (end_gap >= 0.0) continue;
-                /* In contact: out along the nearest surface's normal. */
-                for (int a = 0; a < 3; ++a) {
-                    normal[a] = end_normal[a];
-                    moved[a] = xi[a] - end_gap * normal[a];
-                }
-            }
-            const double mass = m->mass[i];
-            const double* V = c->velocity;
-            const double v_before[3] = {vi[0], vi[1], vi[2]};
-            if (respond(c, normal, vi)) {
-                /* Static friction: a node that friction holds does not creep either -- undo
-                   the tangential part of its displacement relative to the collider. */
-                double slip[3], along = 0.0;
-                for (int a = 0; a < 3; ++a) {
-                    slip[a] = (moved[a] - x_old[3 * i + a]) - (end[a] - start[a]);
-                    along += slip[a] * normal[a];
-                }
-                for (int a = 0; a < 3; ++a) moved[a] -= slip[a] - along * normal[a];
-            }
-            /* The ledger (see ms_contact): the work of the collider, its impulse times its
-               velocity (exactly 0 for a collider at rest), and the change of the node's
-               kinetic energy in the collider's frame plus the gravitational energy the
-               projection adds (the springs' share is summed afterwards from push_from). */
-            double relative_before = 0.0, relative_after = 0.0, impulse_work = 0.0, lift = 0.0;
-            for (int a = 0; a < 3; ++a) {
-                relative_before += (v_before[a] - V[a]) * (v_before[a] - V[a]);
-                relative_after += (vi[a] - V[a]) * (vi[a] - V[a]);
-                impulse_work += V[a] * (vi[a] - v_before[a]);
-                lift -= g[a] * (moved[a] - xi[a]);
-            }
-            contact.change += mass * (0.5 * (relative_after - relative_before) + lift);
-            contact.work += mass * impulse_work;
-            if (!work->pushed[i]) {
-                work->pushed[i] = 1;
-                for (int a = 0; a < 3; ++a) work->push_from[3 * i + a] = xi[a];
-                contact.pushes += 1;
-            }
-            for (int a = 0; a < 3; ++a) xi[a] = moved[a];
-            /* The push moved the node after the colliders before this one took its gap:
-               their bounds no longer hold (the next step's path starts after the push). */
-            if (clearance != NULL)
-                for (int64_t e = 0; e < k; ++e) clearance[e * m->nnode + i] = 0.0;
+            collide_node(m, work, &pass, x_old, x, v, i, &contact);
         }
     }
     return contact;
 }
 
-double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x) {
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end) {
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
-    uint8_t* pushed = work->pushed;
+    const uint8_t* pushed = work->pushed;
     const double* from = work->push_from;
     double change = 0.0;
-    /* Each spring with a pushed end once, from its lowest pushed end, nodes in order. */
-    for (int64_t node = 0; node < m->nnode; ++node) {
+    /* Each spring with a pushed end once, from its lowest pushed end, nodes in order.  A
+       spring the loop passes over adds exactly 0 (its term is finite: the step is), and
+       the ends' positions are picked, not branched on: at a resting body's underside
+       half the springs of a pushed node lead to another pushed node, at random to the
+       branch predictor. */
+    /* The pushed nodes' springs and their other ends are scattered lines that the step's
+       pass over every spring has evicted: asked for first, in two rounds (the other ends
+       are known once the first round's lines arrive), so that their misses overlap. */
+    for (int64_t node = begin; node < end; ++node)
+        if (pushed[node]) MS_PREFETCH(work->node_others + work->node_spring_start[node]);
+    for (int64_t node = begin; node < end; ++node)
+        if (pushed[node]) {
+            MS_PREFETCH(work->node_springs + work->node_spring_start[node]);
+            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e)
+                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
+        }
+    for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
+        const double* xn = x + 3 * node;
+        const double* bn = from + 3 * node;
         for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
             const int64_t k = work->node_springs[e];
-            const int64_t i = m->springs[2 * k], j = m->springs[2 * k + 1];
-            const int64_t other = i == node ? j : i;
-            if (other < node && pushed[other]) continue;
-            const double* xi = x + 3 * i;
-            const double* xj = x + 3 * j;
-            const double* bi = pushed[i] ? from + 3 * i : xi;
-            const double* bj = pushed[j] ? from + 3 * j : xj;
+            const int64_t other = work->node_others[e];
+            const double counted = other < node && pushed[other] ? 0.0 : 1.0;
+            const double* xo = x + 3 * other;
+            const double* bo = (pushed[other] ? from : x) + 3 * other;
             double before2 = 0.0, after2 = 0.0;
             for (int a = 0; a < 3; ++a) {
-                before2 += (bj[a] - bi[a]) * (bj[a] - bi[a]);
-                after2 += (xj[a] - xi[a]) * (xj[a] - xi[a]);
+                before2 += (bo[a] - bn[a]) * (bo[a] - bn[a]);
+                after2 += (xo[a] - xn[a]) * (xo[a] - xn[a]);
             }
             const double before = sqrt(before2), after = sqrt(after2);
             /* 1/2 k ((l_a - L)^2 - (l_b - L)^2) = 1/2 k (l_a - l_b) (l_a + l_b - 2 L): no
                difference of two large energies */
-            change += 0.5 * m->k[k] * (after - before) * (after + before - 2.0 * m->rest[k]);
+            change += counted * (0.5 * m->k[k] * (after - before) * (after + before - 2.0 * m->rest[k]));
         }
     }
-    memset(pushed, 0, (size_t)m->nnode);
     return change;
 }
 

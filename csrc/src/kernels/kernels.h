@@ -57,6 +57,7 @@ typedef struct ms_contact {
     double change;  /* the sum of the pushes' changes, less the springs' (J) */
     double work;    /* the colliders' work, m V.(v' - v) summed over the pushes (J) */
     int64_t pushes; /* nodes moved, whose springs' energy change is still to be added */
+    int bad;        /* some value contact changed is not finite */
 } ms_contact;
 
 /* Books a step's contact change (ms_contact.change with the springs' share added) into
@@ -68,23 +69,28 @@ void ms_book_contact(ms_ledger* booked, double change);
    over the step) for the free nodes [begin, end) of (x, v), which moved from x_old during
    a step of size h: projection out of the collider, then restitution and friction.  The
    springs' energy change is left to ms_push_spring_energy: each moved node is marked in
-   contact's workspace with its position before its first push.  Each node meets the
-   colliders in their order and independently of the other nodes, so splitting the nodes
+   contact's workspace with its position before its first push (the marks of [begin, end)
+   from the step before are cleared first).  Each node meets the colliders in their order
+   and independently of the other nodes, so splitting the nodes
    changes no node's result (only the order in which the energies are summed).  The
    workspace carries each node's known gap to each collider from step to step, so a node
    far from a collider is passed over without evaluating its distance. */
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h,
                             int64_t begin, int64_t end);
 
-/* The change of the springs' energy (J) from where the marked nodes were before their
-   first push to their positions in x; clears the marks.  Springs are summed in their
-   order, so the result does not depend on how the nodes were split. */
-double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x);
+/* The change of the energy (J) of the springs whose lowest marked end is in [begin, end),
+   from where the marked nodes were before their first push to their positions in x,
+   summed in the order of those ends and their springs: the sums of fixed node blocks,
+   added in block order, do not depend on how the blocks were shared out.  Reads the marks
+   of every node, so it must follow a barrier after every node's contact, and precede one
+   before the next step's contact. */
+double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end);
 
 /* Contact's storage ready for a step call (made on first use), with what it knew of the
-   gaps and the push marks from an earlier call forgotten.  Done at the start of every
-   ms_step call with colliders, the one place they are invalidated, since between calls the
-   positions and the colliders may have been changed from outside. */
+   gaps from an earlier call forgotten (each step's contact clears the push marks itself).
+   Done at the start of every ms_step call with colliders, the one place the gaps are
+   invalidated, since between calls the positions and the colliders may have been changed
+   from outside. */
 int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err);
 
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than

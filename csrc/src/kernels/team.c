@@ -169,17 +169,16 @@ void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int ba
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     ms_node_sums* sums = &tm->nodes[b];
-    const ms_contact none = {0.0, 0.0, 0};
+    const ms_contact none = {0.0, 0.0, 0, 0};
     sums->bad = bad;
     sums->contact = none;
     if (bad) return;
     if (tm->energy_loss) sums->removed = apply_energy_loss(m, tm->s->inv_mass, v_next, m->opt.energy_loss, begin, end);
     if (tm->contact_now) {
-        /* contact at each node on its own (so it does not matter which worker does it),
-           then the finiteness of the result */
+        /* contact at each node on its own (so it does not matter which worker does it);
+           the rest was finite, so the values it changed say whether the result is */
         sums->contact = ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end);
-        sums->bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
-                    !ms_all_finite(v_next + 3 * begin, 3 * (size_t)(end - begin));
+        sums->bad = sums->contact.bad;
     }
 }
 

@@ -21,6 +21,7 @@ typedef struct ms_node_sums {
     double kinetic;     /* J: the kinetic energy of these nodes' free nodes */
     double gravity;     /* J: their gravitational energy */
     ms_contact contact; /* J: contact at these nodes */
+    double push_energy; /* J: the springs' share of their pushes (ms_push_spring_energy) */
     int bad;            /* some new value of these nodes is not finite */
     double reduce[7];   /* the implicit solver's dot products and residual parts */
 } ms_node_sums;
@@ -57,7 +58,6 @@ typedef struct ms_team {
     int serial_ok;
     double serial_value;    /* the kinetic energy self-collision removed (J) */
     double serial_work;     /* the constraints' work (J) */
-    double push_energy;     /* the springs' share of the contact pushes (J) */
     /* the caller's interruption check (ms_should_stop), or NULL */
     const ms_interrupt* interrupt;
     int stop[2];            /* worker 0's word at the last two decision points: stop */

@@ -20,6 +20,27 @@
 #define MS_ALWAYS_INLINE static inline
 #endif
 
+/* A function kept out of line, so that the loop calling it on its rare path stays small
+   (its registers are not spilt for the rare path's sake). */
+#if defined(_MSC_VER) && !defined(__clang__)
+#define MS_NOINLINE __declspec(noinline)
+#elif defined(__GNUC__)
+#define MS_NOINLINE __attribute__((noinline))
+#else
+#define MS_NOINLINE
+#endif
+
+/* A hint that the cache line holding *p will soon be read: a loop that goes on to read
+   many scattered lines asks for them all first, so that their misses overlap. */
+#if defined(__GNUC__)
+#define MS_PREFETCH(p) __builtin_prefetch(p)
+#elif defined(_MSC_VER) && (defined(_M_X64) || defined(_M_IX86))
+#include <xmmintrin.h>
+#define MS_PREFETCH(p) _mm_prefetch((const char*)(p), _MM_HINT_T0)
+#else
+#define MS_PREFETCH(p) ((void)(p))
+#endif
+
 /* printf-style format checking where the compiler has it; nothing elsewhere. */
 #if defined(__GNUC__)
 #define MS_PRINTF_LIKE(format_index, first_arg) __attribute__((format(printf, format_index, first_arg)))

@@ -79,7 +79,7 @@ static void contact_stage(ms_worker* w, const double* x_old, double* x_next, dou
     ms_team* tm = w->team;
     const ms_model* m = tm->m;
     MS_FOR_MY_NODES(w, b, begin, end) {
-        const ms_contact none = {0.0, 0.0, 0};
+        const ms_contact none = {0.0, 0.0, 0, 0};
         tm->nodes[b].contact = m->ncollider > 0 ? ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end)
                                                 : none;
         tm->nodes[b].bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
@@ -130,13 +130,15 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
         }
         if (ms_any_bad(tm)) return 0;
         if (pushes > 0) {
-            /* the springs' share of the pushes, in spring order, by worker 0; every worker
-               adds it after the barrier, so all book the same and take the same decision
-               below.  The marks it clears are set again only after the next step's
-               barriers. */
-            if (w->id == 0) tm->push_energy = ms_push_spring_energy(m, s, x_next);
+            /* the springs' share of the pushes, by node block on every worker; every
+               worker adds the blocks' sums in block order after the barrier, so all book
+               the same and take the same decision below.  The marks it reads are cleared
+               by the next step's contact, after the next step's barriers. */
+            MS_FOR_MY_NODES(w, b, begin, end)
+            tm->nodes[b].push_energy =
+                tm->nodes[b].contact.pushes > 0 ? ms_push_spring_energy(m, s, x_next, begin, end) : 0.0;
             ms_sync(w);
-            change += tm->push_energy;
+            for (int64_t b = 0; b < tm->nnode_block; ++b) change += tm->nodes[b].push_energy;
         }
         ms_book_contact(booked, change);
     }
