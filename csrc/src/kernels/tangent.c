@@ -5,7 +5,7 @@
 #include "kernels/tangent.h"
 
 void ms_spring_blocks_range(const ms_model* m, const double* MS_RESTRICT x, double* MS_RESTRICT blocks, int64_t begin,
-                          int64_t end) {
+                            int64_t end, int clamp) {
     for (int64_t s = begin; s < end; ++s) {
         const double* xi = x + 3 * (int64_t)m->springs[2 * s];
         const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
@@ -18,7 +18,7 @@ void ms_spring_blocks_range(const ms_model* m, const double* MS_RESTRICT x, doub
         }
         const double length = sqrt(length2);
         const double transverse_factor = 1.0 - m->rest[s] / length;
-        const double k_transverse = transverse_factor > 0.0 ? m->k[s] * transverse_factor : 0.0;
+        const double k_transverse = transverse_factor > 0.0 || !clamp ? m->k[s] * transverse_factor : 0.0;
         b[0] = d[0] / length;
         b[1] = d[1] / length;
         b[2] = d[2] / length;
@@ -28,7 +28,7 @@ void ms_spring_blocks_range(const ms_model* m, const double* MS_RESTRICT x, doub
 }
 
 void ms_spring_blocks(const ms_model* m, const double* x, double* blocks) {
-    ms_spring_blocks_range(m, x, blocks, 0, m->nspring);
+    ms_spring_blocks_range(m, x, blocks, 0, m->nspring, 1);
 }
 
 void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, const double* MS_RESTRICT blocks,

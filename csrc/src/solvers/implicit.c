@@ -24,10 +24,13 @@
  * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
  * it sees each node's springs' directions).
  *
- * The transverse stiffness k (1 - L/l) is clamped at zero for compressed springs so A stays
- * symmetric positive definite.  The dampers' dependence on position is left out of K (it is
- * not symmetric); Newton then converges linearly rather than quadratically when dampers are
- * strong, but to the same solution.
+ * In the first iteration the transverse stiffness k (1 - L/l) is clamped at zero for
+ * compressed springs so A stays symmetric positive definite; the later ones take the exact
+ * value while A stays positive definite (see implicit_stages).  The dampers' dependence on
+ * position is left out of K (it is not symmetric); Newton then converges linearly rather
+ * than quadratically when dampers are strong, but to the same solution.  The linear solves'
+ * tolerance tightens as Newton converges (Eisenstat and Walker's forcing term), so that an
+ * inexact solve does not hold Newton to a linear rate either.
  */
 #include <math.h>
 #include <stddef.h>
@@ -317,14 +320,18 @@ static void factor_precondition(ms_worker* w, implicit_solver* factored, const d
     w->team->nodes[b].reduce[CG_RZ] = dot(r + 3 * begin, z + 3 * begin, 3 * (end - begin));
 }
 
-/* Solves A delta = rhs (rhs complete, pinned rows zero) from delta = 0 by CG preconditioned
-   with A's factor if one is given (which then converges in one iteration up to rounding),
-   else with the inverses of A's diagonal blocks in v->diagonal.  Returns the iterations
-   used (the same on every worker); *relative_residual is |r| / |rhs| of the returned
-   iterate, which is the last one (CG's error decreases monotonically in the A-norm, so it
-   is the best one when the cap is hit).  delta is complete after the next barrier. */
+/* Solves A delta = rhs (rhs complete, pinned rows zero) from delta = 0 to |r| <= tolerance
+   |rhs| (at most cg_tol) by CG preconditioned with A's factor if one is given (which then
+   converges in one iteration up to rounding), else with the inverses of A's diagonal
+   blocks in v->diagonal.  Returns the iterations used (the same on every worker);
+   *converged says whether |r| <= cg_tol |rhs|; *relative_residual is |r| / |rhs| of the
+   returned iterate, which is the last one (CG's error decreases monotonically in the A-norm, so it
+   is the best one when the cap is hit).  *indefinite is set when A or the preconditioner
+   showed a direction of non-positive curvature (then the iterate is not to be trusted).
+   delta is complete after the next barrier. */
 static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solver* factored, const double* rhs,
-                              double* MS_RESTRICT delta, const cg_vectors* v, double* relative_residual, int* converged) {
+                              double tolerance, double* MS_RESTRICT delta, const cg_vectors* v,
+                              double* relative_residual, int* converged, int* indefinite) {
     ms_team* tm = w->team;
     const double h = tm->h;
     const ms_implicit_options* opt = &tm->m->opt.implicit;
@@ -345,6 +352,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
     const double rhs_norm = sqrt(block_sum(tm, CG_RR));
     *relative_residual = 0.0;
     *converged = 1;
+    *indefinite = 0;
     if (rhs_norm == 0.0) return 0;
     if (!isfinite(rhs_norm)) {
         *relative_residual = NAN;
@@ -352,7 +360,13 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         return 0;
     }
     double rz = block_sum(tm, CG_RZ);
-    const double target = opt->cg_tol * rhs_norm;
+    if (rz <= 0.0) {
+        *indefinite = 1;
+        *relative_residual = 1.0;
+        *converged = 0;
+        return 0;
+    }
+    const double target = tolerance * rhs_norm;
     int iteration = 0;
     double residual_norm = rhs_norm;
     while (iteration < opt->cg_max_iter && !ms_should_stop(w)) {
@@ -362,7 +376,10 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         ms_sync(w);
         const double curvature = block_sum(tm, CG_PAP);
         ++iteration;
-        if (!(curvature > 0.0)) break; /* exhausted (or not positive definite): keep the iterate */
+        if (!(curvature > 0.0)) { /* not positive definite (or not finite): keep the iterate */
+            *indefinite = curvature <= 0.0;
+            break;
+        }
         const double step = rz / curvature;
         MS_FOR_MY_NODES(w, b, begin, end) {
             for (int64_t q = 3 * begin; q < 3 * end; ++q) {
@@ -380,6 +397,10 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         residual_norm = sqrt(block_sum(tm, CG_RR));
         if (residual_norm <= target) break;
         const double rz_next = block_sum(tm, CG_RZ);
+        if (rz_next <= 0.0) { /* the preconditioner is not positive definite */
+            *indefinite = 1;
+            break;
+        }
         const double beta = rz_next / rz;
         rz = rz_next;
         MS_FOR_MY_NODES(w, b, begin, end)
@@ -387,16 +408,34 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         ms_sync(w);
     }
     *relative_residual = residual_norm / rhs_norm;
-    *converged = residual_norm <= target;
+    *converged = residual_norm <= opt->cg_tol * rhs_norm;
     return iteration;
 }
 
-/* The tangent blocks of the worker's share of the springs at x, then a barrier. */
-static void team_spring_blocks(ms_worker* w, const double* x, double* blocks) {
+/* The tangent blocks (clamped or exact) of the worker's share of the springs at x, then a
+   barrier. */
+static void team_spring_blocks(ms_worker* w, const double* x, double* blocks, int clamp) {
     const ms_team* tm = w->team;
     const int64_t ns = tm->m->nspring;
-    ms_spring_blocks_range(tm->m, x, blocks, ns * w->id / tm->count, ns * (w->id + 1) / tm->count);
+    ms_spring_blocks_range(tm->m, x, blocks, ns * w->id / tm->count, ns * (w->id + 1) / tm->count, clamp);
     ms_sync(w);
+}
+
+/* The first iteration's right-hand side h f_0 - h^2 K_0 v (s->f and the blocks complete),
+   zero on pinned nodes, and dv = 0. */
+static void first_rhs(ms_worker* w, const double* blocks, const double* v, double* rhs, double* dv) {
+    ms_team* tm = w->team;
+    const double h = tm->h;
+    const double* inv_mass = tm->s->inv_mass;
+    const double* f = tm->s->f;
+    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
+    MS_FOR_MY_NODES(w, b, begin, end)
+    for (int64_t i = begin; i < end; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            rhs[q] = inv_mass[i] == 0.0 ? 0.0 : h * f[q] - h * h * rhs[q];
+            dv[q] = 0.0;
+        }
 }
 
 static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
@@ -425,21 +464,27 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         stats->newton_converged = 0;
     }
 
-    /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v. */
+    /* Iteration 0 about (x, v): A_0 dv = h f_0 - h^2 K_0 v with the clamped tangent (Baraff
+       and Witkin's step).  The later iterations use the exact tangent, so that Newton
+       converges quadratically where springs are compressed (the clamp alone leaves a
+       linear rate of about the springs' compression times (omega h)^2), until a matrix is
+       found not positive definite (a compressed spring's negative transverse stiffness
+       outweighing the mass and the rest) or Newton stops gaining; then the clamped tangent
+       for the rest of the step. */
+    int exact_ok = 1, blocks_exact = 0;
     ms_stage_forces(w, x, v, t, s->f);
-    team_spring_blocks(w, x, blocks); /* its barrier also completes s->f */
+    team_spring_blocks(w, x, blocks, 1); /* its barrier also completes s->f */
     const int direct = tm->serial_ok;
-    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
-    MS_FOR_MY_NODES(w, b, begin, end)
-    for (int64_t i = begin; i < end; ++i)
-        for (int a = 0; a < 3; ++a) {
-            const int64_t q = 3 * i + a;
-            rhs[q] = inv_mass[i] == 0.0 ? 0.0 : h * s->f[q] - h * h * rhs[q];
-            dv[q] = 0.0;
-        }
+    first_rhs(w, blocks, v, rhs, dv);
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     int newton_iterations = 0, cg_converged = 1;
-    double newton_residual = 0.0, cg_residual = 0.0;
+    double newton_residual = 0.0, cg_residual = 0.0, previous_residual = INFINITY;
+    /* The linear solves' relative tolerance (the forcing term of inexact Newton): cg_tol
+       while Newton is far from the solution, then (Eisenstat and Walker 1996, choice 2)
+       0.9 (R_k / R_k-1)^2 with R the Newton residual, so that the linear error shrinks as
+       fast as Newton's own and convergence stays quadratic; never tighter than what takes
+       the residual below half of newton_tol. */
+    double forcing = opt->cg_tol;
     while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
         if (w->id == 0) {
@@ -448,9 +493,21 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         }
         ms_sync(w);
         implicit_solver* factored = tm->serial_ok ? solver : NULL;
-        int converged;
-        const int iterations = conjugate_gradient(w, blocks, factored, rhs, delta, &vectors, &cg_residual, &converged);
+        int converged = 1, indefinite = 0, iterations = 0;
+        if (direct && !tm->serial_ok && blocks_exact)
+            indefinite = 1; /* the exact tangent's A would not factor */
+        else
+            iterations = conjugate_gradient(w, blocks, factored, rhs, forcing, delta, &vectors, &cg_residual,
+                                            &converged, &indefinite);
         if (w->stopped) break; /* the caller's check: the step is dropped */
+        if (indefinite && blocks_exact) {
+            /* solve this iteration's system again with the clamped tangent (every worker has
+               read serial_ok: the blocks' barrier comes before worker 0 writes it again) */
+            if (w->id == 0) stats->cg_iterations += iterations;
+            exact_ok = blocks_exact = 0;
+            team_spring_blocks(w, x_out, blocks, 1);
+            continue;
+        }
         newton_iterations += 1;
         if (!converged) cg_converged = 0;
         if (w->id == 0) {
@@ -519,7 +576,18 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
             stats->cg_converged = cg_converged;
         }
         if (!isfinite(newton_residual) || newton_converged || newton_iterations >= opt->newton_max_iter) break;
-        team_spring_blocks(w, x_out, blocks);
+        if (newton_iterations >= 2 && newton_residual > 0.5 * previous_residual) exact_ok = 0;
+        if (newton_iterations >= 2) {
+            const double ratio = newton_residual / previous_residual;
+            forcing = 0.9 * ratio * ratio;
+            /* when that would leave the residual near newton_tol, finish in this iteration */
+            const double floor = 0.5 * opt->newton_tol / newton_residual;
+            if (forcing < floor || forcing * newton_residual < 10.0 * opt->newton_tol) forcing = floor;
+            if (!(forcing < opt->cg_tol)) forcing = opt->cg_tol;
+        }
+        previous_residual = newton_residual;
+        blocks_exact = exact_ok;
+        team_spring_blocks(w, x_out, blocks, !blocks_exact);
     }
     if (w->id == 0 && !cg_converged) stats->cg_failures += 1;
     ms_flow_add(flow, &rate, h);
