@@ -10,11 +10,11 @@
 
 #define MS_SPRING_BLOCK_DOUBLES 5
 
-/* The blocks of the springs [begin, end) at positions x, into blocks[5 s ..]: clamped if
-   clamp is non-zero, else exact. */
-void ms_spring_blocks_range(const ms_model* m, const double* x, double* blocks, int64_t begin, int64_t end,
-                            int clamp);
-/* The clamped blocks of every spring. */
+/* Spring s's block at its ends' positions xi, xj (either order), into b[0 .. 4]: clamped
+   if clamp is non-zero, else exact. */
+void ms_spring_block(const ms_model* m, int64_t s, const double* xi, const double* xj, double* b, int clamp);
+
+/* The clamped blocks of every spring at positions x, into blocks[5 s ..]. */
 void ms_spring_blocks(const ms_model* m, const double* x, double* blocks);
 
 /* Spring s's block B = beta I + alpha n n^T (beta = c k_t, alpha = c (k - k_t) + b damping)

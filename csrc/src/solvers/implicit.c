@@ -43,8 +43,10 @@
 #include "solvers/solvers.h"
 
 /* Per node: dv, rhs, r, z, p, Ap (3 each), the inverse of its diagonal block (6), forces,
-   delta (3 each); per spring its tangent block (kernels/tangent.h). */
+   delta (3 each); per spring its tangent block (kernels/tangent.h) and its damping c, in
+   the order of the springs' layout (kernels/layout.h), which the matrix products visit. */
 #define MS_IMPLICIT_NODE_DOUBLES 30
+#define BLOCK_DOUBLES (MS_SPRING_BLOCK_DOUBLES + 1)
 
 /* The solver's storage (slot MS_WORK_IMPLICIT): what it keeps for the factorisation, then
    its per-node and per-spring arrays. */
@@ -83,7 +85,7 @@ static void implicit_free(void* solver) {
 int ms_implicit_prepare(const ms_model* m, ms_state* s, ms_error* err) {
     if (ms_workspace_get(s, MS_WORK_IMPLICIT) != NULL) return MS_OK;
     const size_t doubles =
-        MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + MS_SPRING_BLOCK_DOUBLES * (size_t)m->nspring;
+        MS_IMPLICIT_NODE_DOUBLES * (size_t)m->nnode + BLOCK_DOUBLES * (size_t)m->nspring;
     implicit_solver* solver = calloc(1, sizeof(implicit_solver) + sizeof(double) * doubles);
     if (solver == NULL)
         return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating implicit solver storage for %lld nodes",
@@ -153,18 +155,20 @@ static int ensure_pattern(const ms_model* m, implicit_solver* p) {
     return p->direct;
 }
 
-/* Factors A = M + h C + h^2 K over the free nodes (spring blocks at hand); returns whether
-   it could. */
-static int factor_system(const ms_model* m, implicit_solver* p, const double* blocks, double h) {
+/* Factors A = M + h C + h^2 K over the free nodes (spring blocks at hand, in the layout's
+   order); returns whether it could. */
+static int factor_system(const ms_model* m, const ms_layout* layout, implicit_solver* p, const double* blocks,
+                         double h) {
     memset(p->values3, 0, sizeof(double) * (size_t)p->start3[3 * p->node.nfree]);
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t j = p->node.free_index[i];
         if (j >= 0)
             for (int a = 0; a < 3; ++a) p->values3[p->start3[3 * j + a]] = m->mass[i] + h * m->opt.drag;
     }
-    for (int64_t s = 0; s < m->nspring; ++s) {
-        const double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
-        const double beta = h * h * b[3], alpha = h * h * b[4] + h * m->c[s];
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int64_t s = layout->order[r];
+        const double* b = blocks + BLOCK_DOUBLES * r;
+        const double beta = h * h * b[3], alpha = h * h * b[4] + h * b[5];
         const int64_t ends[2] = {p->node.free_index[m->springs[2 * s]], p->node.free_index[m->springs[2 * s + 1]]};
         const int64_t e = p->node.spring_entry[s], j = ends[0] < ends[1] ? ends[0] : ends[1];
         if (ends[0] == ends[1]) continue; /* between two pinned nodes, or a node and itself */
@@ -205,19 +209,19 @@ static double dot(const double* MS_RESTRICT a, const double* MS_RESTRICT b, int6
 
 /* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
    6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
-static void assemble_diagonal(const ms_model* m, const double* inv_mass, const double* blocks, double h,
-                              double* MS_RESTRICT diagonal) {
+static void assemble_diagonal(const ms_model* m, const ms_layout* layout, const double* inv_mass,
+                              const double* blocks, double h, double* MS_RESTRICT diagonal) {
     const double node = h * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* d = diagonal + 6 * i;
         d[0] = d[3] = d[5] = m->mass[i] + node;
         d[1] = d[2] = d[4] = 0.0;
     }
-    for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t ends[2] = {m->springs[2 * s], m->springs[2 * s + 1]};
-        const double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int64_t ends[2] = {layout->pairs[2 * r], layout->pairs[2 * r + 1]};
+        const double* b = blocks + BLOCK_DOUBLES * r;
         const double beta = h * h * b[3];
-        const double alpha = h * h * b[4] + h * m->c[s];
+        const double alpha = h * h * b[4] + h * b[5];
         const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
                                beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
         for (int end = 0; end < 2; ++end)
@@ -286,11 +290,16 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
         double* halo = layout->halo + 3 * layout->halo_start[b];
         memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
         for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
-            /* the block is the same for either orientation of the spring */
-            const int64_t s = layout->order[r], i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
+            /* B = beta I + alpha n n^T times p_i - p_j (as ms_spring_product) */
+            const int64_t i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
             const int64_t dest = layout->dest[r];
-            double value[3];
-            ms_spring_product(m, blocks, s, damping_scale, stiffness_scale, p + 3 * i, p + 3 * j, value);
+            const double* bl = blocks + BLOCK_DOUBLES * r;
+            const double beta = stiffness_scale * bl[3];
+            const double alpha = stiffness_scale * bl[4] + damping_scale * bl[5];
+            const double u[3] = {p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]};
+            const double along = alpha * (bl[0] * u[0] + bl[1] * u[1] + bl[2] * u[2]);
+            const double value[3] = {beta * u[0] + along * bl[0], beta * u[1] + along * bl[1],
+                                     beta * u[2] + along * bl[2]};
             double* yi = y + 3 * i;
             double* yj = dest >= 0 ? y + 3 * dest : halo + 3 * (-1 - dest);
             for (int a = 0; a < 3; ++a) {
@@ -421,12 +430,20 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
     return iteration;
 }
 
-/* The tangent blocks (clamped or exact) of the worker's share of the springs at x, then a
-   barrier. */
+/* The tangent blocks (clamped or exact) and dampings of the worker's share of the springs
+   at x, in the layout's order, then a barrier. */
 static void team_spring_blocks(ms_worker* w, const double* x, double* blocks, int clamp) {
     const ms_team* tm = w->team;
-    const int64_t ns = tm->m->nspring;
-    ms_spring_blocks_range(tm->m, x, blocks, ns * w->id / tm->count, ns * (w->id + 1) / tm->count, clamp);
+    const ms_model* m = tm->m;
+    const ms_layout* layout = tm->layout;
+    const int64_t ns = m->nspring;
+    for (int64_t r = ns * w->id / tm->count; r < ns * (w->id + 1) / tm->count; ++r) {
+        const int64_t s = layout->order[r];
+        double* b = blocks + BLOCK_DOUBLES * r;
+        ms_spring_block(m, s, x + 3 * (int64_t)layout->pairs[2 * r], x + 3 * (int64_t)layout->pairs[2 * r + 1], b,
+                        clamp);
+        b[MS_SPRING_BLOCK_DOUBLES] = m->c[s];
+    }
     ms_sync(w);
 }
 
@@ -497,8 +514,8 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
         if (w->id == 0) {
-            tm->serial_ok = direct && factor_system(m, solver, blocks, h);
-            if (!tm->serial_ok) assemble_diagonal(m, inv_mass, blocks, h, vectors.diagonal);
+            tm->serial_ok = direct && factor_system(m, tm->layout, solver, blocks, h);
+            if (!tm->serial_ok) assemble_diagonal(m, tm->layout, inv_mass, blocks, h, vectors.diagonal);
         }
         ms_sync(w);
         implicit_solver* factored = tm->serial_ok ? solver : NULL;
