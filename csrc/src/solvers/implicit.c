@@ -144,10 +144,11 @@ static int64_t system_entry(const block_system* p, int64_t e, int64_t j, int a, 
 
 /* Aggregates of the free nodes for the coarse level, from the node pattern's graph (np):
    each free node whose neighbours are all still free of an aggregate starts one with
-   them, in node order; the nodes left join the aggregate of their first neighbour in one,
-   or start their own.  group receives each node's aggregate (-1 pinned); returns the
-   number of aggregates, or -1 if out of memory. */
-static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int32_t* group) {
+   them (and, with wide set, with their neighbours not yet in one), in node order; the
+   nodes left join the aggregate of their first neighbour in one, or start their own.
+   group receives each node's aggregate (-1 pinned); returns the number of aggregates, or
+   -1 if out of memory. */
+static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int wide, int32_t* group) {
     const int64_t nf = np->nfree, entries = np->column_start[nf];
     int64_t* start = calloc((size_t)nf + 1, sizeof(int64_t));
     int32_t* adjacent = malloc(sizeof(int32_t) * (size_t)(2 * (entries - nf) > 0 ? 2 * (entries - nf) : 1));
@@ -181,6 +182,9 @@ static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int
         if (taken) continue;
         of_free[j] = (int32_t)count;
         for (int64_t q = start[j]; q < start[j + 1]; ++q) of_free[adjacent[q]] = (int32_t)count;
+        for (int64_t q = start[j]; q < start[j + 1] && wide; ++q)
+            for (int64_t u = start[adjacent[q]]; u < start[adjacent[q] + 1]; ++u)
+                if (of_free[adjacent[u]] < 0) of_free[adjacent[u]] = (int32_t)count;
         count += 1;
     }
     for (int64_t j = 0; j < nf; ++j) {
@@ -205,9 +209,12 @@ done:
    has about nine entries for each of the node factor's, so where that one already fills
    in beyond the limit A's (whose analysis takes seconds on a solid of 50,000 nodes) is not
    analysed.  Elsewhere the preconditioner is block Jacobi with a coarse correction over
-   aggregates of about a node and its neighbours, if the coarse factor has no more entries
-   than A. */
+   aggregates of a node and its neighbours (some 15 to 20 nodes in a tetrahedral solid);
+   where the coarse factor would have more than COARSE_LIMIT times A's entries (its
+   solves then cost more than a product with A: above some 20,000 nodes), of a node and
+   two rings of neighbours (some 60 to 80), and none if its factor still has more. */
 #define FILL_LIMIT 2.0
+#define COARSE_LIMIT 0.25
 static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return;
     release_pattern(p);
@@ -226,10 +233,14 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->direct) return;
     block_system* coarse = &p->coarse;
     int32_t* group = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
-    const int64_t count = group != NULL ? aggregate_nodes(m, &fine->node, group) : -1;
-    if (count > 0 && count < nf && ms_group_pattern_build(m, group, count, &coarse->node) == 0 &&
-        build_system_pattern(coarse) == 0)
-        p->two_level = ms_cholesky_nonzeros(coarse->factor) <= 9 * (node_entries - nf) + 6 * nf;
+    const double limit = COARSE_LIMIT * (double)(9 * (node_entries - nf) + 6 * nf);
+    for (int wide = 0; wide < 2 && group != NULL && !p->two_level; ++wide) {
+        release_system(coarse);
+        const int64_t count = aggregate_nodes(m, &fine->node, wide, group);
+        if (count > 0 && count < nf && ms_group_pattern_build(m, group, count, &coarse->node) == 0 &&
+            build_system_pattern(coarse) == 0)
+            p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= limit;
+    }
     free(group);
 }
 
@@ -607,6 +618,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        fast as Newton's own and convergence stays quadratic; never tighter than what takes
        the residual below half of newton_tol. */
     double forcing = opt->cg_tol;
+    int coarse_ready = 0; /* worker 0's: the coarse factor is made for this step */
     while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
         if (w->id == 0) {
@@ -616,8 +628,14 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
                 mode = PRECONDITION_FACTOR;
             if (mode == PRECONDITION_JACOBI) {
                 assemble_diagonal(m, tm->layout, inv_mass, blocks, h, vectors.diagonal);
-                if (wanted == PRECONDITION_TWO_LEVEL && factor_system(m, tm->layout, &solver->coarse, blocks, h))
+                /* the coarse level from the first iteration's (clamped, positive definite)
+                   matrix serves the whole step: A changes little within a step, and a
+                   factorisation costs about as much as the CG iterations it saves at
+                   h = 1 ms */
+                if (wanted == PRECONDITION_TWO_LEVEL &&
+                    (coarse_ready || factor_system(m, tm->layout, &solver->coarse, blocks, h)))
                     mode = PRECONDITION_TWO_LEVEL;
+                coarse_ready = mode == PRECONDITION_TWO_LEVEL;
             }
             tm->serial_ok = mode;
         }
@@ -625,7 +643,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         const int mode = tm->serial_ok;
         int converged = 1, indefinite = 0, iterations = 0;
         if (mode != wanted && blocks_exact)
-            indefinite = 1; /* the exact tangent's A (or its coarse part) would not factor */
+            indefinite = 1; /* the exact tangent's A would not factor */
         else
             iterations = conjugate_gradient(w, blocks, solver, mode, rhs, forcing, delta, &vectors, &cg_residual,
                                             &converged, &indefinite);
