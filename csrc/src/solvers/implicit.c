@@ -22,7 +22,11 @@
  * fills in so much that its factorisation and solves cost more than the CG iterations
  * they save, and the preconditioner is the inverse of each node's 3 x 3 diagonal block of A
  * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
- * it sees each node's springs' directions).
+ * it sees each node's springs' directions) plus a coarse correction over aggregates of
+ * neighbouring nodes (additive two-level Schwarz, see precondition), which takes the
+ * smooth error block Jacobi is slow on: 4 to 6 times fewer CG iterations on solids at
+ * frame-rate steps.  The aggregates depend on the springs and pins only, and the coarse
+ * matrix is made within each step, so a fresh copy of a state steps to the same bits.
  *
  * In the first iteration the transverse stiffness k (1 - L/l) is clamped at zero for
  * compressed springs so A stays symmetric positive definite; the later ones take the exact
