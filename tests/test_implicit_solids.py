@@ -47,9 +47,10 @@ def backward_euler(s: msprings.System, h: float) -> tuple[np.ndarray, np.ndarray
 
 
 def test_a_solid_step_is_the_backward_euler_step() -> None:
-    s = beam((4, 3, 3), (0.4, 0.3, 0.3))
-    s.newton_tol = 1e-11
-    for _ in range(3):
+    s = beam((12, 6, 6), (0.6, 0.3, 0.3))  # 1,020 free nodes: block Jacobi with the coarse level
+    s.newton_tol = 1e-9
+    s.step(H)
+    for _ in range(2):
         x_expected, v_expected = backward_euler(s, H)
         s.step(H)
         stats = s.solver_stats
@@ -57,8 +58,8 @@ def test_a_solid_step_is_the_backward_euler_step() -> None:
         # not a direct solve: CG takes more than one iteration per Newton iteration
         assert stats["cg_iterations"] > stats["newton_iterations"]
         scale = np.abs(v_expected).max()
-        np.testing.assert_allclose(s.v, v_expected, rtol=0, atol=1e-7 * scale)
-        np.testing.assert_allclose(s.x, x_expected, rtol=0, atol=1e-7 * scale * H)
+        np.testing.assert_allclose(s.v, v_expected, rtol=0, atol=1e-6 * scale)
+        np.testing.assert_allclose(s.x, x_expected, rtol=0, atol=1e-6 * scale * H)
 
 
 def test_newton_on_a_sagging_beam_takes_a_few_iterations() -> None:

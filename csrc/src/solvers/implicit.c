@@ -216,9 +216,14 @@ done:
    aggregates of a node and its neighbours (some 15 to 20 nodes in a tetrahedral solid);
    where the coarse factor would have more than COARSE_LIMIT times A's entries (its
    solves then cost more than a product with A: above some 20,000 nodes), of a node and
-   two rings of neighbours (some 60 to 80), and none if its factor still has more. */
+   two rings of neighbours (some 60 to 80), and none if its factor still has more.
+   Networks of fewer than TWO_LEVEL_NODES free nodes keep block Jacobi alone: their solves
+   take tens of iterations, and the scenes made of them (jelly cubes squeezed by dead
+   loads, which are unstable to a rotation that block Jacobi's slow convergence on it
+   damps) were measured with it. */
 #define FILL_LIMIT 2.0
 #define COARSE_LIMIT 0.25
+#define TWO_LEVEL_NODES 1000
 static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return;
     release_pattern(p);
@@ -234,7 +239,7 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     ms_cholesky_destroy(node_factor);
     if (sparse && build_system_pattern(fine) == 0)
         p->direct = (double)ms_cholesky_nonzeros(fine->factor) <= FILL_LIMIT * (double)fine->start3[3 * nf];
-    if (p->direct) return;
+    if (p->direct || nf < TWO_LEVEL_NODES) return;
     block_system* coarse = &p->coarse;
     int32_t* group = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
     const double limit = COARSE_LIMIT * (double)(9 * (node_entries - nf) + 6 * nf);
