@@ -459,7 +459,9 @@ def test_stiff_large_implicit_steps_agree_with_reference(seed: int) -> None:
         assert_close(system.x, result.x, rtol=1e-9, what=f"positions after step {count}")
         assert_close(system.v, result.v, rtol=1e-9, what=f"velocities after step {count}")
         x, v = result.x, result.v
-    assert max(iterations) >= 10  # genuinely nonlinear steps
+    # genuinely nonlinear steps (with the exact tangent after its first iteration Newton needs
+    # at most 9, 9 and 46 iterations on these seeds; with the clamped one it needed 10 or more)
+    assert max(iterations) >= 8
     assert np.all(np.isfinite(x))
 
 

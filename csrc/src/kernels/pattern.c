@@ -1,5 +1,6 @@
 /* The pattern of a matrix over the free nodes (pattern.h). */
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/pattern.h"
 
@@ -15,24 +16,20 @@ void ms_node_pattern_release(ms_node_pattern* p) {
     p->nfree = 0;
 }
 
-/* The node pattern: a diagonal entry per free node and one per pair of free nodes joined
-   by springs (several springs between two nodes share theirs).  Returns 0, or -1 if out of
-   memory. */
-int ms_node_pattern_build(const ms_model* m, ms_node_pattern* p) {
+/* The pattern over the groups in p->free_index (p->nfree of them, set by the caller): a
+   diagonal entry per group and one per pair of groups joined by springs (several springs
+   between two groups share theirs).  Returns 0, or -1 if out of memory. */
+static int build_over_groups(const ms_model* m, ms_node_pattern* p) {
     const int64_t n = m->nnode, ns = m->nspring;
     const size_t n1 = (size_t)(n > 0 ? n : 1), ns1 = (size_t)(ns > 0 ? ns : 1);
-    p->free_index = malloc(sizeof(int32_t) * n1);
     p->column_start = calloc(n1 + 1, sizeof(int64_t));
     p->rows = malloc(sizeof(int32_t) * (n1 + ns1));
     p->spring_entry = malloc(sizeof(int64_t) * ns1);
     int64_t* slot = malloc(sizeof(int64_t) * (n1 + ns1)); /* per candidate entry: where it is kept */
     int64_t* last = malloc(sizeof(int64_t) * n1);
     int status = -1;
-    if (p->free_index == NULL || p->column_start == NULL || p->rows == NULL || p->spring_entry == NULL ||
-        slot == NULL || last == NULL)
+    if (p->column_start == NULL || p->rows == NULL || p->spring_entry == NULL || slot == NULL || last == NULL)
         goto done;
-    p->nfree = 0;
-    for (int64_t i = 0; i < n; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
     /* candidates: each column's diagonal, then one per spring in its lower node's column */
     for (int64_t s = 0; s < ns; ++s) {
         const int32_t a = p->free_index[m->springs[2 * s]], b = p->free_index[m->springs[2 * s + 1]];
@@ -75,4 +72,20 @@ done:
     free(slot);
     free(last);
     return status;
+}
+
+int ms_node_pattern_build(const ms_model* m, ms_node_pattern* p) {
+    p->free_index = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
+    if (p->free_index == NULL) return -1;
+    p->nfree = 0;
+    for (int64_t i = 0; i < m->nnode; ++i) p->free_index[i] = m->pinned[i] ? -1 : (int32_t)p->nfree++;
+    return build_over_groups(m, p);
+}
+
+int ms_group_pattern_build(const ms_model* m, const int32_t* group, int64_t ngroup, ms_node_pattern* p) {
+    p->free_index = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
+    if (p->free_index == NULL) return -1;
+    memcpy(p->free_index, group, sizeof(int32_t) * (size_t)m->nnode);
+    p->nfree = ngroup;
+    return build_over_groups(m, p);
 }

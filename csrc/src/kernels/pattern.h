@@ -17,6 +17,10 @@ typedef struct ms_node_pattern {
 /* Builds the pattern for the model's pins (several springs between two nodes share their
    entry).  Returns 0, or -1 if out of memory (then release it). */
 int ms_node_pattern_build(const ms_model* m, ms_node_pattern* p);
+/* The same over groups of nodes: group[i] in [0, ngroup) is node i's group, -1 for a node
+   in none (nnode); free_index becomes a copy of group, nfree ngroup, and a spring between
+   two nodes of one group has no entry. */
+int ms_group_pattern_build(const ms_model* m, const int32_t* group, int64_t ngroup, ms_node_pattern* p);
 void ms_node_pattern_release(ms_node_pattern* p);
 
 #endif

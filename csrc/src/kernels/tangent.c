@@ -4,31 +4,27 @@
 
 #include "kernels/tangent.h"
 
-void ms_spring_blocks_range(const ms_model* m, const double* MS_RESTRICT x, double* MS_RESTRICT blocks, int64_t begin,
-                          int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-        const double* xi = x + 3 * (int64_t)m->springs[2 * s];
-        const double* xj = x + 3 * (int64_t)m->springs[2 * s + 1];
-        const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
-        const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
-        double* b = blocks + MS_SPRING_BLOCK_DOUBLES * s;
-        if (length2 <= 1e-24) {
-            b[0] = b[1] = b[2] = b[3] = b[4] = 0.0;
-            continue;
-        }
-        const double length = sqrt(length2);
-        const double transverse_factor = 1.0 - m->rest[s] / length;
-        const double k_transverse = transverse_factor > 0.0 ? m->k[s] * transverse_factor : 0.0;
-        b[0] = d[0] / length;
-        b[1] = d[1] / length;
-        b[2] = d[2] / length;
-        b[3] = k_transverse;
-        b[4] = m->k[s] - k_transverse;
+void ms_spring_block(const ms_model* m, int64_t s, const double* xi, const double* xj, double* b, int clamp) {
+    const double d[3] = {xj[0] - xi[0], xj[1] - xi[1], xj[2] - xi[2]};
+    const double length2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+    if (length2 <= 1e-24) {
+        b[0] = b[1] = b[2] = b[3] = b[4] = 0.0;
+        return;
     }
+    const double length = sqrt(length2);
+    const double transverse_factor = 1.0 - m->rest[s] / length;
+    const double k_transverse = transverse_factor > 0.0 || !clamp ? m->k[s] * transverse_factor : 0.0;
+    b[0] = d[0] / length;
+    b[1] = d[1] / length;
+    b[2] = d[2] / length;
+    b[3] = k_transverse;
+    b[4] = m->k[s] - k_transverse;
 }
 
-void ms_spring_blocks(const ms_model* m, const double* x, double* blocks) {
-    ms_spring_blocks_range(m, x, blocks, 0, m->nspring);
+void ms_spring_blocks(const ms_model* m, const double* MS_RESTRICT x, double* MS_RESTRICT blocks) {
+    for (int64_t s = 0; s < m->nspring; ++s)
+        ms_spring_block(m, s, x + 3 * (int64_t)m->springs[2 * s], x + 3 * (int64_t)m->springs[2 * s + 1],
+                        blocks + MS_SPRING_BLOCK_DOUBLES * s, 1);
 }
 
 void ms_system_product(const ms_model* m, const double* MS_RESTRICT inv_mass, const double* MS_RESTRICT blocks,

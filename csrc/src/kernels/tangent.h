@@ -1,6 +1,8 @@
 /* The springs' tangent stiffness: per spring a block of MS_SPRING_BLOCK_DOUBLES values, the
-   unit vector n (3), the transverse stiffness k_t = k max(0, 1 - L/l) and the axial excess
-   k - k_t, so that K_s = k_t I + (k - k_t) n n^T.  Zero-length springs get a zero block. */
+   unit vector n (3), the transverse stiffness k_t and the axial excess k - k_t, so that
+   K_s = k_t I + (k - k_t) n n^T.  The exact derivative of the spring force has
+   k_t = k (1 - L/l), negative for a compressed spring; clamped, k_t = k max(0, 1 - L/l)
+   keeps every K_s positive semidefinite.  Zero-length springs get a zero block. */
 #ifndef MSPRINGS_KERNELS_TANGENT_H
 #define MSPRINGS_KERNELS_TANGENT_H
 
@@ -8,8 +10,11 @@
 
 #define MS_SPRING_BLOCK_DOUBLES 5
 
-/* The blocks of the springs [begin, end) at positions x, into blocks[5 s ..]. */
-void ms_spring_blocks_range(const ms_model* m, const double* x, double* blocks, int64_t begin, int64_t end);
+/* Spring s's block at its ends' positions xi, xj (either order), into b[0 .. 4]: clamped
+   if clamp is non-zero, else exact. */
+void ms_spring_block(const ms_model* m, int64_t s, const double* xi, const double* xj, double* b, int clamp);
+
+/* The clamped blocks of every spring at positions x, into blocks[5 s ..]. */
 void ms_spring_blocks(const ms_model* m, const double* x, double* blocks);
 
 /* Spring s's block B = beta I + alpha n n^T (beta = c k_t, alpha = c (k - k_t) + b damping)
