@@ -72,8 +72,12 @@ def test_one_call_equals_a_call_per_step(small: msprings.System, integrator: str
         each.step(h)
     assert same(one, each)
     assert one.x[:, 1].min() >= 0.0  # nothing sinks into the ground
-    # the underside is pushed every step: contact books at every step, as dissipation or work
     booked = one.ledger().contact + one.ledger().constraints
+    if integrator == "implicit_euler":
+        # the solve holds the resting underside on the ground (no push is needed afterwards)
+        assert one.x[:, 1].min() < 1e-9
+        return
+    # the underside is pushed every step: contact books at every step, as dissipation or work
     assert booked > small.ledger().contact + small.ledger().constraints
 
 

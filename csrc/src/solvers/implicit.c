@@ -44,12 +44,14 @@
 #include "kernels/cholesky.h"
 #include "kernels/pattern.h"
 #include "kernels/tangent.h"
+#include "model/colliders.h"
 #include "solvers/solvers.h"
 
 /* Per node: dv, rhs, r, z, p, Ap (3 each), the inverse of its diagonal block (6), forces,
-   delta (3 each); per spring its tangent block (kernels/tangent.h) and its damping c, in
-   the order of the springs' layout (kernels/layout.h), which the matrix products visit. */
-#define MS_IMPLICIT_NODE_DOUBLES 30
+   delta, the normal of the collider holding it (3 each); per spring its tangent block
+   (kernels/tangent.h) and its damping c, in the order of the springs' layout
+   (kernels/layout.h), which the matrix products visit. */
+#define MS_IMPLICIT_NODE_DOUBLES 33
 #define BLOCK_DOUBLES (MS_SPRING_BLOCK_DOUBLES + 1)
 
 /* A matrix over groups of nodes (each free node on its own, or the aggregates of the
@@ -73,6 +75,7 @@ typedef struct implicit_solver {
     int two_level;      /* else: block Jacobi with the coarse level's correction */
     block_system fine;  /* A over the free nodes */
     block_system coarse; /* A restricted to the aggregates' translations */
+    int holding;        /* worker 0's, for the step: some node is held by a collider */
     double work[];
 } implicit_solver;
 
@@ -377,6 +380,66 @@ static double block_sum(const ms_team* tm, int slot) {
     return sum;
 }
 
+/* Resting contact inside the solve.  A node that touches a collider (within its thickness
+   plus a millionth of the step's reach) while the forces at the start of the step press it
+   in is held there for the step (a collider at rest; a moving one pushes after the step, as
+   the ledger books its work): its velocity along the collider's normal n keeps the value
+   it starts with (zero after the last contact), so the Newton iterations solve
+   for the body with that constraint, as for a pin along n (Baraff and Witkin's filtered
+   CG: residuals, products and preconditioned vectors lose their component along n).  The
+   contact pass after the step then projects, bounces and rubs as for every integrator.
+   Without this the solve would see the body fall freely through the step and the
+   projection afterwards would crush the layer on the collider, by about h^2 g times the
+   body's stiffness over its bottom layer's: a solid resting on the ground at h = 1/60 s
+   squashed to a fraction of its height.  held[3 i .. 3 i + 2] is the unit normal, or zero
+   for a free node. */
+static void filter_held(const double* held, double* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const double* n = held + 3 * i;
+        if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+        double* yi = y + 3 * i;
+        const double along = yi[0] * n[0] + yi[1] * n[1] + yi[2] * n[2];
+        for (int a = 0; a < 3; ++a) yi[a] -= along * n[a];
+    }
+}
+
+/* Which nodes are held (by worker 0, for all nodes); returns whether any is. */
+static int find_held(const ms_team* tm, const double* x, const double* v, const double* f, double* held) {
+    const ms_model* m = tm->m;
+    const ms_state* s = tm->s;
+    const double h = tm->h;
+    int any = 0;
+    const int64_t begin = 0, end = m->nnode;
+    memset(held, 0, sizeof(double) * 3 * (size_t)m->nnode);
+    {
+        for (int64_t k = 0; k < m->ncollider; ++k) {
+            const ms_collider* c = m->colliders + k;
+            const double* center = s->collider_center + 3 * k;
+            /* a moving collider's pushes are its work in the ledger: it pushes after the step */
+            if (c->velocity[0] != 0.0 || c->velocity[1] != 0.0 || c->velocity[2] != 0.0) continue;
+            for (int64_t i = begin; i < end; ++i) {
+                if (s->inv_mass[i] == 0.0) continue;
+                const double* xi = x + 3 * i;
+                const double* vi = v + 3 * i;
+                double normal[3];
+                const double gap = ms_collider_distance_inline(c, center, xi, normal) - c->thickness;
+                const double reach = h * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2])) +
+                                     h * h * s->inv_mass[i] * (fabs(f[3 * i]) + fabs(f[3 * i + 1]) + fabs(f[3 * i + 2]));
+                if (!(gap <= 1e-6 * reach + 1e-12 * (fabs(xi[0]) + fabs(xi[1]) + fabs(xi[2])))) continue;
+                const double* fi = f + 3 * i;
+                const double pressing = fi[0] * normal[0] + fi[1] * normal[1] + fi[2] * normal[2];
+                const double approach = vi[0] * normal[0] + vi[1] * normal[1] + vi[2] * normal[2];
+                if (pressing < 0.0 && approach <= 1e-9 * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2]) + h * fabs(pressing) *
+                                                                                              s->inv_mass[i])) {
+                    for (int a = 0; a < 3; ++a) held[3 * i + a] = normal[a];
+                    any = 1;
+                }
+            }
+        }
+    }
+    return any;
+}
+
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
    (a block starts its own nodes' sums in y and writes past them into its halo), then
    gathered as the forces are: p must be complete (after a barrier); y is complete for the
@@ -415,10 +478,13 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
     }
     ms_sync(w);
     const double* inv_mass = tm->s->inv_mass;
+    const implicit_solver* solver = ms_workspace_get(tm->s, MS_WORK_IMPLICIT);
+    const double* held = solver->holding ? solver->work + 30 * m->nnode : NULL;
     MS_FOR_MY_NODES(w, b, begin, end) {
         ms_layout_gather(layout, begin, end, y);
         for (int64_t i = begin; i < end; ++i)
             if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
+        if (held != NULL) filter_held(held, y, begin, end);
     }
 }
 
@@ -443,9 +509,12 @@ enum { PRECONDITION_JACOBI = 0, PRECONDITION_FACTOR = 1, PRECONDITION_TWO_LEVEL 
 /* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks. */
 static void precondition(ms_worker* w, implicit_solver* solver, int mode, const cg_vectors* v) {
     ms_team* tm = w->team;
+    const double* held = solver->holding ? solver->work + 30 * tm->m->nnode : NULL;
     if (mode != PRECONDITION_FACTOR) {
         MS_FOR_MY_NODES(w, b, begin, end) {
             block_jacobi(v->diagonal, v->r, v->z, begin, end);
+            if (mode != PRECONDITION_JACOBI) continue;
+            if (held != NULL) filter_held(held, v->z, begin, end);
             tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
         }
         if (mode == PRECONDITION_JACOBI) return;
@@ -456,8 +525,10 @@ static void precondition(ms_worker* w, implicit_solver* solver, int mode, const 
         solve_system(tm->m, mode == PRECONDITION_FACTOR ? &solver->fine : &solver->coarse, v->r, v->z,
                      mode == PRECONDITION_TWO_LEVEL);
     ms_sync(w);
-    MS_FOR_MY_NODES(w, b, begin, end)
-    tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        if (held != NULL) filter_held(held, v->z, begin, end);
+        tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
+    }
 }
 
 /* Solves A delta = rhs (rhs complete, pinned rows zero) from delta = 0 to |r| <= tolerance
@@ -593,7 +664,8 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     const cg_vectors vectors = {work + 2 * n3, work + 3 * n3, work + 4 * n3, work + 5 * n3, work + 6 * n3};
     double* force = work + 8 * n3;
     double* delta = work + 9 * n3;
-    double* blocks = work + 10 * n3;
+    double* held = work + 10 * n3;
+    double* blocks = work + 11 * n3;
     ms_solver_stats* stats = &s->solver;
     const ms_implicit_options* opt = &m->opt.implicit;
     if (w->id == 0) {
@@ -614,10 +686,16 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     int exact_ok = 1, blocks_exact = 0;
     ms_stage_forces(w, x, v, t, s->f);
     team_spring_blocks(w, x, blocks, 1); /* its barrier also completes s->f and the patterns */
+    if (w->id == 0) solver->holding = m->ncollider > 0 && find_held(tm, x, v, s->f, held);
+    ms_sync(w);
     const int wanted = solver->direct      ? PRECONDITION_FACTOR
                        : solver->two_level ? PRECONDITION_TWO_LEVEL
                                            : PRECONDITION_JACOBI;
     first_rhs(w, blocks, v, rhs, dv);
+    if (solver->holding) {
+        MS_FOR_MY_NODES(w, b, begin, end)
+        filter_held(held, rhs, begin, end);
+    }
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     int newton_iterations = 0, cg_converged = 1;
     double newton_residual = 0.0, cg_residual = 0.0, previous_residual = INFINITY;
@@ -704,10 +782,11 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
                     const int64_t q = 3 * i + a;
                     const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
                     rhs[q] = impulse - momentum; /* -g */
-                    residual2 += rhs[q] * rhs[q];
                     momentum2 += momentum * momentum;
                     impulse2 += impulse * impulse;
                 }
+                if (solver->holding) filter_held(held, rhs, i, i + 1); /* the collider's reaction */
+                for (int a = 0; a < 3; ++a) residual2 += rhs[3 * i + a] * rhs[3 * i + a];
             }
             double* reduce = tm->nodes[b].reduce;
             reduce[NEWTON_RESIDUAL] = residual2;
