@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from msprings import mesh
+from test_solid import stiffness_matrix
 
 sparse = pytest.importorskip("scipy.sparse")
 linalg = pytest.importorskip("scipy.sparse.linalg")
@@ -42,22 +43,6 @@ def surface_volume_and_centroid(x: np.ndarray, faces: np.ndarray) -> tuple[float
     a, b, c = x[faces[:, 0]], x[faces[:, 1]], x[faces[:, 2]]
     volume = np.einsum("ij,ij->i", a, np.cross(b, c)) / 6.0
     return float(volume.sum()), (volume[:, None] * (a + b + c) / 4.0).sum(axis=0) / volume.sum()
-
-
-def stiffness_matrix(x: np.ndarray, springs: np.ndarray, k: np.ndarray) -> "sparse.csc_matrix":
-    """The springs' linear stiffness at rest (3n x 3n): a k d d^T block per spring."""
-    d = x[springs[:, 1]] - x[springs[:, 0]]
-    d /= np.linalg.norm(d, axis=1)[:, None]
-    rows, columns, values = [], [], []
-    for a in range(3):
-        for b in range(3):
-            value = k * d[:, a] * d[:, b]
-            i, j = 3 * springs[:, 0], 3 * springs[:, 1]
-            rows += [i + a, j + a, i + a, j + a]
-            columns += [i + b, j + b, j + b, i + b]
-            values += [value, value, -value, -value]
-    n = 3 * len(x)
-    return sparse.csc_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(columns))), shape=(n, n))
 
 
 def hollow_ball(outer: float = 1.0, inner: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
