@@ -54,7 +54,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._geometry import _points, _row_keys, enclosed_volume, unique_edges
-from ._springs import MeshWarning
+from ._springs import (_SYSTEM_ARGUMENTS, _SYSTEM_ATTRIBUTES, MeshWarning, _material_values, _optional_positive,
+                       _per_edge, _pin_mask, _spring_damping)
 from .._system import System, index_array
 
 __all__ = ["TetMesh", "boundary_faces", "from_tetrahedra", "read_tetrahedra", "tetrahedralize",
@@ -527,25 +528,12 @@ def from_tetrahedra(
         node in no tetrahedron, conflicting values (e.g. ``k`` with ``youngs_modulus``), or
         a material value that is not finite and > 0.
     """
-    from ._springs import (_SYSTEM_ARGUMENTS, _SYSTEM_ATTRIBUTES, _optional_positive, _per_edge, _pin_mask,
-                           _spring_damping)
-
     unknown = set(system_options) - set(_SYSTEM_ARGUMENTS) - set(_SYSTEM_ATTRIBUTES)
     if unknown:
         raise TypeError(f"from_tetrahedra() got unexpected keyword argument(s) {', '.join(sorted(unknown))}")
-    density = _optional_positive(density, "density")
-    total_mass = _optional_positive(total_mass, "total_mass")
-    youngs_modulus = _optional_positive(youngs_modulus, "youngs_modulus")
-    damping_ratio = _optional_positive(damping_ratio, "damping_ratio", allow_zero=True)
+    density, total_mass, youngs_modulus, damping_ratio = _material_values(
+        mass, density, total_mass, k, youngs_modulus, c, damping_ratio)
     stiffness_factor = _optional_positive(stiffness_factor, "stiffness_factor")
-    given = [name for name, value in (("mass", mass), ("density", density), ("total_mass", total_mass))
-             if value is not None]
-    if len(given) > 1:
-        raise ValueError(f"give one of mass, density and total_mass, not {' and '.join(given)}")
-    if k is not None and youngs_modulus is not None:
-        raise ValueError("give k or youngs_modulus, not both")
-    if c is not None and damping_ratio is not None:
-        raise ValueError("give c or damping_ratio, not both")
     x = _points(nodes, "nodes", 3)
     n = x.shape[0]
     t = index_array(tets, "tets", 4, n, "node")

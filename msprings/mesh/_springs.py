@@ -214,6 +214,27 @@ def _optional_positive(value: float | None, name: str, allow_zero: bool = False)
     return number
 
 
+def _material_values(mass: ArrayLike | None, density: float | None, total_mass: float | None, k: ArrayLike | None,
+                     youngs_modulus: float | None, c: ArrayLike | None,
+                     damping_ratio: float | None) -> tuple[float | None, float | None, float | None, float | None]:
+    """The checked density, total mass, Young's modulus and damping ratio (each None or a
+    finite float > 0; the ratio >= 0); ValueError for a value out of range or for giving both
+    of mass/density/total_mass, k/youngs_modulus or c/damping_ratio."""
+    density = _optional_positive(density, "density")
+    total_mass = _optional_positive(total_mass, "total_mass")
+    youngs_modulus = _optional_positive(youngs_modulus, "youngs_modulus")
+    damping_ratio = _optional_positive(damping_ratio, "damping_ratio", allow_zero=True)
+    given = [name for name, value in (("mass", mass), ("density", density), ("total_mass", total_mass))
+             if value is not None]
+    if len(given) > 1:
+        raise ValueError(f"give one of mass, density and total_mass, not {' and '.join(given)}")
+    if k is not None and youngs_modulus is not None:
+        raise ValueError("give k or youngs_modulus, not both")
+    if c is not None and damping_ratio is not None:
+        raise ValueError("give c or damping_ratio, not both")
+    return density, total_mass, youngs_modulus, damping_ratio
+
+
 def _pin_mask(pinned: ArrayLike | None, n: int) -> np.ndarray:
     pin_mask = np.zeros(n, dtype=bool)
     if pinned is None:
@@ -418,19 +439,9 @@ def from_mesh(
     if stabilise not in (None, "center", "opposite"):
         raise ValueError(f"stabilise must be None, 'center' or 'opposite', got {stabilise!r}")
     solid = stabilise == "center"
-    density = _optional_positive(density, "density")
-    total_mass = _optional_positive(total_mass, "total_mass")
-    youngs_modulus = _optional_positive(youngs_modulus, "youngs_modulus")
+    density, total_mass, youngs_modulus, damping_ratio = _material_values(
+        mass, density, total_mass, k, youngs_modulus, c, damping_ratio)
     thickness = _optional_positive(thickness, "thickness")
-    damping_ratio = _optional_positive(damping_ratio, "damping_ratio", allow_zero=True)
-    given = [name for name, value in (("mass", mass), ("density", density), ("total_mass", total_mass))
-             if value is not None]
-    if len(given) > 1:
-        raise ValueError(f"give one of mass, density and total_mass, not {' and '.join(given)}")
-    if k is not None and youngs_modulus is not None:
-        raise ValueError("give k or youngs_modulus, not both")
-    if c is not None and damping_ratio is not None:
-        raise ValueError("give c or damping_ratio, not both")
     if solid and thickness is not None:
         raise ValueError("thickness applies to a surface; stabilise='center' makes a solid (the tetrahedra "
                          "from each triangle to the centre), which has none")
