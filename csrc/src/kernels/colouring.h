@@ -37,6 +37,9 @@ struct ms_colouring {
     double* lambda;   /* the multipliers, by position in springs (nspring) */
     double* rows;     /* the positions being projected and those at the start of the step,
                          as rows (x, y, z, 0) (2 x nnode x 4) */
+    double* held;     /* the normals of the nodes resting on a collider (ms_find_held;
+                         nnode x 3), with colliders only, else NULL */
+    int holding;      /* worker 0's, for the step: some node is held */
     ms_xpbd_kernel project; /* the projection on this processor's vector path */
 };
 

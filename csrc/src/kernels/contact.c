@@ -359,3 +359,44 @@ void ms_book_contact(ms_ledger* booked, double change) {
         booked->constraints += change;
 }
 
+
+void ms_filter_held(const double* held, double* y, int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+        const double* n = held + 3 * i;
+        if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+        double* yi = y + 3 * i;
+        const double along = yi[0] * n[0] + yi[1] * n[1] + yi[2] * n[2];
+        for (int a = 0; a < 3; ++a) yi[a] -= along * n[a];
+    }
+}
+
+int ms_find_held(const ms_model* m, const ms_state* s, const double* x, const double* v, const double* f, double h,
+                 double* held) {
+    int any = 0;
+    memset(held, 0, sizeof(double) * 3 * (size_t)m->nnode);
+    for (int64_t k = 0; k < m->ncollider; ++k) {
+        const ms_collider* c = m->colliders + k;
+        const double* center = s->collider_center + 3 * k;
+        /* a moving collider's pushes are its work in the ledger: it pushes after the step */
+        if (c->velocity[0] != 0.0 || c->velocity[1] != 0.0 || c->velocity[2] != 0.0) continue;
+        for (int64_t i = 0; i < m->nnode; ++i) {
+            if (s->inv_mass[i] == 0.0) continue;
+            const double* xi = x + 3 * i;
+            const double* vi = v + 3 * i;
+            double normal[3];
+            const double gap = ms_collider_distance_inline(c, center, xi, normal) - c->thickness;
+            const double reach = h * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2])) +
+                                 h * h * s->inv_mass[i] * (fabs(f[3 * i]) + fabs(f[3 * i + 1]) + fabs(f[3 * i + 2]));
+            if (!(gap <= 1e-6 * reach + 1e-12 * (fabs(xi[0]) + fabs(xi[1]) + fabs(xi[2])))) continue;
+            const double* fi = f + 3 * i;
+            const double pressing = fi[0] * normal[0] + fi[1] * normal[1] + fi[2] * normal[2];
+            const double approach = vi[0] * normal[0] + vi[1] * normal[1] + vi[2] * normal[2];
+            if (pressing < 0.0 && approach <= 1e-9 * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2]) + h * fabs(pressing) *
+                                                                                          s->inv_mass[i])) {
+                for (int a = 0; a < 3; ++a) held[3 * i + a] = normal[a];
+                any = 1;
+            }
+        }
+    }
+    return any;
+}

@@ -93,6 +93,23 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
    from outside. */
 int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err);
 
+/* Resting contact inside a large-step solve.  A node that touches a collider (within its
+   thickness plus a millionth of the step's reach) while the forces f at the start of the
+   step press it in is held there for the step (a collider at rest; a moving one pushes
+   after the step, as the ledger books its work): its velocity along the collider's normal
+   n keeps the value it starts with (zero after the last contact), and the solver solves
+   for the body with that constraint, as for a pin along n.  The contact pass after the
+   step then projects, bounces and rubs as for every integrator.  Without it the solve
+   would see the body fall freely through the step and the projection afterwards would
+   crush the layer on the collider, by about h^2 g times the body's stiffness over its
+   bottom layer's.  ms_find_held writes held[3 i .. 3 i + 2], the unit normal of the
+   collider holding node i or zero for a node not held (all nodes), and returns whether
+   any node is held; ms_filter_held removes from y (nodes [begin, end)) its component
+   along each held node's normal. */
+int ms_find_held(const ms_model* m, const ms_state* s, const double* x, const double* v, const double* f, double h,
+                 double* held);
+void ms_filter_held(const double* held, double* y, int64_t begin, int64_t end);
+
 /* Self-collision: pushes apart the nodes of (x, v) that are closer than
    m->opt.self_collision and not joined by a spring, and puts the kinetic energy that
    removes (J) in *removed.  Returns MS_OK, or MS_ERR_MEMORY if its storage could not be

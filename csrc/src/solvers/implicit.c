@@ -44,7 +44,6 @@
 #include "kernels/cholesky.h"
 #include "kernels/pattern.h"
 #include "kernels/tangent.h"
-#include "model/colliders.h"
 #include "solvers/solvers.h"
 
 /* Per node: dv, rhs, r, z, p, Ap (3 each), the inverse of its diagonal block (6), forces,
@@ -380,63 +379,6 @@ static double block_sum(const ms_team* tm, int slot) {
     return sum;
 }
 
-/* Resting contact inside the solve.  A node that touches a collider (within its thickness
-   plus a millionth of the step's reach) while the forces at the start of the step press it
-   in is held there for the step (a collider at rest; a moving one pushes after the step, as
-   the ledger books its work): its velocity along the collider's normal n keeps the value
-   it starts with (zero after the last contact), so the Newton iterations solve
-   for the body with that constraint, as for a pin along n (Baraff and Witkin's filtered
-   CG: residuals, products and preconditioned vectors lose their component along n).  The
-   contact pass after the step then projects, bounces and rubs as for every integrator.
-   Without this the solve would see the body fall freely through the step and the
-   projection afterwards would crush the layer on the collider, by about h^2 g times the
-   body's stiffness over its bottom layer's: a solid resting on the ground at h = 1/60 s
-   squashed to a fraction of its height.  held[3 i .. 3 i + 2] is the unit normal, or zero
-   for a free node. */
-static void filter_held(const double* held, double* y, int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-        const double* n = held + 3 * i;
-        if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
-        double* yi = y + 3 * i;
-        const double along = yi[0] * n[0] + yi[1] * n[1] + yi[2] * n[2];
-        for (int a = 0; a < 3; ++a) yi[a] -= along * n[a];
-    }
-}
-
-/* Which nodes are held (by worker 0, for all nodes); returns whether any is. */
-static int find_held(const ms_team* tm, const double* x, const double* v, const double* f, double* held) {
-    const ms_model* m = tm->m;
-    const ms_state* s = tm->s;
-    const double h = tm->h;
-    int any = 0;
-    memset(held, 0, sizeof(double) * 3 * (size_t)m->nnode);
-    for (int64_t k = 0; k < m->ncollider; ++k) {
-        const ms_collider* c = m->colliders + k;
-        const double* center = s->collider_center + 3 * k;
-        /* a moving collider's pushes are its work in the ledger: it pushes after the step */
-        if (c->velocity[0] != 0.0 || c->velocity[1] != 0.0 || c->velocity[2] != 0.0) continue;
-        for (int64_t i = 0; i < m->nnode; ++i) {
-            if (s->inv_mass[i] == 0.0) continue;
-            const double* xi = x + 3 * i;
-            const double* vi = v + 3 * i;
-            double normal[3];
-            const double gap = ms_collider_distance_inline(c, center, xi, normal) - c->thickness;
-            const double reach = h * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2])) +
-                                 h * h * s->inv_mass[i] * (fabs(f[3 * i]) + fabs(f[3 * i + 1]) + fabs(f[3 * i + 2]));
-            if (!(gap <= 1e-6 * reach + 1e-12 * (fabs(xi[0]) + fabs(xi[1]) + fabs(xi[2])))) continue;
-            const double* fi = f + 3 * i;
-            const double pressing = fi[0] * normal[0] + fi[1] * normal[1] + fi[2] * normal[2];
-            const double approach = vi[0] * normal[0] + vi[1] * normal[1] + vi[2] * normal[2];
-            if (pressing < 0.0 && approach <= 1e-9 * (fabs(vi[0]) + fabs(vi[1]) + fabs(vi[2]) + h * fabs(pressing) *
-                                                                                          s->inv_mass[i])) {
-                for (int a = 0; a < 3; ++a) held[3 * i + a] = normal[a];
-                any = 1;
-            }
-        }
-    }
-    return any;
-}
-
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
    (a block starts its own nodes' sums in y and writes past them into its halo), then
    gathered as the forces are: p must be complete (after a barrier); y is complete for the
@@ -481,7 +423,7 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
         ms_layout_gather(layout, begin, end, y);
         for (int64_t i = begin; i < end; ++i)
             if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
-        if (held != NULL) filter_held(held, y, begin, end);
+        if (held != NULL) ms_filter_held(held, y, begin, end);
     }
 }
 
@@ -511,7 +453,7 @@ static void precondition(ms_worker* w, implicit_solver* solver, int mode, const 
         MS_FOR_MY_NODES(w, b, begin, end) {
             block_jacobi(v->diagonal, v->r, v->z, begin, end);
             if (mode != PRECONDITION_JACOBI) continue;
-            if (held != NULL) filter_held(held, v->z, begin, end);
+            if (held != NULL) ms_filter_held(held, v->z, begin, end);
             tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
         }
         if (mode == PRECONDITION_JACOBI) return;
@@ -523,7 +465,7 @@ static void precondition(ms_worker* w, implicit_solver* solver, int mode, const 
                      mode == PRECONDITION_TWO_LEVEL);
     ms_sync(w);
     MS_FOR_MY_NODES(w, b, begin, end) {
-        if (held != NULL) filter_held(held, v->z, begin, end);
+        if (held != NULL) ms_filter_held(held, v->z, begin, end);
         tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
     }
 }
@@ -683,7 +625,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     int exact_ok = 1, blocks_exact = 0;
     ms_stage_forces(w, x, v, t, s->f);
     team_spring_blocks(w, x, blocks, 1); /* its barrier also completes s->f and the patterns */
-    if (w->id == 0) solver->holding = m->ncollider > 0 && find_held(tm, x, v, s->f, held);
+    if (w->id == 0) solver->holding = m->ncollider > 0 && ms_find_held(m, s, x, v, s->f, h, held);
     ms_sync(w);
     const int wanted = solver->direct      ? PRECONDITION_FACTOR
                        : solver->two_level ? PRECONDITION_TWO_LEVEL
@@ -691,7 +633,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     first_rhs(w, blocks, v, rhs, dv);
     if (solver->holding) {
         MS_FOR_MY_NODES(w, b, begin, end)
-        filter_held(held, rhs, begin, end);
+        ms_filter_held(held, rhs, begin, end);
     }
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     int newton_iterations = 0, cg_converged = 1;
@@ -782,7 +724,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
                     momentum2 += momentum * momentum;
                     impulse2 += impulse * impulse;
                 }
-                if (solver->holding) filter_held(held, rhs, i, i + 1); /* the collider's reaction */
+                if (solver->holding) ms_filter_held(held, rhs, i, i + 1); /* the collider's reaction */
                 for (int a = 0; a < 3; ++a) residual2 += rhs[3 * i + a] * rhs[3 * i + a];
             }
             double* reduce = tm->nodes[b].reduce;

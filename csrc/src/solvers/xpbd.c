@@ -28,6 +28,7 @@ static void colouring_free(void* colouring) {
     free(c->params);
     free(c->lambda);
     free(c->rows);
+    free(c->held);
     free(c);
 }
 
@@ -137,9 +138,10 @@ int ms_xpbd_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
         c->params = malloc(sizeof(double) * MS_XPBD_PARAMS * count);
         c->lambda = calloc(count, sizeof(double));
         c->rows = calloc(8 * (size_t)(m->nnode > 0 ? m->nnode : 1), sizeof(double));
+        if (m->ncollider > 0) c->held = malloc(sizeof(double) * 3 * (size_t)(m->nnode > 0 ? m->nnode : 1));
     }
     int ok = c != NULL && c->springs != NULL && c->pairs != NULL && c->params != NULL && c->lambda != NULL &&
-             c->rows != NULL && colour_springs(m, c) == 0;
+             c->rows != NULL && (m->ncollider == 0 || c->held != NULL) && colour_springs(m, c) == 0;
     if (ok) {
         c->nregion = region_count(m->nspring, c->ncolour);
         ok = group_by_region(m, c) == 0;
@@ -203,7 +205,7 @@ int ms_xpbd_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_R
     ms_state* s = tm->s;
     const double h = tm->h;
     const double* MS_RESTRICT inv_mass = s->inv_mass;
-    const ms_colouring* colours = ms_workspace_get(s, MS_WORK_XPBD);
+    ms_colouring* colours = ms_workspace_get(s, MS_WORK_XPBD);
     const int ticket = ms_stage_forces_and_own(w, x, v, t, s->f, s->work);
     const double* MS_RESTRICT f = s->work;
     double* rows = colours->rows; /* the projected positions as rows (x, y, z, 0) */
@@ -219,6 +221,29 @@ int ms_xpbd_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_R
         }
     }
     ms_sync(w);
+    /* The nodes resting on a collider keep their velocity along its normal (kernels.h): their
+       prediction loses its component along the normal, and so does what each sweep moved
+       them, as PBD projects contact constraints within its iterations (the collider's
+       side of the constraint does not move). */
+    if (colours->held != NULL && m->ncollider > 0) {
+        if (w->id == 0) colours->holding = ms_find_held(m, s, x, v, s->f, h, colours->held);
+        ms_sync(w);
+    }
+    const int held = colours->held != NULL && m->ncollider > 0 && colours->holding;
+    if (held) {
+        MS_FOR_MY_NODES(w, b, begin, end)
+        for (int64_t i = begin; i < end; ++i) {
+            const double* n = colours->held + 3 * i;
+            if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+            const double along = (rows[4 * i] - start_rows[4 * i]) * n[0] + (rows[4 * i + 1] - start_rows[4 * i + 1]) * n[1] +
+                                 (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2];
+            for (int a = 0; a < 3; ++a) {
+                rows[4 * i + a] -= along * n[a];
+                v_out[3 * i + a] = (rows[4 * i + a] - x[3 * i + a]) / h;
+            }
+        }
+        ms_sync(w);
+    }
     const ms_flow rate = ms_forces_flow(tm, ticket);
     const int iterations = m->opt.iterations > 0 ? m->opt.iterations : 1;
     const int64_t ncolour = colours->ncolour, nregion = colours->nregion;
@@ -247,6 +272,18 @@ int ms_xpbd_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_R
             }
         }
         if (!split_boundary) ms_sync(w);
+        if (held) {
+            MS_FOR_MY_NODES(w, b, begin, end)
+            for (int64_t i = begin; i < end; ++i) {
+                const double* n = colours->held + 3 * i;
+                if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+                const double along = (rows[4 * i] - start_rows[4 * i]) * n[0] +
+                                     (rows[4 * i + 1] - start_rows[4 * i + 1]) * n[1] +
+                                     (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2];
+                for (int a = 0; a < 3; ++a) rows[4 * i + a] -= along * n[a];
+            }
+            ms_sync(w);
+        }
     }
     MS_FOR_MY_NODES(w, b, begin, end) {
         double probe = 0.0;
