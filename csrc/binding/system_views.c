@@ -220,7 +220,8 @@ const PyGetSetDef mspy_system_attributes[] = {
      "Work done on the system from outside since construction or reset() (J): wind, external force, moving "
      "pins and colliders, position corrections, and the caller's changes between steps.", NULL},
     {"solver_stats", (getter)get_solver_stats, NULL,
-     "implicit_euler: what the solver did in the last step (a new dict): newton_iterations, cg_iterations, "
+     "implicit_euler: what the solver did in the last step (a new dict): newton_iterations (0 when v' = v "
+     "already solved the step to newton_tol), cg_iterations, "
      "newton_residual, cg_residual, newton_converged, cg_converged, and cg_failures (steps since reset whose CG "
      "solve hit cg_max_iter).",
      NULL},

@@ -588,6 +588,66 @@ static void first_rhs(ms_worker* w, const double* blocks, const double* v, doubl
         }
 }
 
+/* The Newton residual g = M dv - h f(x', v') at (x', v') = (x_out, v_out), its norm
+   returned and its scale in *scale: the largest of |M dv|, |h f| and the impulse h |load|
+   of the loads the springs hold (at rest under a load the net force is a cancellation of
+   the load and the tensions, so the load's impulse sets the scale of its round-off too).
+   force receives f(x', v'), minus_g receives -g (the held nodes' normal components
+   removed: the collider's reaction), *rate the forces' flow at (x', v').  x_out and v_out
+   must be complete (after a barrier); so are force and minus_g on return. */
+static double newton_residual_at(ms_worker* w, const double* held, const double* dv, const double* x_out,
+                                 const double* v_out, double t, double* force, double* minus_g, ms_flow* rate,
+                                 double* scale) {
+    ms_team* tm = w->team;
+    const ms_model* m = tm->m;
+    const implicit_solver* solver = ms_workspace_get(tm->s, MS_WORK_IMPLICIT);
+    const double h = tm->h;
+    const double* inv_mass = tm->s->inv_mass;
+    const int ticket = ms_stage_forces(w, x_out, v_out, t + h, force);
+    ms_sync(w);
+    *rate = ms_forces_flow(tm, ticket);
+    const double* g = m->opt.gravity;
+    const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
+    const double* external = tm->external;
+    MS_FOR_MY_NODES(w, b, begin, end) {
+        double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
+        for (int64_t i = begin; i < end; ++i) {
+            if (inv_mass[i] == 0.0) {
+                minus_g[3 * i] = minus_g[3 * i + 1] = minus_g[3 * i + 2] = 0.0;
+                continue;
+            }
+            /* the loads the springs hold: the weight and the external force */
+            double load = m->mass[i] * g_norm;
+            if (external != NULL) {
+                const double* e = external + 3 * i;
+                load += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+            }
+            weight2 += h * h * load * load;
+            for (int a = 0; a < 3; ++a) {
+                const int64_t q = 3 * i + a;
+                const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
+                minus_g[q] = impulse - momentum;
+                momentum2 += momentum * momentum;
+                impulse2 += impulse * impulse;
+            }
+            if (solver->holding) ms_filter_held(held, minus_g, i, i + 1); /* the collider's reaction */
+            for (int a = 0; a < 3; ++a) residual2 += minus_g[3 * i + a] * minus_g[3 * i + a];
+        }
+        double* reduce = tm->nodes[b].reduce;
+        reduce[NEWTON_RESIDUAL] = residual2;
+        reduce[NEWTON_MOMENTUM] = momentum2;
+        reduce[NEWTON_IMPULSE] = impulse2;
+        reduce[NEWTON_WEIGHT] = weight2;
+    }
+    ms_sync(w);
+    const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
+    const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
+    double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
+    if (weight2 > scale2) scale2 = weight2;
+    *scale = sqrt(scale2);
+    return sqrt(residual2);
+}
+
 static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
                        double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     ms_team* tm = w->team;
@@ -636,6 +696,26 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         ms_filter_held(held, rhs, begin, end);
     }
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
+    /* Newton's iteration 0: where dv = 0 already solves the step to newton_tol (a body
+       settled on its supports or hanging at rest), the step takes it with one force
+       evaluation, where the CG iterations would chase a residual already below the
+       tolerance (tens of them for a solid at rest at h = 1/60 s). */
+    MS_FOR_MY_NODES(w, b, begin, end)
+    for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+        v_out[q] = v[q] + dv[q];
+        x_out[q] = x[q] + h * v_out[q];
+    }
+    ms_sync(w);
+    double start_scale = 0.0;
+    const double start_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, delta, &rate, &start_scale);
+    if (start_norm <= opt->newton_tol * start_scale) {
+        if (w->id == 0) {
+            stats->newton_residual = start_scale > 0.0 ? start_norm / start_scale : 0.0;
+            stats->newton_converged = 1;
+        }
+        ms_flow_add(flow, &rate, h);
+        return !w->stopped && ms_flow_finite(flow);
+    }
     int newton_iterations = 0, cg_converged = 1;
     double newton_residual = 0.0, cg_residual = 0.0, previous_residual = INFINITY;
     /* The linear solves' relative tolerance (the forcing term of inexact Newton): cg_tol
@@ -697,53 +777,10 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         ms_sync(w);
         /* Residual g = M dv - h f(x', v') at the new iterate (also the end-of-step power,
            which backward Euler integrates its flows with). */
-        const int ticket = ms_stage_forces(w, x_out, v_out, t + h, force);
-        ms_sync(w);
-        rate = ms_forces_flow(tm, ticket);
-        const double* g = m->opt.gravity;
-        const double g_norm = sqrt(g[0] * g[0] + g[1] * g[1] + g[2] * g[2]);
-        const double* external = tm->external;
-        MS_FOR_MY_NODES(w, b, begin, end) {
-            double residual2 = 0.0, momentum2 = 0.0, impulse2 = 0.0, weight2 = 0.0;
-            for (int64_t i = begin; i < end; ++i) {
-                if (inv_mass[i] == 0.0) {
-                    rhs[3 * i] = rhs[3 * i + 1] = rhs[3 * i + 2] = 0.0;
-                    continue;
-                }
-                /* the loads the springs hold: the weight and the external force */
-                double load = m->mass[i] * g_norm;
-                if (external != NULL) {
-                    const double* e = external + 3 * i;
-                    load += sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-                }
-                weight2 += h * h * load * load;
-                for (int a = 0; a < 3; ++a) {
-                    const int64_t q = 3 * i + a;
-                    const double momentum = m->mass[i] * dv[q], impulse = h * force[q];
-                    rhs[q] = impulse - momentum; /* -g */
-                    momentum2 += momentum * momentum;
-                    impulse2 += impulse * impulse;
-                }
-                if (solver->holding) ms_filter_held(held, rhs, i, i + 1); /* the collider's reaction */
-                for (int a = 0; a < 3; ++a) residual2 += rhs[3 * i + a] * rhs[3 * i + a];
-            }
-            double* reduce = tm->nodes[b].reduce;
-            reduce[NEWTON_RESIDUAL] = residual2;
-            reduce[NEWTON_MOMENTUM] = momentum2;
-            reduce[NEWTON_IMPULSE] = impulse2;
-            reduce[NEWTON_WEIGHT] = weight2;
-        }
-        ms_sync(w);
-        const double residual2 = block_sum(tm, NEWTON_RESIDUAL), momentum2 = block_sum(tm, NEWTON_MOMENTUM);
-        const double impulse2 = block_sum(tm, NEWTON_IMPULSE), weight2 = block_sum(tm, NEWTON_WEIGHT);
-        /* At rest under a load (gravity, an external force) the net force is a cancellation
-           of the load and the tensions, so the load's impulse sets the scale of its
-           round-off too. */
-        double scale2 = momentum2 > impulse2 ? momentum2 : impulse2;
-        if (weight2 > scale2) scale2 = weight2;
-        const double scale = sqrt(scale2);
-        newton_residual = scale > 0.0 ? sqrt(residual2) / scale : 0.0;
-        const int newton_converged = sqrt(residual2) <= opt->newton_tol * scale;
+        double scale = 0.0;
+        const double residual_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, rhs, &rate, &scale);
+        newton_residual = scale > 0.0 ? residual_norm / scale : 0.0;
+        const int newton_converged = residual_norm <= opt->newton_tol * scale;
         if (w->id == 0) {
             stats->newton_iterations = newton_iterations;
             stats->newton_residual = newton_residual;
