@@ -277,10 +277,11 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
     what = "cannot unpickle an msprings.Trajectory"
     if isinstance(version, bool) or not isinstance(version, int):
         raise ValueError(f"{what}: its version tag {version!r} is not a version number")
+    if version > PICKLE_VERSION:
+        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
+                         f"({PICKLE_VERSION}): upgrade msprings")
     if version != PICKLE_VERSION:
-        newer = ", newer than this msprings reads: upgrade msprings" if version > PICKLE_VERSION else ""
-        raise ValueError(f"{what}: data version {version} is not the one this msprings reads "
-                         f"({PICKLE_VERSION}){newer}")
+        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
     if not (isinstance(cls, type) and issubclass(cls, Trajectory)):
         raise ValueError(f"{what}: {cls!r} is not a Trajectory class")
     names = [item.name for item in fields(Trajectory)]
