@@ -909,6 +909,7 @@ def _unpickle_system(cls: Any, version: Any, core: Any, options: Any, attributes
         _check_attributes(system, attributes)
     except (TypeError, ValueError, OverflowError) as error:
         raise ValueError(f"{what}: the data is damaged: {error}") from None
+    attributes = {"families": {}, "uv": None, **attributes}
     extra = attributes.pop("__dict__", None)
     for name, value in attributes.items():
         object.__setattr__(system, name, value)
