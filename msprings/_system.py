@@ -328,6 +328,11 @@ class System(_core.System):
     step, and a view keeps the system alive.  Values written through views are checked at
     the next :meth:`step`.
 
+    A System pickles bit for bit (every protocol; see :meth:`__reduce_ex__`), so process
+    pools, joblib and Dask can send it to workers: the unpickled system steps on exactly as
+    the original would.  Pickling one while another thread steps it raises RuntimeError;
+    unpickling damaged data raises ValueError.
+
     Examples
     --------
     >>> import msprings
@@ -815,11 +820,22 @@ class System(_core.System):
         return self.copy()
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        """Pickling (every protocol; with protocol 5 the arrays may travel out of band): the
-        model, the state, every option and colliders (with their ids and where they are),
-        bit for bit, and the attributes kept in Python (``families``, ``uv``, the warnings
-        already issued, the stability limits found).  RuntimeError while another thread
-        steps the system."""
+        """Pickling, every protocol (with protocol 5 the arrays may travel out of band).
+
+        Carried bit for bit: the topology, the parameters, every option (``msprings.OPTIONS``),
+        the initial state, the colliders (their ids, where they start and where they are),
+        x, v, f, the external force, t, steps, the ledger with a change of yours still
+        pending for its ``user`` part, the solver's statistics, the energy the last step
+        call started from, and the attributes kept in Python (``families``, ``uv``, the
+        warnings already issued, the stability limits found, a subclass's own).  The
+        caches a step makes are rebuilt by the next step, which gives the same bits.  The
+        data carries the version :data:`PICKLE_VERSION`.
+
+        Raises
+        ------
+        RuntimeError
+            Another thread is stepping the system: pickle it once that step is over.
+        """
         core = self._pickle_state()  # first: a snapshot no step can be part-way through
         options = {option.name: getattr(self, option.name) for option in _core.OPTIONS}
         attributes = {name: getattr(self, name) for name in _slot_names(type(self)) if hasattr(self, name)}
