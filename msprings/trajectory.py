@@ -153,7 +153,7 @@ class Trajectory:
         """Pickling, bit for bit: every field's array and value as it is (with protocol 5 the
         arrays may travel out of band), under the version :data:`PICKLE_VERSION`."""
         return _unpickle_trajectory, (type(self), PICKLE_VERSION,
-                                      {item.name: getattr(self, item.name) for item in fields(Trajectory)})
+                                      {item.name: getattr(self, item.name) for item in fields(self)})
 
     def to_dataframe(self) -> pandas.DataFrame:
         """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
@@ -284,8 +284,8 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
         raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
     if not (isinstance(cls, type) and issubclass(cls, Trajectory)):
         raise ValueError(f"{what}: {cls!r} is not a Trajectory class")
-    names = [item.name for item in fields(Trajectory)]
-    if not isinstance(values, dict) or sorted(values) != sorted(names):
+    names = [item.name for item in fields(cls)]  # a subclass's fields too
+    if not isinstance(values, dict) or set(values) != set(names):
         raise ValueError(f"{what}: the data is damaged (it must hold exactly the fields {', '.join(names)})")
 
     def damaged(key: str, why: str) -> ValueError:

@@ -494,6 +494,7 @@ TRAJECTORY_DAMAGE = {
     "version text": (set_argument(1, "1"), "version tag"),
     "not a Trajectory class": (set_argument(0, dict), "not a Trajectory class"),
     "missing field": (lambda arguments: arguments[2].pop("times"), "exactly the fields"),
+    "field named by a number": (trajectory_entry(3, 1.0), "exactly the fields"),
     "nan positions": (trajectory_nan("positions"), "positions holds NaN"),
     "nan energy": (trajectory_nan("energy"), "energy holds NaN"),
     "positions of the wrong shape": (trajectory_entry("positions", np.zeros((4, 9, 2))), "positions"),
