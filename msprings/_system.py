@@ -905,7 +905,8 @@ def _unpickle_system(cls: Any, version: Any, core: Any, options: Any, attributes
     ------
     ValueError
         The data is damaged (wrong shapes or types, NaN or infinite positions, values a
-        System refuses), or its version is not :data:`PICKLE_VERSION`.
+        System refuses), or its version is not :data:`PICKLE_VERSION`.  (A truncated
+        pickle never gets here: ``pickle`` refuses it with UnpicklingError or EOFError.)
     """
     what = "cannot unpickle an msprings.System"
     if isinstance(version, bool) or not isinstance(version, int):
