@@ -328,6 +328,11 @@ class System(_core.System):
     step, and a view keeps the system alive.  Values written through views are checked at
     the next :meth:`step`.
 
+    A System pickles bit for bit (every protocol; see :meth:`__reduce_ex__`), so process
+    pools, joblib and Dask can send it to workers: the unpickled system steps on exactly as
+    the original would.  Pickling one while another thread steps it raises RuntimeError;
+    unpickling damaged data raises ValueError.
+
     Examples
     --------
     >>> import msprings
@@ -814,6 +819,31 @@ class System(_core.System):
     def __deepcopy__(self, memo: dict[int, Any]) -> "System":
         return self.copy()
 
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickling, every protocol (with protocol 5 the arrays may travel out of band).
+
+        Carried bit for bit: the topology, the parameters, every option (``msprings.OPTIONS``),
+        the initial state, the colliders (their ids, where they start and where they are),
+        x, v, f, the external force, t, steps, the ledger with a change of yours still
+        pending for its ``user`` part, the solver's statistics, the energy the last step
+        call started from, and the attributes kept in Python (``families``, ``uv``, the
+        warnings already issued, the stability limits found, a subclass's own).  The
+        caches a step makes are rebuilt by the next step, which gives the same bits.  The
+        data carries the version :data:`PICKLE_VERSION`.
+
+        Raises
+        ------
+        RuntimeError
+            Another thread is stepping the system: pickle it once that step is over.
+        """
+        core = self._pickle_state()  # first: a snapshot no step can be part-way through
+        options = {option.name: getattr(self, option.name) for option in _core.OPTIONS}
+        attributes = {name: getattr(self, name) for name in _slot_names(type(self)) if hasattr(self, name)}
+        extra = getattr(self, "__dict__", None)  # a subclass's own attributes
+        if extra:
+            attributes["__dict__"] = dict(extra)
+        return _unpickle_system, (type(self), PICKLE_VERSION, core, options, attributes)
+
     def __copy__(self) -> "System":
         return self.copy()
 
@@ -823,3 +853,83 @@ class System(_core.System):
             f"<msprings.System: {self.n_nodes} nodes ({pinned} pinned), {self.n_springs} springs, "
             f"{self.integrator}, t={self.t:.6g} s, {self.steps} steps>"
         )
+
+
+#: The version of the data that a pickled :class:`System` carries; unpickling refuses any other.
+PICKLE_VERSION = 1
+
+
+def _slot_names(cls: type) -> list[str]:
+    """The attributes that the ``__slots__`` of ``cls`` and its bases hold."""
+    names = []
+    for klass in cls.__mro__:
+        slots = klass.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name not in ("__dict__", "__weakref__") and name not in names:
+                names.append(name)
+    return names
+
+
+def _check_attributes(system: System, attributes: dict[str, Any]) -> None:
+    """ValueError unless the pickled Python attributes are the ones a System keeps, with
+    values of their kind (``uv`` one finite (u, v) per node, ``families`` spring indices)."""
+    allowed = set(_slot_names(type(system))) | {"__dict__"}
+    unknown = sorted(str(name) for name in attributes if name not in allowed)
+    if unknown:
+        raise ValueError(f"it holds attributes a {type(system).__name__} does not have: {', '.join(unknown)}")
+    uv = attributes.get("uv")
+    if uv is not None and not (isinstance(uv, np.ndarray) and uv.dtype == np.float64 and
+                               uv.shape == (system.n_nodes, 2) and np.isfinite(uv).all()):
+        raise ValueError(f"uv must be None or a finite float64 array of shape ({system.n_nodes}, 2)")
+    families = attributes.get("families", {})
+    if not isinstance(families, dict) or not all(
+            isinstance(name, str) and isinstance(indices, np.ndarray) and indices.dtype.kind in "iu"
+            and (indices.size == 0 or (indices.min() >= 0 and indices.max() < system.n_springs))
+            for name, indices in families.items()):
+        raise ValueError(f"families must map names to arrays of spring indices in 0..{system.n_springs - 1}")
+    warned = attributes.get("_warned", frozenset())
+    if not isinstance(warned, frozenset) or not all(isinstance(kind, str) for kind in warned):
+        raise ValueError("_warned must be a frozenset of warning kinds")
+    limits = attributes.get("_stability_limits", {})
+    if not isinstance(limits, dict) or not all(isinstance(name, str) and isinstance(limit, float)
+                                               for name, limit in limits.items()):
+        raise ValueError("_stability_limits must map integrator names to time steps (s)")
+    if "__dict__" in attributes and not isinstance(attributes["__dict__"], dict):
+        raise ValueError("__dict__ must be a dict")
+
+
+def _unpickle_system(cls: Any, version: Any, core: Any, options: Any, attributes: Any) -> System:
+    """Rebuilds a System pickled by :meth:`System.__reduce_ex__`.
+
+    Raises
+    ------
+    ValueError
+        The data is damaged (wrong shapes or types, NaN or infinite positions, values a
+        System refuses), or its version is not :data:`PICKLE_VERSION`.  (A truncated
+        pickle never gets here: ``pickle`` refuses it with UnpicklingError or EOFError.)
+    """
+    what = "cannot unpickle an msprings.System"
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"{what}: its version tag {version!r} is not a version number")
+    if version > PICKLE_VERSION:
+        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
+                         f"({PICKLE_VERSION}): upgrade msprings")
+    if version != PICKLE_VERSION:
+        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
+    if not (isinstance(cls, type) and issubclass(cls, System)):
+        raise ValueError(f"{what}: {cls!r} is not a System class")
+    if not (isinstance(core, dict) and isinstance(options, dict) and isinstance(attributes, dict)):
+        raise ValueError(f"{what}: the data is damaged (its state, options and attributes must be dicts)")
+    system = cls.__new__(cls)
+    try:
+        system._unpickle_state(core, options)
+        _check_attributes(system, attributes)
+    except (TypeError, ValueError, OverflowError) as error:
+        raise ValueError(f"{what}: the data is damaged: {error}") from None
+    attributes = {"families": {}, "uv": None, **attributes}
+    extra = attributes.pop("__dict__", None)
+    for name, value in attributes.items():
+        object.__setattr__(system, name, value)
+    if extra:
+        system.__dict__.update(extra)
+    return system

@@ -149,6 +149,12 @@ class Trajectory:
         with Archive(path, "msprings trajectory") as archive:
             return _trajectory_from_archive(archive)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickling, bit for bit: every field's array and value as it is (with protocol 5 the
+        arrays may travel out of band), under the version :data:`PICKLE_VERSION`."""
+        return _unpickle_trajectory, (type(self), PICKLE_VERSION,
+                                      {item.name: getattr(self, item.name) for item in fields(self)})
+
     def to_dataframe(self) -> pandas.DataFrame:
         """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
         record with ``time`` (s), ``steps`` and every energy and ledger column (J)."""
@@ -251,6 +257,88 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
     return Trajectory(times, steps.astype(np.int64), positions, velocities, energy, ledger,
                       spring_pairs.astype(np.int32), faces.astype(np.int32), pinned, rest, uv, descriptions, centers,
                       float(get("dt")))
+
+
+#: The version of the data that a pickled :class:`Trajectory` carries; unpickling refuses any other.
+PICKLE_VERSION = 1
+
+
+def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
+    """Rebuilds a Trajectory pickled by :meth:`Trajectory.__reduce__`, checking what it is
+    given as :meth:`Trajectory.load` checks a file.
+
+    Raises
+    ------
+    ValueError
+        The data is damaged (missing or unknown fields, wrong dtypes or shapes, NaN or
+        infinity in a record made, indices outside the nodes), or its version is not
+        :data:`PICKLE_VERSION`.
+    """
+    what = "cannot unpickle an msprings.Trajectory"
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"{what}: its version tag {version!r} is not a version number")
+    if version > PICKLE_VERSION:
+        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
+                         f"({PICKLE_VERSION}): upgrade msprings")
+    if version != PICKLE_VERSION:
+        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
+    if not (isinstance(cls, type) and issubclass(cls, Trajectory)):
+        raise ValueError(f"{what}: {cls!r} is not a Trajectory class")
+    names = [item.name for item in fields(cls)]  # a subclass's fields too
+    if not isinstance(values, dict) or set(values) != set(names):
+        raise ValueError(f"{what}: the data is damaged (it must hold exactly the fields {', '.join(names)})")
+
+    def damaged(key: str, why: str) -> ValueError:
+        return ValueError(f"{what}: the data is damaged: {key} {why}")
+
+    def array(key: str, kinds: str, shape: tuple[int | None, ...]) -> np.ndarray:
+        value = values[key]
+        if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds or value.ndim != len(shape) or any(
+                size is not None and size != actual for size, actual in zip(shape, value.shape)):
+            wanted = tuple("any" if size is None else size for size in shape)
+            raise damaged(key, f"is not an array of kind {kinds!r} and shape {wanted}")
+        return value
+
+    times = array("times", "f", (None,))
+    records = len(times)
+    steps = array("steps", "i", (records,))
+    positions = array("positions", "f", (records, None, 3))
+    nodes = positions.shape[1]
+    velocities = None if values["velocities"] is None else array("velocities", "f", (records, nodes, 3))
+    energy = array("energy", "f", (records, len(ENERGY_FIELDS)))
+    ledger = array("ledger", "f", (records, len(LEDGER_FIELDS)))
+    springs = array("springs", "iu", (None, 2))
+    faces = array("faces", "iu", (None, 3))
+    pinned = array("pinned", "b", (nodes,))
+    rest = array("rest", "f", (len(springs),))
+    uv = None if values["uv"] is None else array("uv", "f", (nodes, 2))
+    colliders = values["colliders"]
+    centers = array("collider_centers", "f", (None, None, 3))
+    if not isinstance(colliders, list) or not all(isinstance(c, dict) for c in colliders):
+        raise damaged("colliders", "is not a list of descriptions (dicts)")
+    if centers.size and centers.shape[:2] != (records, len(colliders)):
+        raise damaged("collider_centers", f"has shape {centers.shape}, not ({records}, {len(colliders)}, 3)")
+    dt = values["dt"]
+    if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt):
+        raise damaged("dt", "is not a finite number of seconds")
+    # a run that failed leaves records it did not make: step count -1 and NaN (System.run)
+    if steps.size and steps.min() < -1:
+        raise damaged("steps", f"holds the step count {steps.min()}, below -1 (a record not made)")
+    made = steps >= 0
+    for key, value in (("times", times), ("positions", positions), ("velocities", velocities),
+                       ("energy", energy), ("ledger", ledger), ("collider_centers", centers)):
+        if value is not None and value.size and not np.isfinite(value[made]).all():
+            raise damaged(key, "holds NaN or infinity in a record made")
+    for key, value in (("rest", rest), ("uv", uv)):
+        if value is not None and not np.isfinite(value).all():
+            raise damaged(key, "holds NaN or infinity")
+    for key, indices in (("springs", springs), ("faces", faces)):
+        if indices.size and (indices.min() < 0 or indices.max() >= nodes):
+            raise damaged(key, f"refer to nodes outside 0..{nodes - 1}")
+    trajectory = cls.__new__(cls)
+    for name in names:
+        object.__setattr__(trajectory, name, values[name])
+    return trajectory
 
 
 def _refuse_constant(constant: str) -> float:

@@ -10,6 +10,7 @@ import ctypes.util
 import gc
 import math
 import os
+import pickle
 import sys
 import weakref
 from typing import Callable
@@ -163,6 +164,28 @@ def fail_and_drop_once() -> None:
         pass
 
 
+def pickle_and_drop_once() -> None:
+    """Pickling and unpickling a system (in band and out of band) and a trajectory, and
+    unpickling damaged data, refused before and after its state is made."""
+    s = build()
+    s.add_plane((0.0, -1.0, 0.0))
+    s.step(DT, 3)
+    s.external[0] = (0.0, 0.1, 0.0)
+    copy = pickle.loads(pickle.dumps(s, protocol=2))
+    buffers: list[pickle.PickleBuffer] = []
+    data = pickle.dumps(copy, protocol=5, buffer_callback=buffers.append)
+    again = pickle.loads(data, buffers=buffers)
+    again.step(DT, 2)
+    function, (cls, version, core, options, attributes) = s.__reduce_ex__(5)
+    for damage in ({"x": np.full((N_NODES, 3), np.nan)}, {"ledger": (-1.0,) + (0.0,) * 10}):
+        try:
+            function(cls, version, dict(core, **damage), options, attributes)
+        except ValueError:
+            pass
+    trajectory = again.run(DT, 4, 2, velocities=True)
+    pickle.loads(pickle.dumps(trajectory, protocol=5))
+
+
 def assert_flat_memory(round_: Callable[[], None]) -> None:
     """Runs ``round_`` many times after a warm-up; resident memory must stay flat.  Checks every
     few hundred rounds so that a leak fails early instead of exhausting memory."""
@@ -186,6 +209,10 @@ def test_success_paths_do_not_leak() -> None:
 @pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
 def test_error_paths_do_not_leak() -> None:
     assert_flat_memory(fail_and_drop_once)
+
+
+def test_pickling_does_not_leak() -> None:
+    assert_flat_memory(pickle_and_drop_once)
 
 
 def test_the_diverging_step_really_diverges() -> None:

@@ -139,6 +139,9 @@ PyObject* System_initial_state(SystemObject* self, PyObject* ignored);
 PyObject* System_restore_clock(SystemObject* self, PyObject* args);
 PyObject* System_watched_energy(SystemObject* self, PyObject* ignored);
 PyObject* System_check_values(SystemObject* self, PyObject* ignored);
+/* system_pickle.c */
+PyObject* System_pickle_state(SystemObject* self, PyObject* ignored);
+PyObject* System_unpickle_state(SystemObject* self, PyObject* args);
 /* system_colliders.c */
 PyObject* System_add_collider(SystemObject* self, PyObject* args);
 PyObject* System_set_collider(SystemObject* self, PyObject* args);

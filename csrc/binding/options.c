@@ -240,9 +240,15 @@ void mspy_option_attributes(PyGetSetDef* out) {
                                (void*)&options[i]};
 }
 
-/* Parses value as the option called name into opt (see parse_option). */
+/* Parses value as the option called name into opt (see parse_option); ValueError for a name
+   that is not an option's. */
 int mspy_parse_option(const char* name, PyObject* value, ms_options* opt) {
-    return parse_option(option_named(name), value, opt);
+    const option_spec* spec = option_named(name);
+    if (spec == NULL) {
+        PyErr_Format(PyExc_ValueError, "%s is not an option of System (see msprings.OPTIONS)", name);
+        return -1;
+    }
+    return parse_option(spec, value, opt);
 }
 
 /* One record of _core.OPTIONS: the option's row of the table, as Python sees it. */

@@ -244,6 +244,12 @@ static PyMethodDef System_methods[] = {
     {"_collider_start", (PyCFunction)System_collider_start, METH_O,
      "_collider_start(id) -> where the collider starts: its center after reset() (m)"},
     {"_collider_ids", (PyCFunction)System_collider_ids, METH_NOARGS, "ids of the colliders, in order"},
+    {"_pickle_state", (PyCFunction)System_pickle_state, METH_NOARGS,
+     "_pickle_state() -> dict: the model and state as arrays and numbers, bit for bit (options apart), for "
+     "pickle; RuntimeError while another thread steps the system."},
+    {"_unpickle_state", (PyCFunction)System_unpickle_state, METH_VARARGS,
+     "_unpickle_state(state, options): fills a System made by __new__ from _pickle_state()'s dict and a dict of "
+     "options (name: value); TypeError or ValueError, the object left uninitialised, for damaged data."},
     {"reset", (PyCFunction)System_reset, METH_NOARGS,
      "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and an empty energy "
      "ledger; parameters, options and the external force are kept."},
