@@ -354,8 +354,9 @@ def sweep(
         members on its cluster (local, SSH, Kubernetes, an HPC job queue: any cluster Dask
         starts); the results are bitwise those of a local sweep.
     chunk_size : int, optional
-        Members per task.  Default: the members split into about 4 tasks per worker thread
-        (at least 1 member each), which balances the load and keeps the progress bar moving.
+        Members per task.  Default: the members split into about 4 tasks per local thread, or
+        2 per worker thread of a cluster (where each task costs a round trip), at least 1
+        member each: enough to balance the load and keep the progress bar moving.
     workers : int, optional
         Local threads (default: the number of cores).  Ignored with a client.
     positions : bool
@@ -435,7 +436,8 @@ def sweep(
         threads = workers or os.cpu_count() or 1
     else:
         threads = max(1, sum(client.nthreads().values()))
-    size = chunk_size or max(1, math.ceil(total / (4 * threads)))
+    # a few tasks per worker thread balance the load; a cluster's tasks cost a round trip each
+    size = chunk_size or max(1, math.ceil(total / ((4 if client is None else 2) * threads)))
     chunks = [(group_dt, members[start:start + size]) for group_dt, members in groups
               for start in range(0, len(members), size)]
     show = progress if progress is not None else (total * steps >= _LONG_SWEEP and _interactive())
@@ -509,11 +511,8 @@ def _run_cluster(build: Callable[..., System], measure: Measure | None, names: t
                bar: _Progress | None) -> list[dict[str, np.ndarray]]:
     from distributed import as_completed
 
-    build_future, measure_future = client.scatter([build, measure], broadcast=True, hash=False)
-    futures = []
-    for group_dt, members in chunks:
-        futures.append(client.submit(_run_chunk, build_future, measure_future, names, [points[m] for m in members],
-                                     group_dt, steps, record_every, positions, pure=False))
+    futures = [client.submit(_run_chunk, build, measure, names, [points[m] for m in members], group_dt, steps,
+                             record_every, positions, pure=False) for group_dt, members in chunks]
     index_of = {future.key: index for index, future in enumerate(futures)}
     results: list[dict[str, np.ndarray] | None] = [None] * len(chunks)
     done_members = 0
