@@ -204,6 +204,25 @@ def test_every_member_diverging_keeps_only_the_flags() -> None:
     assert ds.diverged.values.all() and "x" not in ds
 
 
+def test_pandas_when_xarray_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    grid = {"k": [30.0, 60.0], "mass": [1.0]}
+    expected = msprings.sweep(hanging_chain, grid, 2e-3, 100, measure=chain_measure, output="pandas")
+    monkeypatch.setitem(sys.modules, "xarray", None)  # import xarray now raises ImportError
+    df = msprings.sweep(hanging_chain, grid, 2e-3, 100, measure=chain_measure)
+    pandas.testing.assert_frame_equal(df, expected, check_exact=True)
+    assert list(df.index.names) == ["k", "mass"]
+    with pytest.raises(ImportError, match="xarray"):
+        msprings.sweep(hanging_chain, grid, 2e-3, 100, output="xarray")
+
+
+def test_progress_bar_counts_members(capsys: pytest.CaptureFixture[str]) -> None:
+    msprings.sweep(spring, {"k": [10.0, 20.0, 30.0], "c": [0.1]}, 1e-3, 10, progress=True, workers=1, chunk_size=1)
+    bar = capsys.readouterr().err
+    assert bar.endswith("\n") and "3/3 members" in bar
+    msprings.sweep(spring, {"k": [10.0, 20.0, 30.0], "c": [0.1]}, 1e-3, 10)  # short: no bar
+    assert capsys.readouterr().err == ""
+
+
 # ---------------------------------------------------------------------------------------
 # Dask
 
@@ -307,6 +326,12 @@ def test_bad_build_and_measure_results() -> None:
     with pytest.raises(ValueError, match="measure's 'y' has shape"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, measure=lambda s: {"y": s.x[:, 1]},
                        positions=False, workers=1, chunk_size=2)
+    with pytest.raises(ValueError, match="same keys"):
+        msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, positions=False, workers=1, chunk_size=2,
+                       measure=lambda s: {f"y{len(s.x)}": s.x[-1, 1]})
+    with pytest.raises(ValueError, match="different keys"):
+        msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, positions=False, workers=1, chunk_size=1,
+                       measure=lambda s: {f"y{len(s.x)}": s.x[-1, 1]})
     with pytest.raises(ValueError, match="different node counts"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10)
 
