@@ -44,6 +44,9 @@ _LONG_SWEEP = 10_000_000
 _NODE_COUNTS = ("members have different node counts, so their positions cannot be stacked: pass "
                 "positions=False and measure what you need")
 
+#: Names the results use for their own variables and dimensions.
+_RESULT_NAMES = ("x", "diverged", "time", "step", "node", "axis")
+
 Measure = Callable[[System], Mapping[str, Any]]
 
 
@@ -63,8 +66,10 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
     Returns arrays with a leading member axis ``B = len(systems)``: ``"x"`` (B, R, n, 3) in m
     (R = 1 + ceil(steps / record_every) records when recording, else the final state only,
     (B, n, 3); only if ``positions``); each of measure's keys (B, R, *shape) or (B, *shape);
-    ``"diverged"`` (B,) bool.  A member that raises :class:`msprings.DivergenceError` is rolled back by its step
-    call and stepped no further: its records from then on are NaN.
+    ``"diverged"`` (B,) bool.  A member that raises :class:`msprings.DivergenceError` is rolled
+    back by its step call and stepped no further: its records from then on are NaN.  ``stop``,
+    once set, ends the run (:class:`_Stopped`) before the next call of at most
+    ``_STEPS_PER_CALL`` steps.
 
     All members advance one record interval, then all are recorded: the order a batched
     ensemble (one ``step(dt, n)`` for all members, ``diverged`` flags, ``system(i)`` views)
@@ -78,7 +83,7 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
         boundaries = list(range(record_every, steps, record_every)) + [steps] if steps > 0 else []
     records = len(boundaries) + 1 if record_every is not None else 1
     diverged = np.zeros(count, dtype=bool)
-    kept: dict[str, list[np.ndarray]] = {}
+    kept: dict[str, np.ndarray] = {}
 
     def keep(r: int) -> None:
         for i, system in enumerate(systems):
@@ -149,6 +154,8 @@ def _run_chunk(build: Callable[..., System], measure: Measure | None, names: tup
     """Build the members of one chunk (grid points ``points``, one dt) and run them."""
     systems = []
     for point in points:
+        if stop is not None and stop.is_set():
+            raise _Stopped
         parameters = dict(zip(names, point))
         integrator = parameters.pop("integrator", None)
         parameters.pop("dt", None)
@@ -185,7 +192,7 @@ def _check_grid(grid: Any) -> tuple[tuple[str, ...], list[np.ndarray]]:
             raise ValueError(f"grid[{name!r}] must be 1-D, got shape {axis.shape}")
         if axis.size == 0:
             raise ValueError(f"grid[{name!r}] is empty: every grid axis needs at least one value")
-        if name in ("x", "diverged", "time", "node", "axis"):
+        if name in _RESULT_NAMES:
             raise ValueError(f"grid may not use the name {name!r}: the results use it")
         names.append(name)
         axes.append(axis)
@@ -445,6 +452,9 @@ def sweep(
     run = _run_local if client is None else _run_cluster
     results = run(build, measure, names, points, chunks, steps, record_every, positions, threads, client, bar)
     arrays = _gather(results, chunks, total)
+    clashes = sorted(set(arrays) & set(names))
+    if clashes:
+        raise ValueError(f"measure's keys {clashes} are also grid names: rename them")
     if kind == "xarray":
         return _dataset(arrays, names, axes, shape, step_size, steps, record_every)
     return _dataframe(arrays, names, axes, shape, step_size, steps, record_every)
@@ -459,7 +469,12 @@ def _interactive() -> bool:
 def _points(axes: list[np.ndarray]) -> list[tuple[Any, ...]]:
     """Every grid point, C order (the last name varies fastest), as Python values."""
     index = np.indices(tuple(len(axis) for axis in axes)).reshape(len(axes), -1)
-    return [tuple(axis[i].item() for axis, i in zip(axes, column)) for column in index.T]
+    return [tuple(_python_value(axis[i]) for axis, i in zip(axes, column)) for column in index.T]
+
+
+def _python_value(value: Any) -> Any:
+    """A NumPy scalar as the Python value it holds (build gets floats, ints and strs)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _groups(names: tuple[str, ...], points: list[tuple[Any, ...]],

@@ -290,6 +290,7 @@ def two_arguments(k: float, mass: float) -> msprings.System:
     (dict(grid={"k": [1.0], "mass": [1.0]}, build=one_argument), ValueError, "['mass']"),
     (dict(grid={"mass": [1.0]}, build=two_arguments), ValueError, "needs ['k']"),
     (dict(grid={"time": [1.0]}), ValueError, "'time'"),
+    (dict(grid={"step": [1.0]}), ValueError, "'step'"),
     (dict(grid={"integrator": ["leapfrog"]}), ValueError, "grid['integrator']"),
     (dict(grid={"dt": [0.0]}, dt=None), ValueError, "grid['dt']"),
     (dict(grid={"dt": [1e-3]}), ValueError, "dt must be None"),
@@ -326,6 +327,8 @@ def test_bad_build_and_measure_results() -> None:
     with pytest.raises(ValueError, match="measure's 'y' has shape"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, measure=lambda s: {"y": s.x[:, 1]},
                        positions=False, workers=1, chunk_size=2)
+    with pytest.raises(ValueError, match=r"keys \['k'\] are also grid names"):
+        msprings.sweep(spring, {"k": [1.0], "c": [0.0]}, 1e-3, 10, measure=lambda s: {"k": s.k[0]})
     with pytest.raises(ValueError, match="same keys"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, positions=False, workers=1, chunk_size=2,
                        measure=lambda s: {f"y{len(s.x)}": s.x[-1, 1]})
