@@ -138,6 +138,15 @@ def test_final_state_only_and_one_call_give_the_same_bits() -> None:
             assert np.array_equal(one.x.sel(k=k, mass=mass).values, alone.x)
 
 
+def test_worker_processes_give_the_bits_of_threads() -> None:
+    grid = {"k": [30.0, 60.0, 90.0], "mass": [0.5, 2.0]}
+    arguments = dict(dt=2e-3, steps=700, record_every=100, measure=chain_measure)
+    threads = msprings.sweep(hanging_chain, grid, **arguments)
+    processes = msprings.sweep(lambda k, mass: hanging_chain(k, mass), grid, local="processes", workers=2,
+                               **arguments)
+    assert processes.identical(threads)
+
+
 def test_pandas_output_equals_xarray_output() -> None:
     grid = {"k": [30.0, 60.0], "mass": [0.5, 1.0, 2.0]}
     arguments = dict(dt=2e-3, steps=600, record_every=200, measure=chain_measure)
@@ -308,6 +317,7 @@ def two_arguments(k: float, mass: float) -> msprings.System:
     (dict(client="tcp://localhost:8786"), TypeError, "client"),
     (dict(chunk_size=0), ValueError, "chunk_size"),
     (dict(workers=0), ValueError, "workers"),
+    (dict(local="gpu"), ValueError, "local"),
     (dict(output="csv"), ValueError, "output"),
     (dict(positions=1), TypeError, "positions"),
 ])
