@@ -15,6 +15,7 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
     ) from error
 from . import _core, io
 from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
+from .sweep import sweep  # the function (imports Dask, xarray and pandas only when called)
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -74,4 +75,5 @@ __all__ = [
     "get_num_threads",
     "interact",
     "set_num_threads",
+    "sweep",
 ]
