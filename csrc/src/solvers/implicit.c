@@ -671,6 +671,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         ensure_pattern(m, solver);
         stats->newton_iterations = 0;
         stats->cg_iterations = 0;
+        stats->cg_residual = 0.0;
         stats->cg_converged = 1;
         stats->newton_converged = 0;
     }

@@ -129,7 +129,17 @@ static int64_t region_count(int64_t nspring, int64_t ncolour) {
 }
 
 int ms_xpbd_ensure_colours(const ms_model* m, ms_state* s, ms_error* err) {
-    if (ms_workspace_get(s, MS_WORK_XPBD) != NULL) return MS_OK;
+    ms_colouring* made = ms_workspace_get(s, MS_WORK_XPBD);
+    if (made != NULL) {
+        /* a collider added since the colours were made: the resting nodes' normals too */
+        if (m->ncollider > 0 && made->held == NULL) {
+            made->held = malloc(sizeof(double) * 3 * (size_t)(m->nnode > 0 ? m->nnode : 1));
+            if (made->held == NULL)
+                return ms_error_set(err, MS_ERR_MEMORY, "out of memory for xpbd's contact with %lld nodes",
+                                    (long long)m->nnode);
+        }
+        return MS_OK;
+    }
     ms_colouring* c = calloc(1, sizeof *c);
     const size_t count = (size_t)(m->nspring > 0 ? m->nspring : 1);
     if (c != NULL) {
@@ -235,8 +245,10 @@ int ms_xpbd_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_R
         for (int64_t i = begin; i < end; ++i) {
             const double* n = colours->held + 3 * i;
             if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+            const double* vi = v + 3 * i;
             const double along = (rows[4 * i] - start_rows[4 * i]) * n[0] + (rows[4 * i + 1] - start_rows[4 * i + 1]) * n[1] +
-                                 (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2];
+                                 (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2] -
+                                 h * (vi[0] * n[0] + vi[1] * n[1] + vi[2] * n[2]);
             for (int a = 0; a < 3; ++a) {
                 rows[4 * i + a] -= along * n[a];
                 v_out[3 * i + a] = (rows[4 * i + a] - x[3 * i + a]) / h;
@@ -277,9 +289,11 @@ int ms_xpbd_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_R
             for (int64_t i = begin; i < end; ++i) {
                 const double* n = colours->held + 3 * i;
                 if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+                const double* vi = v + 3 * i;
                 const double along = (rows[4 * i] - start_rows[4 * i]) * n[0] +
                                      (rows[4 * i + 1] - start_rows[4 * i + 1]) * n[1] +
-                                     (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2];
+                                     (rows[4 * i + 2] - start_rows[4 * i + 2]) * n[2] -
+                                     h * (vi[0] * n[0] + vi[1] * n[1] + vi[2] * n[2]);
                 for (int a = 0; a < 3; ++a) rows[4 * i + a] -= along * n[a];
             }
             ms_sync(w);
