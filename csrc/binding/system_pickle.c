@@ -6,8 +6,8 @@
  * that damaged data raises TypeError or ValueError and leaves the object uninitialised.
  *
  * What is carried is what ms_model_copy and ms_state_copy carry (and the energy the last
- * step call started from, which copy() keeps too), plus each collider's id and the next
- * id, so handles to the colliders keep their meaning.  Not carried: the caches a step
+ * step call started from, which copy() keeps too, when it is finite), plus each collider's
+ * id and the next id, so handles to the colliders keep their meaning.  Not carried: the caches a step
  * makes (layouts, factorisations, the renumbered copy), which the next step rebuilds from
  * the parameters, and a recording's settings, which hold only during a run.
  */
@@ -26,6 +26,12 @@ static const size_t ledger_parts[] = {
     offsetof(ms_ledger, constraints), offsetof(ms_ledger, user)};
 #define LEDGER_PARTS (sizeof ledger_parts / sizeof ledger_parts[0])
 #define DISSIPATED_PARTS_NOT_NEGATIVE 4 /* dampers, drag, contact, energy_loss */
+
+static int finite_values(const double* values, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+        if (!isfinite(values[i])) return 0;
+    return 1;
+}
 
 /* A new C-contiguous array of the given shape holding a copy of data. */
 static PyObject* array_copy(const void* data, int ndim, npy_intp d0, npy_intp d1, int typenum) {
@@ -99,8 +105,10 @@ PyObject* System_pickle_state(SystemObject* self, PyObject* Py_UNUSED(ignored)) 
                           s->solver.cg_converged, (long long)s->solver.cg_failures)) < 0 ||
         put(state, "workers", PyLong_FromLong(s->workers)) < 0 ||
         put(state, "next_collider_id", PyLong_FromLongLong(m->next_collider_id)) < 0 ||
+        /* an energy that overflowed is no number to carry: it travels as not kept, and
+           unpickling refuses a non-finite one */
         put(state, "start_energy",
-            self->start_energy_valid
+            self->start_energy_valid && finite_values(self->start_energy, 3)
                 ? Py_BuildValue("(ddd)", self->start_energy[0], self->start_energy[1], self->start_energy[2])
                 : Py_NewRef(Py_None)) < 0)
         goto error;
@@ -198,12 +206,6 @@ static PyObject* entry_tuple(PyObject* state, const char* key, Py_ssize_t count)
     return value;
 }
 
-static int finite_values(const double* values, size_t count) {
-    for (size_t i = 0; i < count; ++i)
-        if (!isfinite(values[i])) return 0;
-    return 1;
-}
-
 /* The options: each entry of the dict (name: value; a private copy) parsed as System's
    attribute of that name parses it, over the defaults (options the data does not name
    keep theirs). */
@@ -290,8 +292,9 @@ static int restore_clock(PyObject* state, ms_state* s) {
     if ((ledger = entry_tuple(state, "ledger", (Py_ssize_t)LEDGER_PARTS)) == NULL) goto done;
     for (size_t i = 0; i < LEDGER_PARTS; ++i)
         if (mspy_parse_real(PyTuple_GET_ITEM(ledger, (Py_ssize_t)i), "ledger", &values[i]) < 0) goto done;
-    if ((solver = entry_tuple(state, "solver", 7)) == NULL || (watched_entry = entry(state, "watched_energy")) == NULL ||
-        (steps_entry = entry(state, "steps")) == NULL || (workers_entry = entry(state, "workers")) == NULL ||
+    if ((solver = entry_tuple(state, "solver", 7)) == NULL ||
+        (watched_entry = entry(state, "watched_energy")) == NULL || (steps_entry = entry(state, "steps")) == NULL ||
+        (workers_entry = entry(state, "workers")) == NULL ||
         entry_real(state, "t", &t) < 0 ||
         mspy_parse_integer(steps_entry, "steps", 0, LLONG_MAX, &steps) < 0 ||
         mspy_parse_integer(workers_entry, "workers", 0, MSPY_THREADS_MAX, &workers) < 0 ||
