@@ -7,9 +7,9 @@
  *
  * What is carried is what ms_model_copy and ms_state_copy carry (and the energy the last
  * step call started from, which copy() keeps too, when it is finite), plus each collider's
- * id and the next id, so handles to the colliders keep their meaning.  Not carried: the caches a step
- * makes (layouts, factorisations, the renumbered copy), which the next step rebuilds from
- * the parameters, and a recording's settings, which hold only during a run.
+ * id and the next id, so handles to the colliders keep their meaning.  Not carried: the
+ * caches a step makes (layouts, factorisations, the renumbered copy), which the next step
+ * rebuilds from the parameters, and a recording's settings, which hold only during a run.
  */
 #define NO_IMPORT_ARRAY
 #include "binding.h"
@@ -181,7 +181,7 @@ static int entry_real(PyObject* state, const char* key, double* out) {
 }
 
 /* 0 if value is a tuple of exactly count items (count < 0: of any length), else -1 with a
-   ValueError that says what was wanted and what what (a description) is instead. */
+   ValueError naming the value (what describes it), what it must be and what it is. */
 static int check_tuple(PyObject* value, const char* what, Py_ssize_t count) {
     if (PyTuple_Check(value) && (count < 0 || PyTuple_GET_SIZE(value) == count)) return 0;
     if (count < 0)
