@@ -873,7 +873,9 @@ def _slot_names(cls: type) -> list[str]:
 def _check_attributes(system: System, attributes: dict[str, Any]) -> None:
     """ValueError unless the pickled Python attributes are the ones a System keeps, with
     values of their kind (``uv`` one finite (u, v) per node, ``families`` spring indices)."""
-    allowed = set(_slot_names(type(system))) | {"__dict__"}
+    allowed = set(_slot_names(type(system)))
+    if hasattr(system, "__dict__"):  # not a subclass that keeps its attributes in slots only
+        allowed.add("__dict__")
     unknown = sorted(str(name) for name in attributes if name not in allowed)
     if unknown:
         raise ValueError(f"it holds attributes a {type(system).__name__} does not have: {', '.join(unknown)}")

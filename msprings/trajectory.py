@@ -316,7 +316,8 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
     centers = array("collider_centers", "f", (None, None, 3))
     if not isinstance(colliders, list) or not all(isinstance(c, dict) for c in colliders):
         raise damaged("colliders", "is not a list of descriptions (dicts)")
-    if centers.size and centers.shape[:2] != (records, len(colliders)):
+    # empty centers stand for "no colliders" or "no records": with both, frame(r) reads them
+    if (centers.size or (records and colliders)) and centers.shape[:2] != (records, len(colliders)):
         raise damaged("collider_centers", f"has shape {centers.shape}, not ({records}, {len(colliders)}, 3)")
     dt = values["dt"]
     if isinstance(dt, bool) or not isinstance(dt, (int, float)) or not math.isfinite(dt):

@@ -345,7 +345,8 @@ DAMAGE = {
     "pinned as floats": (with_entry("pinned", np.zeros(48)), "pinned entry is not an array of bool"),
     "external of the wrong shape": (with_entry("external", np.zeros((47, 3))), "external must have shape"),
     "missing entry": (without_entry("ledger"), "no ledger entry"),
-    "short ledger": (with_entry("ledger", (0.0,) * 10), "ledger entry is not a tuple of 11"),
+    "short ledger": (with_entry("ledger", (0.0,) * 10), "ledger entry must be a tuple of 11 items, not of 10"),
+    "ledger as a list": (with_entry("ledger", [0.0] * 11), "ledger entry must be a tuple of 11 items, not list"),
     "negative damper energy": (with_entry("ledger", (-1.0,) + (0.0,) * 10), "ledger"),
     "nan time": (with_entry("t", float("nan")), "t, ledger or watched_energy"),
     "infinite watched energy": (with_entry("watched_energy", float("inf")), "watched_energy"),
@@ -353,7 +354,11 @@ DAMAGE = {
     "huge steps": (with_entry("steps", 1 << 70), "steps"),
     "text time": (with_entry("t", "noon"), "t must be a real number"),
     "bad solver counts": (with_entry("solver", (0, -1, 0.0, 0.0, 0, 0, 0)), "cg_iterations"),
-    "bad start energy": (with_entry("start_energy", (1.0, 2.0)), "start_energy"),
+    "bad start energy": (with_entry("start_energy", (1.0, 2.0)), "start_energy entry must be a tuple of 3 items"),
+    "infinite start energy": (with_entry("start_energy", (float("inf"), 0.0, 0.0)), "start_energy .* finite"),
+    "nan newton residual": (with_entry("solver", (1, 2, float("nan"), 0.0, 1, 1, 0)), "newton_residual .* finite"),
+    "negative newton residual": (with_entry("solver", (1, 2, -1.0, 0.0, 1, 1, 0)), "newton_residual"),
+    "next collider id beyond 2**62": (with_entry("next_collider_id", 2**63 - 1), "next_collider_id .* out of range"),
     "unknown option": (with_option("warp_speed", 9), "warp_speed is not an option"),
     "bad option value": (with_option("drag", -1.0), "drag"),
     "bad integrator": (with_option("integrator", "leapfrog"), "leapfrog"),
@@ -362,7 +367,10 @@ DAMAGE = {
     "collider id beyond the next": (collider_row(0, 99), "collider 0 is damaged"),
     "nan collider position": (collider_row(9, (0.0, float("nan"), 0.0)), "collider positions"),
     "zero plane normal": (collider_row(3, (0.0, 0.0, 0.0)), "normal"),
-    "colliders not rows": (with_entry("colliders", (1, 2)), "colliders"),
+    "colliders not rows": (with_entry("colliders", (1, 2)), "collider 0 must be a tuple of 10 items, not int"),
+    "short collider row": (with_entry("colliders", ((0, "plane"),)), "collider 0 must be a tuple of 10 items, not of 2"),
+    "colliders as a list": (lambda arguments: arguments[2].update(colliders=list(arguments[2]["colliders"])),
+                            "colliders entry must be a tuple, not list"),
     "unknown attribute": (with_attribute("secret", 1), "secret"),
     "uv of the wrong shape": (with_attribute("uv", np.zeros((3, 2))), "uv"),
     "families out of range": (with_attribute("families", {"bend": np.array([10_000])}), "families"),
@@ -420,6 +428,118 @@ def test_unpickling_needs_an_uninitialised_system() -> None:
     with pytest.raises(RuntimeError, match="already initialised"):
         s._unpickle_state(arguments[2], arguments[3])
     assert _unpickle_system(*arguments).n_nodes == s.n_nodes
+
+
+# An unpickling whose numbers are objects that, when read, empty the dicts they were read
+# from (freeing the tuples those held), resize an array given (freeing its data) and only
+# then answer the right value.  Run under PYTHONMALLOC=debug, which fills freed memory, so
+# that reading anything freed shows.
+HOSTILE_UNPICKLING = """
+import numpy as np
+from msprings import _core, scenes
+
+s = scenes.cloth(4)
+for i in range(25):
+    s.add_sphere((0.0, 5.0 + i, 0.0), 0.1)
+s.step(1e-4, 3)
+cls, version, core, options, attributes = s.__reduce_ex__(5)[1]
+given = dict(core)
+given_options = dict(options)
+
+
+class Hostile:
+    def __init__(self, value):
+        self.value = value
+
+    def strike(self):
+        x = given.get("x")
+        given.clear()
+        given.update(colliders=(), ledger=(0.0,) * 11, solver=(0, 0, 0.0, 0.0, 0, 0, 0))
+        given_options.clear()
+        if x is not None:
+            x.resize(0, refcheck=False)
+
+    def __index__(self):
+        self.strike()
+        return self.value
+
+    def __float__(self):
+        self.strike()
+        return float(self.value)
+
+
+given["x"] = core["x"].copy()
+given["colliders"] = tuple(tuple(row) for row in core["colliders"])  # held by the dict only
+given["next_collider_id"] = Hostile(core["next_collider_id"])
+given["ledger"] = (Hostile(core["ledger"][0]),) + tuple(core["ledger"][1:])
+given["solver"] = tuple(core["solver"][:2]) + (Hostile(core["solver"][2]),) + tuple(core["solver"][3:])
+given_options["drag"] = Hostile(options["drag"])
+fresh = cls.__new__(cls)
+fresh._unpickle_state(given, given_options)
+expected, got = s._pickle_state(), fresh._pickle_state()
+assert expected.keys() == got.keys()
+for key, value in expected.items():
+    if isinstance(value, np.ndarray):
+        assert value.dtype == got[key].dtype and np.array_equal(value, got[key]), key
+    else:
+        assert value == got[key], key
+assert len(fresh.colliders) == 25
+assert all(np.array_equal(getattr(fresh, o.name), getattr(s, o.name)) for o in _core.OPTIONS)
+print("unpickled every value")
+"""
+
+
+def test_python_code_run_while_unpickling_cannot_free_what_is_read() -> None:
+    import os
+    import subprocess
+    import sys
+
+    environment = dict(os.environ, PYTHONMALLOC="debug")
+    done = subprocess.run([sys.executable, "-c", HOSTILE_UNPICKLING], capture_output=True, text=True,
+                          env=environment, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "unpickled every value"
+
+
+def test_the_next_collider_id_is_bounded() -> None:
+    s = scenes.cloth(3)
+    function, arguments = reduction(s)
+    arguments[2]["next_collider_id"] = 1 << 62
+    copy = unpickle_forged(function, arguments)
+    assert [copy.add_plane().id, copy.add_sphere((0.0, 1.0, 0.0), 0.5).id] == [1 << 62, (1 << 62) + 1]
+    arguments[2]["next_collider_id"] = (1 << 62) + 1
+    with pytest.raises(ValueError, match=f"next_collider_id = {(1 << 62) + 1} is out of range"):
+        unpickle_forged(function, arguments)
+
+
+def test_a_start_energy_that_overflowed_travels_as_not_kept() -> None:
+    s = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 1]], k=1.0, gravity=(0.0, 0.0, 0.0))
+    s.v[:] = 1e200  # finite, but its kinetic energy is beyond the largest double
+    s._keep_start_energy(True)
+    s.step(1e-300)
+    assert s._start_energy() == (float("inf"), 0.0, 0.0)
+    copy = roundtrip(s)
+    assert copy._start_energy() is None
+    assert bits(copy._pickle_state()["v"]) == bits(s._pickle_state()["v"])
+
+
+class Slotted(msprings.System):
+    """A subclass that keeps its attributes in slots only."""
+
+    __slots__ = ("label",)
+
+
+def test_a_subclass_with_slots_only_travels_and_refuses_a_dict() -> None:
+    s = Slotted([[0.0, 0.0, 0.0], [0.0, -1.0, 0.0]], [[0, 1]], k=20.0, pinned=[0])
+    s.label = "pendulum"
+    s.step(1e-3, 10)
+    copy = roundtrip(s)
+    assert type(copy) is Slotted and copy.label == "pendulum"
+    assert everything(copy) == everything(s)
+    function, arguments = reduction(s)
+    arguments[4]["__dict__"] = {"label": "elsewhere"}
+    with pytest.raises(ValueError, match="attributes a Slotted does not have: __dict__"):
+        unpickle_forged(function, arguments)
 
 
 # ---- trajectories -------------------------------------------------------------------
@@ -504,6 +624,8 @@ TRAJECTORY_DAMAGE = {
     "steps below -1": (trajectory_entry("steps", np.array([0, -2, 4, 6])), "below -1"),
     "colliders not dicts": (trajectory_entry("colliders", ["plane"]), "colliders"),
     "centers of the wrong shape": (trajectory_entry("collider_centers", np.zeros((4, 3, 3))), "collider_centers"),
+    "no centers for the colliders": (trajectory_entry("collider_centers", np.zeros((0, 0, 3))),
+                                     r"collider_centers has shape \(0, 0, 3\), not \(4, 1, 3\)"),
     "nan dt": (trajectory_entry("dt", float("nan")), "dt"),
 }
 
@@ -514,6 +636,15 @@ def test_damaged_trajectory_data_raises_value_error(case: str) -> None:
     with pytest.raises(ValueError, match=message):
         trajectory_forged(change)
     assert _unpickle_trajectory  # the reconstructor the forged data names
+
+
+def test_a_trajectory_without_colliders_may_leave_their_centers_empty() -> None:
+    trajectory = scenes.cloth(3).run(DT, 6, 2)
+    function, arguments = trajectory.__reduce__()
+    values = dict(arguments[2], collider_centers=np.zeros((0, 0, 3)))  # the field's default
+    copy = unpickle_forged(function, [arguments[0], arguments[1], values])
+    assert copy.frame(3)["colliders"] == []
+    assert bits(copy.positions) == bits(trajectory.positions)
 
 
 # ---- processes ------------------------------------------------------------------------

@@ -6,10 +6,10 @@
  * that damaged data raises TypeError or ValueError and leaves the object uninitialised.
  *
  * What is carried is what ms_model_copy and ms_state_copy carry (and the energy the last
- * step call started from, which copy() keeps too), plus each collider's id and the next
- * id, so handles to the colliders keep their meaning.  Not carried: the caches a step
- * makes (layouts, factorisations, the renumbered copy), which the next step rebuilds from
- * the parameters, and a recording's settings, which hold only during a run.
+ * step call started from, which copy() keeps too, when it is finite), plus each collider's
+ * id and the next id, so handles to the colliders keep their meaning.  Not carried: the
+ * caches a step makes (layouts, factorisations, the renumbered copy), which the next step
+ * rebuilds from the parameters, and a recording's settings, which hold only during a run.
  */
 #define NO_IMPORT_ARRAY
 #include "binding.h"
@@ -26,6 +26,12 @@ static const size_t ledger_parts[] = {
     offsetof(ms_ledger, constraints), offsetof(ms_ledger, user)};
 #define LEDGER_PARTS (sizeof ledger_parts / sizeof ledger_parts[0])
 #define DISSIPATED_PARTS_NOT_NEGATIVE 4 /* dampers, drag, contact, energy_loss */
+
+static int finite_values(const double* values, size_t count) {
+    for (size_t i = 0; i < count; ++i)
+        if (!isfinite(values[i])) return 0;
+    return 1;
+}
 
 /* A new C-contiguous array of the given shape holding a copy of data. */
 static PyObject* array_copy(const void* data, int ndim, npy_intp d0, npy_intp d1, int typenum) {
@@ -99,8 +105,10 @@ PyObject* System_pickle_state(SystemObject* self, PyObject* Py_UNUSED(ignored)) 
                           s->solver.cg_converged, (long long)s->solver.cg_failures)) < 0 ||
         put(state, "workers", PyLong_FromLong(s->workers)) < 0 ||
         put(state, "next_collider_id", PyLong_FromLongLong(m->next_collider_id)) < 0 ||
+        /* an energy that overflowed is no number to carry: it travels as not kept, and
+           unpickling refuses a non-finite one */
         put(state, "start_energy",
-            self->start_energy_valid
+            self->start_energy_valid && finite_values(self->start_energy, 3)
                 ? Py_BuildValue("(ddd)", self->start_energy[0], self->start_energy[1], self->start_energy[2])
                 : Py_NewRef(Py_None)) < 0)
         goto error;
@@ -126,11 +134,19 @@ error:
 
 /* ---- unpickling ------------------------------------------------------------------ */
 
-/* The entry key of the state dict (a borrowed reference), or NULL with ValueError. */
+/* Reading an entry may call Python code (an __index__, a __float__, an array's hooks)
+   that could change or empty the dicts given and free what they held; so the reading
+   works on private copies of the dicts, and every entry read is a new reference, held
+   for as long as it is used. */
+
+/* The entry key of the state dict (a new reference), or NULL with ValueError. */
 static PyObject* entry(PyObject* state, const char* key) {
     PyObject* value = PyDict_GetItemString(state, key);
-    if (value == NULL) PyErr_Format(PyExc_ValueError, "the pickled System has no %s entry", key);
-    return value;
+    if (value == NULL) {
+        if (!PyErr_Occurred()) PyErr_Format(PyExc_ValueError, "the pickled System has no %s entry", key);
+        return NULL;
+    }
+    return Py_NewRef(value);
 }
 
 /* The entry key as an array of exactly typenum (no conversion of kind: a float where an
@@ -139,48 +155,71 @@ static PyArrayObject* entry_array(PyObject* state, const char* key, int typenum,
                                   npy_intp d1) {
     PyObject* value = entry(state, key);
     if (value == NULL) return NULL;
-    if (!PyArray_Check(value) || !PyArray_EquivTypenums(PyArray_TYPE((PyArrayObject*)value), typenum)) {
+    PyArrayObject* array = NULL;
+    if (!PyArray_Check(value) || !PyArray_EquivTypenums(PyArray_TYPE((PyArrayObject*)value), typenum))
         PyErr_Format(PyExc_ValueError, "the pickled System's %s entry is not an array of %s", key,
                      typenum == NPY_INT32 ? "int32" : typenum == NPY_BOOL ? "bool" : "float64");
-        return NULL;
+    else {
+        /* a copy of its own, a plain ndarray: Python code that runs later in the unpickling
+           could resize the array given (refcheck=False) and free the data it held */
+        PyObject* copy = PyArray_FROMANY(value, typenum, 0, 0,
+                                         NPY_ARRAY_IN_ARRAY | NPY_ARRAY_ENSURECOPY | NPY_ARRAY_ENSUREARRAY);
+        if (copy != NULL) array = mspy_input_array(copy, key, typenum, ndim, d0, d1);
+        Py_XDECREF(copy);
     }
-    return mspy_input_array(value, key, typenum, ndim, d0, d1);
+    Py_DECREF(value);
+    return array;
 }
 
 /* The entry key as a double (a real number) into *out. */
 static int entry_real(PyObject* state, const char* key, double* out) {
     PyObject* value = entry(state, key);
-    return value == NULL ? -1 : mspy_parse_real(value, key, out);
+    if (value == NULL) return -1;
+    const int status = mspy_parse_real(value, key, out);
+    Py_DECREF(value);
+    return status;
 }
 
-/* The entry key as a tuple of exactly count items (a borrowed reference), or NULL. */
-static PyObject* entry_tuple(PyObject* value, const char* key, Py_ssize_t count) {
+/* 0 if value is a tuple of exactly count items (count < 0: of any length), else -1 with a
+   ValueError naming the value (what describes it), what it must be and what it is. */
+static int check_tuple(PyObject* value, const char* what, Py_ssize_t count) {
+    if (PyTuple_Check(value) && (count < 0 || PyTuple_GET_SIZE(value) == count)) return 0;
+    if (count < 0)
+        PyErr_Format(PyExc_ValueError, "%s must be a tuple, not %.100s", what, Py_TYPE(value)->tp_name);
+    else if (PyTuple_Check(value))
+        PyErr_Format(PyExc_ValueError, "%s must be a tuple of %zd items, not of %zd", what, count,
+                     PyTuple_GET_SIZE(value));
+    else
+        PyErr_Format(PyExc_ValueError, "%s must be a tuple of %zd items, not %.100s", what, count,
+                     Py_TYPE(value)->tp_name);
+    return -1;
+}
+
+/* The entry key as a tuple of exactly count items (count < 0: any; a new reference), or
+   NULL with ValueError. */
+static PyObject* entry_tuple(PyObject* state, const char* key, Py_ssize_t count) {
+    PyObject* value = entry(state, key);
     if (value == NULL) return NULL;
-    if (!PyTuple_Check(value) || (count >= 0 && PyTuple_GET_SIZE(value) != count)) {
-        PyErr_Format(PyExc_ValueError, "the pickled System's %s entry is not a tuple of %zd items", key, count);
-        return NULL;
-    }
+    char what[64];
+    snprintf(what, sizeof what, "the pickled System's %s entry", key);
+    if (check_tuple(value, what, count) < 0) Py_CLEAR(value);
     return value;
 }
 
-static int finite_values(const double* values, size_t count) {
-    for (size_t i = 0; i < count; ++i)
-        if (!isfinite(values[i])) return 0;
-    return 1;
-}
-
-/* The options: each entry of the dict (name: value) parsed as System's attribute of that
-   name parses it, over the defaults (options the data does not name keep theirs). */
+/* The options: each entry of the dict (name: value; a private copy) parsed as System's
+   attribute of that name parses it, over the defaults (options the data does not name
+   keep theirs). */
 static int parse_options(PyObject* options, ms_options* opt) {
-    if (!PyDict_Check(options)) {
-        PyErr_SetString(PyExc_ValueError, "the pickled System's options are not a dict");
-        return -1;
-    }
     PyObject *key, *value;
     Py_ssize_t position = 0;
     while (PyDict_Next(options, &position, &key, &value)) {
+        Py_INCREF(key);
+        Py_INCREF(value);
         const char* name = mspy_parse_name(key, "option name");
-        if (name == NULL || mspy_parse_option(name, value, opt) < 0) return -1;
+        const int status = name == NULL ? -1 : mspy_parse_option(name, value, opt);
+        Py_DECREF(key);
+        Py_DECREF(value);
+        if (status < 0) return -1;
     }
     ms_error err;
     if (ms_options_check(opt, &err) != MS_OK) {
@@ -190,13 +229,16 @@ static int parse_options(PyObject* options, ms_options* opt) {
     return 0;
 }
 
-/* Adds the pickled colliders to the model, each with its own id and where it starts;
-   their positions go to position (ncollider x 3, room for count rows). */
+/* Adds the pickled colliders (rows: a tuple the caller holds) to the model, each with its
+   own id and where it starts; their positions go to position (ncollider x 3, room for
+   count rows).  A row is a tuple, so what it holds lives as long as rows does. */
 static int add_colliders(ms_model* m, PyObject* rows, int64_t next_id, double* position) {
     const Py_ssize_t count = PyTuple_GET_SIZE(rows);
     for (Py_ssize_t k = 0; k < count; ++k) {
-        PyObject* row = entry_tuple(PyTuple_GET_ITEM(rows, k), "colliders", 10);
-        if (row == NULL) return -1;
+        PyObject* row = PyTuple_GET_ITEM(rows, k);
+        char what[64];
+        snprintf(what, sizeof what, "the pickled System's collider %zd", k);
+        if (check_tuple(row, what, 10) < 0) return -1;
         ms_collider c;
         memset(&c, 0, sizeof c);
         long long id = 0;
@@ -241,15 +283,18 @@ static int restore_clock(PyObject* state, ms_state* s) {
     long long steps = 0, workers = 0, cg_iterations = 0, cg_failures = 0, newton_iterations = 0;
     long long newton_converged = 0, cg_converged = 0;
     double newton_residual = 0.0, cg_residual = 0.0;
-    PyObject* ledger = entry_tuple(entry(state, "ledger"), "ledger", (Py_ssize_t)LEDGER_PARTS);
-    if (ledger == NULL) return -1;
+    int status = -1;
+    PyObject* ledger = NULL;
+    PyObject* solver = NULL;
+    PyObject* watched_entry = NULL;
+    PyObject* steps_entry = NULL;
+    PyObject* workers_entry = NULL;
+    if ((ledger = entry_tuple(state, "ledger", (Py_ssize_t)LEDGER_PARTS)) == NULL) goto done;
     for (size_t i = 0; i < LEDGER_PARTS; ++i)
-        if (mspy_parse_real(PyTuple_GET_ITEM(ledger, (Py_ssize_t)i), "ledger", &values[i]) < 0) return -1;
-    PyObject* solver = entry_tuple(entry(state, "solver"), "solver", 7);
-    PyObject* watched_entry = entry(state, "watched_energy");
-    PyObject* steps_entry = entry(state, "steps");
-    PyObject* workers_entry = entry(state, "workers");
-    if (solver == NULL || watched_entry == NULL || steps_entry == NULL || workers_entry == NULL ||
+        if (mspy_parse_real(PyTuple_GET_ITEM(ledger, (Py_ssize_t)i), "ledger", &values[i]) < 0) goto done;
+    if ((solver = entry_tuple(state, "solver", 7)) == NULL ||
+        (watched_entry = entry(state, "watched_energy")) == NULL || (steps_entry = entry(state, "steps")) == NULL ||
+        (workers_entry = entry(state, "workers")) == NULL ||
         entry_real(state, "t", &t) < 0 ||
         mspy_parse_integer(steps_entry, "steps", 0, LLONG_MAX, &steps) < 0 ||
         mspy_parse_integer(workers_entry, "workers", 0, MSPY_THREADS_MAX, &workers) < 0 ||
@@ -261,13 +306,20 @@ static int restore_clock(PyObject* state, ms_state* s) {
         mspy_parse_integer(PyTuple_GET_ITEM(solver, 4), "newton_converged", 0, 1, &newton_converged) < 0 ||
         mspy_parse_integer(PyTuple_GET_ITEM(solver, 5), "cg_converged", 0, 1, &cg_converged) < 0 ||
         mspy_parse_integer(PyTuple_GET_ITEM(solver, 6), "cg_failures", 0, LLONG_MAX, &cg_failures) < 0)
-        return -1;
+        goto done;
     int valid = isfinite(t) && isfinite(watched) && finite_values(values, LEDGER_PARTS);
     for (size_t i = 0; i < DISSIPATED_PARTS_NOT_NEGATIVE; ++i) valid = valid && values[i] >= 0.0;
     if (!valid) {
         PyErr_SetString(PyExc_ValueError, "the pickled System's t, ledger or watched_energy is damaged: they must be "
                                           "finite, and the dissipated parts but numerical >= 0");
-        return -1;
+        goto done;
+    }
+    /* a relative residual, which a step that ends keeps finite (a step whose Newton
+       iteration goes non-finite diverges and is undone, statistics too) */
+    if (!(isfinite(newton_residual) && newton_residual >= 0.0)) {
+        PyErr_Format(PyExc_ValueError, "the pickled System's newton_residual = %R is damaged: it must be finite and "
+                                       ">= 0", PyTuple_GET_ITEM(solver, 2));
+        goto done;
     }
     s->t = t;
     s->steps = steps;
@@ -282,32 +334,59 @@ static int restore_clock(PyObject* state, ms_state* s) {
     s->solver.newton_converged = (int)newton_converged;
     s->solver.cg_converged = (int)cg_converged;
     s->solver.cg_failures = cg_failures;
-    return 0;
+    status = 0;
+done:
+    Py_XDECREF(ledger);
+    Py_XDECREF(solver);
+    Py_XDECREF(watched_entry);
+    Py_XDECREF(steps_entry);
+    Py_XDECREF(workers_entry);
+    return status;
 }
 
-/* The energy the last step call started from (None: not kept) into self. */
+/* The energy the last step call started from (None: not kept) into self: kinetic, spring
+   and gravity (J), finite. */
 static int restore_start_energy(SystemObject* self, PyObject* state) {
     PyObject* value = entry(state, "start_energy");
     if (value == NULL) return -1;
-    if (value == Py_None) return 0;
-    PyObject* parts = entry_tuple(value, "start_energy", 3);
-    if (parts == NULL) return -1;
-    double energy[3];
-    for (Py_ssize_t i = 0; i < 3; ++i)
-        if (mspy_parse_real(PyTuple_GET_ITEM(parts, i), "start_energy", &energy[i]) < 0) return -1;
-    memcpy(self->start_energy, energy, sizeof energy);
-    self->start_energy_valid = 1;
-    return 0;
+    int status = 0;
+    if (value != Py_None) {
+        double energy[3];
+        status = check_tuple(value, "the pickled System's start_energy entry", 3);
+        for (Py_ssize_t i = 0; status == 0 && i < 3; ++i)
+            status = mspy_parse_real(PyTuple_GET_ITEM(value, i), "start_energy", &energy[i]);
+        if (status == 0 && !finite_values(energy, 3)) {
+            PyErr_Format(PyExc_ValueError, "the pickled System's start_energy %R is damaged: its energies must be "
+                                           "finite", value);
+            status = -1;
+        }
+        if (status == 0) {
+            memcpy(self->start_energy, energy, sizeof energy);
+            self->start_energy_valid = 1;
+        }
+    }
+    Py_DECREF(value);
+    return status;
 }
 
+/* The largest next collider id that unpickling takes: far beyond any count of colliders
+   added one by one, and far enough below INT64_MAX that adding more never runs out. */
+#define PICKLED_NEXT_COLLIDER_ID_MAX (1LL << 62)
+
 PyObject* System_unpickle_state(SystemObject* self, PyObject* args) {
-    PyObject *state, *options;
-    if (!PyArg_ParseTuple(args, "O!O:_unpickle_state", &PyDict_Type, &state, &options)) return NULL;
+    PyObject *given_state, *given_options;
+    if (!PyArg_ParseTuple(args, "O!O:_unpickle_state", &PyDict_Type, &given_state, &given_options)) return NULL;
     if (self->model != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "System is already initialised; unpickle into a new object");
         return NULL;
     }
+    if (!PyDict_Check(given_options)) {
+        PyErr_Format(PyExc_ValueError, "the pickled System's options must be a dict, not %.100s",
+                     Py_TYPE(given_options)->tp_name);
+        return NULL;
+    }
     PyObject* result = NULL;
+    PyObject *state = NULL, *options = NULL, *colliders = NULL, *next_entry = NULL, *external_entry = NULL;
     PyArrayObject *x_initial = NULL, *v_initial = NULL, *springs = NULL, *faces = NULL, *mass = NULL, *pinned = NULL,
                   *rest = NULL, *k = NULL, *c = NULL, *x = NULL, *v = NULL, *f = NULL, *external = NULL;
     ms_model* model = NULL;
@@ -315,6 +394,8 @@ PyObject* System_unpickle_state(SystemObject* self, PyObject* args) {
     double* collider_position = NULL;
     ms_error err;
 
+    /* the caller's dicts may change while this reads them (see entry): work on copies */
+    if ((state = PyDict_Copy(given_state)) == NULL || (options = PyDict_Copy(given_options)) == NULL) goto done;
     if ((x_initial = entry_array(state, "x_initial", NPY_DOUBLE, 2, -1, 3)) == NULL) goto done;
     const npy_intp n = PyArray_DIM(x_initial, 0);
     if ((springs = entry_array(state, "springs", NPY_INT32, 2, -1, 2)) == NULL) goto done;
@@ -331,15 +412,13 @@ PyObject* System_unpickle_state(SystemObject* self, PyObject* args) {
         (v = entry_array(state, "v", NPY_DOUBLE, 2, n, 3)) == NULL ||
         (f = entry_array(state, "f", NPY_DOUBLE, 2, n, 3)) == NULL)
         goto done;
-    PyObject* external_entry = entry(state, "external");
-    if (external_entry == NULL ||
+    if ((external_entry = entry(state, "external")) == NULL ||
         (external_entry != Py_None && (external = entry_array(state, "external", NPY_DOUBLE, 2, n, 3)) == NULL))
         goto done;
-    PyObject* next_entry = entry(state, "next_collider_id");
-    PyObject* colliders = entry_tuple(entry(state, "colliders"), "colliders", -1);
     long long next_id = 0;
-    if (next_entry == NULL || colliders == NULL ||
-        mspy_parse_integer(next_entry, "next_collider_id", 0, LLONG_MAX, &next_id) < 0)
+    if ((next_entry = entry(state, "next_collider_id")) == NULL ||
+        (colliders = entry_tuple(state, "colliders", -1)) == NULL ||
+        mspy_parse_integer(next_entry, "next_collider_id", 0, PICKLED_NEXT_COLLIDER_ID_MAX, &next_id) < 0)
         goto done;
     const Py_ssize_t ncollider = PyTuple_GET_SIZE(colliders);
     if (ncollider > 0 &&
@@ -422,5 +501,10 @@ done:
     Py_XDECREF(v);
     Py_XDECREF(f);
     Py_XDECREF(external);
+    Py_XDECREF(external_entry);
+    Py_XDECREF(next_entry);
+    Py_XDECREF(colliders);
+    Py_XDECREF(options);
+    Py_XDECREF(state);
     return result;
 }

@@ -80,6 +80,12 @@ static int64_t collider_row(const ms_model* m, int64_t id) {
 
 int64_t ms_model_add_collider(ms_model* m, const ms_collider* c, ms_error* err) {
     if (ms_collider_check(c, err) != MS_OK) return -1;
+    /* ids are never reused, so the counter only grows: at its end it must stop, not wrap */
+    if (m->next_collider_id < 0 || m->next_collider_id == INT64_MAX) {
+        ms_error_set(err, MS_ERR_VALUE, "no collider id is left to give: the next id is %lld, and ids run from 0 "
+                     "to %lld", (long long)m->next_collider_id, (long long)INT64_MAX - 1);
+        return -1;
+    }
     if (m->ncollider == m->collider_capacity) {
         const int64_t capacity = m->collider_capacity > 0 ? 2 * m->collider_capacity : 4;
         ms_collider* grown = realloc(m->colliders, sizeof(ms_collider) * (size_t)capacity);
