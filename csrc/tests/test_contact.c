@@ -126,6 +126,16 @@ static int test_collider_axis_of_any_size(void) {
     ENSURE(s != NULL);
     ENSURE(ms_step(m, s, 1e-3, 10, NULL, &err) == MS_OK);
     ms_state_destroy(s);
+    /* the ids run out at INT64_MAX: refused, not wrapped, and the colliders unchanged */
+    ms_collider last = {0};
+    last.type = MS_PLANE;
+    last.axis[1] = 1.0;
+    const int64_t before = m->ncollider;
+    m->next_collider_id = INT64_MAX - 1;
+    ENSURE(ms_model_add_collider(m, &last, &err) == INT64_MAX - 1);
+    err = fresh_error();
+    ENSURE(ms_model_add_collider(m, &last, &err) < 0 && err.status == MS_ERR_VALUE && err.message[0] != '\0');
+    ENSURE(m->ncollider == before + 1 && m->next_collider_id == INT64_MAX);
     ms_model_destroy(m);
     return 0;
 }
