@@ -18,6 +18,7 @@ from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, da
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from .ensemble import Ensemble
     from .plot.widgets import LiveControls
 
 __version__ = "0.1.0"
@@ -60,9 +61,19 @@ def interact(system: System, **options: object) -> "LiveControls":
     return live_controls(system, **options)
 
 
+def __getattr__(name: str) -> object:
+    """:class:`Ensemble` (many systems of one topology stepped by one call), imported on first use."""
+    if name == "Ensemble":
+        from .ensemble import Ensemble
+
+        return Ensemble
+    raise AttributeError(f"module 'msprings' has no attribute {name!r}")
+
+
 __all__ = [
     "INTEGRATORS",
     "DivergenceError",
+    "Ensemble",
     "Energy",
     "Ledger",
     "SolverWarning",

@@ -31,6 +31,7 @@
 
 typedef struct {
     PyObject* system_type;
+    PyObject* ensemble_type;
     PyObject* divergence_error;
     int num_threads; /* worker threads of systems whose threads is 0 (0: all online cores) */
     long long process; /* this process's id: set when the module is made and again in a forked
@@ -97,6 +98,10 @@ PyObject* mspy_system_type(PyObject* module, module_state* st);
 int mspy_require_ready(SystemObject* self);
 int mspy_busy(const SystemObject* self);
 int mspy_require_idle(SystemObject* self);
+
+/* ---- ensemble.c: the Ensemble type -------------------------------------------- */
+
+PyObject* mspy_ensemble_type(PyObject* module);
 
 /* ---- system_views.c: zero-copy views and the attributes ------------------------- */
 
