@@ -92,9 +92,29 @@ def test_tiny_members(count: int, integrator: str) -> None:
     springs = [scenes.single_spring(k=10.0 + 5.0 * i, c=0.5, integrator=integrator) for i in range(count)]
     for i, s in enumerate(springs):
         s.x[1] = (0.0, -1.0 - 0.01 * i, 0.0)
-    assert_as_alone(msprings.Ensemble(springs), springs, [1, 2, 100, 1])
+    ens = msprings.Ensemble(springs)
+    assert_as_alone(ens, springs, [1, 2, 100, 1])
     chains = varied_chains(count, 11, integrator=integrator)
-    assert_as_alone(msprings.Ensemble(chains), chains, [3, 100])
+    chain_ensemble = msprings.Ensemble(chains)
+    assert_as_alone(chain_ensemble, chains, [3, 100])
+    # the Euler methods step four members to a vector; Verlet one member at a time
+    batched = count if integrator != "velocity_verlet" else 0
+    assert ens.batched == batched and chain_ensemble.batched == batched
+
+
+def test_batched_and_per_member_members_in_one_call() -> None:
+    """Members that the batched path cannot take (drag, an external force, a moving pin, a
+    collider, another integrator) step one by one beside those it takes."""
+    systems = varied_chains(11, 7)
+    systems[2].drag = 0.1
+    systems[3].external[4] = (0.0, 1.0, 0.0)
+    systems[5].v[0] = (0.1, 0.0, 0.0)  # the pinned node moves
+    systems[7].add_plane((0.0, -0.1, 0.0))
+    systems[8].integrator = "explicit_euler"
+    systems[9].integrator = "rk4"
+    ens = msprings.Ensemble(systems)
+    assert_as_alone(ens, systems, [5, 40])
+    assert ens.batched == 6
 
 
 def test_writes_through_views_are_stepped_and_booked_as_alone() -> None:

@@ -165,6 +165,11 @@ static PyObject* get_n_springs(EnsembleObject* self, void* closure) {
     if (require_ready(self) < 0) return NULL;
     return PyLong_FromLongLong(E->nspring);
 }
+static PyObject* get_batched(EnsembleObject* self, void* closure) {
+    (void)closure;
+    if (require_ready(self) < 0) return NULL;
+    return PyLong_FromLongLong(E->nbatched);
+}
 static PyObject* get_threads(EnsembleObject* self, void* closure) {
     (void)closure;
     return PyLong_FromLong(self->threads);
@@ -205,6 +210,9 @@ static PyGetSetDef Ensemble_getset[] = {
     {"n_members", (getter)get_n_members, NULL, "Number of members B.", NULL},
     {"n_nodes", (getter)get_n_nodes, NULL, "Nodes of each member.", NULL},
     {"n_springs", (getter)get_n_springs, NULL, "Springs of each member.", NULL},
+    {"batched", (getter)get_batched, NULL,
+     "Members the last step() stepped four to a vector (small members of the Euler methods with nothing but "
+     "springs, gravity and pins acting); the others stepped one by one. Both give the same bits.", NULL},
     {"threads", (getter)get_threads, (setter)set_threads,
      "Worker threads of step() (0: msprings.set_num_threads' setting, all cores by default).", NULL},
     {NULL, NULL, NULL, NULL, NULL}};

@@ -544,6 +544,10 @@ typedef struct ms_ensemble {
     int64_t* divergence_step; /* that step, counted as steps counts, or -1 (nmember)          */
     int* member_threads;   /* each member's own opt.threads                (nmember)          */
     void* buffer;          /* the one allocation of the arrays above */
+    void* batch;           /* the batched path's storage, made on first use */
+    int64_t nbatched;      /* members the last step call stepped on the batched path (four to a
+                              vector: small members of the Euler methods with nothing but
+                              springs, gravity and pins acting) */
 } ms_ensemble;
 
 /* An ensemble of copies of the count models and states (of one topology: else
@@ -581,8 +585,8 @@ int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_opti
    next call are booked in its ledger. */
 void ms_ensemble_end_call(ms_ensemble* e);
 
-/* Puts every member back where the call made in parts began (an interrupted call), and ends
-   it. */
+/* Puts every member back where the call made in parts began (an interrupted call, or one
+   that failed), and ends it. */
 void ms_ensemble_roll_back(ms_ensemble* e);
 
 /* A standalone model and state (copies, not sharing the ensemble's arrays) of member i,

@@ -265,6 +265,7 @@ int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_opti
         free(c);
         return MS_ERR_MEMORY;
     }
+    e->nbatched = batched;
     for (int64_t i = 0; i < e->nmember; ++i)
         if (!e->diverged[i] && !ms_batch_takes(e, i)) order[c->count++] = i;
     int workers = options->threads < 1 ? 1 : options->threads > MS_MAX_THREADS ? MS_MAX_THREADS : options->threads;
@@ -282,7 +283,8 @@ int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_opti
         c->workers = 1;
         ms_threads_run(1, run_members, c);
     }
-    int status = ms_batch_finish(e, err);
+    ms_batch_finish(e);
+    int status = MS_OK;
     for (int w = 0; w < c->workers && status == MS_OK; ++w)
         if (c->status[w] != MS_OK) {
             if (err != NULL) *err = c->error[w];
@@ -302,12 +304,12 @@ void ms_ensemble_end_call(ms_ensemble* e) {
 }
 
 void ms_ensemble_roll_back(ms_ensemble* e) {
+    ms_batch_roll_back(e);
     for (int64_t i = 0; i < e->nmember; ++i) {
         ms_call_roll_back(e->models[i], e->states[i], e->calls[i]);
         e->t[i] = e->states[i]->t;
         e->steps[i] = e->states[i]->steps;
     }
-    ms_batch_forget(e);
     ms_ensemble_end_call(e);
 }
 

@@ -18,12 +18,12 @@ int64_t ms_batch_groups(const ms_ensemble* e);
 /* Steps worker's share of the batched path's groups (of workers). */
 void ms_batch_run(ms_ensemble* e, double h, int64_t n, int worker, int workers);
 
-/* After the workers: scatters the batched members back into their states, marks and puts
-   back those that diverged.  Returns MS_OK. */
-int ms_batch_finish(ms_ensemble* e, ms_error* err);
+/* After the workers: writes the batched members back into their states, and marks and puts
+   back those that diverged. */
+void ms_batch_finish(ms_ensemble* e);
 
-/* Forgets the batched path's start of a call made in parts (the members were put back). */
-void ms_batch_forget(ms_ensemble* e);
+/* Puts the batched path's members back where the call made in parts began. */
+void ms_batch_roll_back(ms_ensemble* e);
 
 void ms_batch_destroy(ms_ensemble* e);
 
