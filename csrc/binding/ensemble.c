@@ -86,9 +86,9 @@ static int Ensemble_init(EnsembleObject* self, PyObject* args, PyObject* kwargs)
         states[i] = system->state;
     }
     ms_error err;
-    ms_ensemble* e;
-    Py_BEGIN_ALLOW_THREADS e = ms_ensemble_create(models, states, count, &err);
-    Py_END_ALLOW_THREADS if (e == NULL) {
+    /* with the GIL held: no other thread starts stepping a system while it is copied */
+    ms_ensemble* e = ms_ensemble_create(models, states, count, &err);
+    if (e == NULL) {
         char* rest = NULL;
         const long long member = err.status == MS_ERR_VALUE && strncmp(err.message, "member ", 7) == 0
                                      ? strtoll(err.message + 7, &rest, 10) : -1;
