@@ -332,3 +332,38 @@ def test_ctrl_c_puts_every_member_back(threads: int) -> None:
     assert result["seconds"] < 3.0
     assert result["unchanged"]
     assert result["steps_after"] == 3
+
+
+def test_building_stepping_and_dropping_ensembles_does_not_grow_the_process() -> None:
+    """Success and error paths, the batched path and the per-member path, a diverging member."""
+    from test_memory import settled_resident_bytes
+
+    systems = varied_chains(6, 20)
+    systems[1].integrator = "rk4"
+    systems[2].k[:] = 1e9  # diverges
+
+    def once() -> None:
+        ens = msprings.Ensemble(systems)
+        ens.step(DT, 20)
+        ens.k[0, 0] = float("nan")
+        try:
+            ens.step(DT)
+        except ValueError:
+            pass
+        ens.k[0, 0] = 20.0
+        ens.step(DT, 3)
+        ens.energy(), ens.ledger(), ens.system(1).step(DT)
+        try:
+            msprings.Ensemble([systems[0], scenes.chain(3)])
+        except ValueError:
+            pass
+        view = ens.x
+        del ens
+        assert view.shape == (6, 20, 3)
+
+    for _ in range(50):
+        once()
+    before = settled_resident_bytes()
+    for _ in range(400):
+        once()
+    assert settled_resident_bytes() - before < 4 << 20

@@ -361,12 +361,15 @@ void ms_batch_finish(ms_ensemble* e) {
                 restore(e, b, i);
                 continue;
             }
-            for (int64_t node = 0; node < n; ++node)
+            for (int64_t node = 0; node < n; ++node) {
                 for (int c = 0; c < 3; ++c) {
                     s->x[3 * node + c] = lanes->x[W * (3 * node + c) + q];
                     s->v[3 * node + c] = lanes->v[W * (3 * node + c) + q];
                     s->f[3 * node + c] = lanes->f[W * (3 * node + c) + q];
                 }
+                s->inv_mass[node] = lanes->inv_mass[W * node + q];
+            }
+            s->workers = 1;
             s->t = lanes->t[q];
             s->steps += b->part_steps;
             s->ledger.dampers = lanes->dampers[q];
