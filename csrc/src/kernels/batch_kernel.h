@@ -51,11 +51,14 @@ MS_ALWAYS_INLINE void MS_KERNEL(batch_forces)(const ms_batch_op* ops, int64_t no
         for (int u = 0; u < U; ++u) {
             const int l = 4 * u;
             v4 fx, fy, fz;
-            SPRING_FORCE(v4, v4_sub(v4_load(xb + l), v4_load(xa + l)), v4_sub(v4_load(xb + W + l), v4_load(xa + W + l)),
-                         v4_sub(v4_load(xb + 2 * W + l), v4_load(xa + 2 * W + l)), v4_sub(v4_load(vb + l), v4_load(va + l)),
-                         v4_sub(v4_load(vb + W + l), v4_load(va + W + l)),
-                         v4_sub(v4_load(vb + 2 * W + l), v4_load(va + 2 * W + l)), v4_load(p + l), v4_load(p + W + l),
-                         v4_load(p + 2 * W + l), fx, fy, fz, accumulator[u], (v4*)NULL);
+            const v4 dx = v4_sub(v4_load(xb + l), v4_load(xa + l));
+            const v4 dy = v4_sub(v4_load(xb + W + l), v4_load(xa + W + l));
+            const v4 dz = v4_sub(v4_load(xb + 2 * W + l), v4_load(xa + 2 * W + l));
+            const v4 du = v4_sub(v4_load(vb + l), v4_load(va + l));
+            const v4 dv = v4_sub(v4_load(vb + W + l), v4_load(va + W + l));
+            const v4 dw = v4_sub(v4_load(vb + 2 * W + l), v4_load(va + 2 * W + l));
+            SPRING_FORCE(v4, dx, dy, dz, du, dv, dw, v4_load(p + l), v4_load(p + W + l), v4_load(p + 2 * W + l), fx, fy,
+                         fz, accumulator[u], (v4*)NULL);
             into[0][u] = v4_add(into[0][u], fx);
             into[1][u] = v4_add(into[1][u], fy);
             into[2][u] = v4_add(into[2][u], fz);

@@ -64,32 +64,38 @@ static size_t ensemble_bytes(int64_t b, int64_t n, int64_t m) {
            sizeof(void*) * 3 * count + count;
 }
 
-/* Whether member i has the topology of member 0; if not, err says how it differs. */
+/* Whether member i has the topology of the first member; if not, err says how it differs. */
 static int same_topology(const ms_model* first, const ms_model* other, int64_t i, ms_error* err) {
+    static const char* const share = "members must share one topology";
     if (other->nnode != first->nnode)
-        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld nodes, member 0 has %lld: members must share one "
-                            "topology", (long long)i, (long long)other->nnode, (long long)first->nnode);
+        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld nodes, the first member has %lld: %s",
+                            (long long)i, (long long)other->nnode, (long long)first->nnode, share);
     if (other->nspring != first->nspring)
-        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld springs, member 0 has %lld: members must share "
-                            "one topology", (long long)i, (long long)other->nspring, (long long)first->nspring);
+        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld springs, the first member has %lld: %s",
+                            (long long)i, (long long)other->nspring, (long long)first->nspring, share);
     if (other->nface != first->nface)
-        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld faces, member 0 has %lld: members must share one "
-                            "topology", (long long)i, (long long)other->nface, (long long)first->nface);
+        return ms_error_set(err, MS_ERR_VALUE, "member %lld has %lld faces, the first member has %lld: %s",
+                            (long long)i, (long long)other->nface, (long long)first->nface, share);
     for (int64_t s = 0; s < first->nspring; ++s)
         if (other->springs[2 * s] != first->springs[2 * s] || other->springs[2 * s + 1] != first->springs[2 * s + 1])
-            return ms_error_set(err, MS_ERR_VALUE, "member %lld's spring %lld joins nodes (%d, %d), member 0's joins "
-                                "(%d, %d): members must share one springs array", (long long)i, (long long)s,
-                                (int)other->springs[2 * s], (int)other->springs[2 * s + 1],
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "member %lld's spring %lld joins nodes (%d, %d), the first member's joins (%d, %d): "
+                                "members must share one springs array",
+                                (long long)i, (long long)s, (int)other->springs[2 * s], (int)other->springs[2 * s + 1],
                                 (int)first->springs[2 * s], (int)first->springs[2 * s + 1]);
     for (int64_t q = 0; q < first->nnode; ++q)
         if ((other->pinned[q] != 0) != (first->pinned[q] != 0))
-            return ms_error_set(err, MS_ERR_VALUE, "member %lld's node %lld is %s, member 0's is %s: members must "
-                                "share one pinned mask", (long long)i, (long long)q,
-                                other->pinned[q] ? "pinned" : "free", first->pinned[q] ? "pinned" : "free");
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "member %lld's node %lld is %s, the first member's is %s: members must share one "
+                                "pinned mask",
+                                (long long)i, (long long)q, other->pinned[q] ? "pinned" : "free",
+                                first->pinned[q] ? "pinned" : "free");
     for (int64_t f = 0; f < 3 * first->nface; ++f)
         if (other->faces[f] != first->faces[f])
-            return ms_error_set(err, MS_ERR_VALUE, "member %lld's face %lld differs from member 0's: members must "
-                                "share one faces array", (long long)i, (long long)(f / 3));
+            return ms_error_set(err, MS_ERR_VALUE,
+                                "member %lld's face %lld differs from the first member's: members must share one "
+                                "faces array",
+                                (long long)i, (long long)(f / 3));
     return MS_OK;
 }
 
@@ -123,7 +129,8 @@ ms_ensemble* ms_ensemble_create(const ms_model* const* models, const ms_state* c
         e->states[i] = state;
         e->calls[i] = call;
         if (call == NULL) {
-            if (state != NULL) ms_error_set(err, MS_ERR_MEMORY, "out of memory making ensemble member %lld", (long long)i);
+            if (state != NULL)
+                ms_error_set(err, MS_ERR_MEMORY, "out of memory making ensemble member %lld", (long long)i);
             ms_ensemble_destroy(e);
             return NULL;
         }
