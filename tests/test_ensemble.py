@@ -367,3 +367,34 @@ def test_building_stepping_and_dropping_ensembles_does_not_grow_the_process() ->
     for _ in range(400):
         once()
     assert settled_resident_bytes() - before < 4 << 20
+
+
+def test_views_options_and_threads() -> None:
+    systems = varied_chains(3, 4)
+    ens = msprings.Ensemble(systems)
+    assert ens.x.shape == ens.v.shape == (3, 4, 3) and ens.mass.shape == (3, 4)
+    assert ens.k.shape == ens.c.shape == ens.rest.shape == (3, 3) and ens.gravity.shape == (3, 3)
+    assert ens.t.shape == ens.steps.shape == ens.diverged.shape == (3,)
+    assert np.array_equal(ens.springs, systems[0].springs) and np.array_equal(ens.pinned, systems[0].pinned)
+    for name in ("t", "steps", "springs", "pinned", "divergence_time", "divergence_step"):
+        with pytest.raises(ValueError):
+            getattr(ens, name).flat[0] = 1
+    assert np.shares_memory(ens.x, ens.x) and ens.x.base is ens
+    ens.integrator = "rk4"
+    assert ens.integrator == "rk4" and ens.system(2).integrator == "rk4"
+    with pytest.raises(ValueError, match="integrator"):
+        ens.integrator = "leapfrog"
+    assert ens.integrator == "rk4"
+    with pytest.raises(ValueError, match="threads"):
+        ens.threads = -1
+    # the process-wide setting when threads is 0: the same bits on one thread and on two
+    results = []
+    try:
+        for threads in (1, 2):
+            msprings.set_num_threads(threads)
+            copy = msprings.Ensemble(systems)
+            copy.step(DT, 30)
+            results.append(copy.x.tobytes())
+    finally:
+        msprings.set_num_threads(0)  # the initial setting: all cores
+    assert results[0] == results[1]
