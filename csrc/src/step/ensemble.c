@@ -266,7 +266,7 @@ int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_opti
     c->n = n;
     c->order = order;
     /* the members the batched path takes are its own; the others step one by one */
-    const int batched = ms_batch_prepare(e, h, options->continuing, err);
+    const int batched = ms_batch_prepare(e, options->continuing, err);
     if (batched < 0) {
         free(order);
         free(c);

@@ -274,8 +274,7 @@ static void gather(const ms_ensemble* e, batch* b) {
     }
 }
 
-int ms_batch_prepare(ms_ensemble* e, double h, int continuing, ms_error* err) {
-    (void)h;
+int ms_batch_prepare(ms_ensemble* e, int continuing, ms_error* err) {
     batch* b = e->batch;
     if (b == NULL) {
         b = calloc(1, sizeof *b);

@@ -7,7 +7,7 @@
 /* Decides which members of a call the batched path steps, and gathers them (continuing: a
    later part of a call made in parts).  Returns how many it takes, or -1 with err set if
    memory runs out (nothing changed). */
-int ms_batch_prepare(ms_ensemble* e, double h, int continuing, ms_error* err);
+int ms_batch_prepare(ms_ensemble* e, int continuing, ms_error* err);
 
 /* Whether member i is the batched path's in this call. */
 int ms_batch_takes(const ms_ensemble* e, int64_t i);
