@@ -5,9 +5,10 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from . import _core
-from ._system import Energy, Ledger, System
+from ._system import Energy, Ledger, System, _real_array
 
 __all__ = ["Ensemble"]
 
@@ -68,7 +69,10 @@ class Ensemble(_core.Ensemble):
     -----
     Member ``i`` steps exactly as ``systems[i]`` would alone with the same calls: ``x``,
     ``v``, ``t``, :meth:`energy` and :meth:`ledger` are the same bits.  Values written
-    through the views are checked at the next :meth:`step`.
+    through the views are checked at the next :meth:`step`.  Options other than gravity
+    stay each member's own (:attr:`integrator` sets every member's); :meth:`add_plane`,
+    :meth:`add_sphere`, :meth:`add_box` and :meth:`add_cylinder` add a collider to every
+    member.
 
     Examples
     --------
@@ -141,6 +145,38 @@ class Ensemble(_core.Ensemble):
     @integrator.setter
     def integrator(self, name: str) -> None:
         self._set_option("integrator", name)
+
+    def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
+             restitution: float, friction: float, thickness: float) -> None:
+        self._add_collider(kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
+                           _real_array(velocity, "velocity"), restitution, friction, thickness)
+
+    def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
+                  restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                  velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the plane of :meth:`System.add_plane` (same arguments and errors) to every member;
+        a member stepped alone (:meth:`system`) keeps it."""
+        System.add_plane(self, point, normal, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                         thickness=thickness, velocity=velocity)
+
+    def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
+                   thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the sphere of :meth:`System.add_sphere` (same arguments and errors) to every member."""
+        System.add_sphere(self, center, radius, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                          thickness=thickness, velocity=velocity)
+
+    def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
+                thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the box of :meth:`System.add_box` (same arguments and errors) to every member."""
+        System.add_box(self, lower, upper, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                       thickness=thickness, velocity=velocity)
+
+    def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
+                     restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                     velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the cylinder of :meth:`System.add_cylinder` (same arguments and errors) to every member."""
+        System.add_cylinder(self, center, radius, height, axis,  # type: ignore[arg-type]
+                            restitution=restitution, friction=friction, thickness=thickness, velocity=velocity)
 
     def energy(self) -> Energy:
         """Each member's energies (J), as :meth:`System.energy`, with (B,) arrays as fields."""

@@ -398,3 +398,29 @@ def test_views_options_and_threads() -> None:
     finally:
         msprings.set_num_threads(0)  # the initial setting: all cores
     assert results[0] == results[1]
+
+
+def test_colliders_added_to_the_ensemble_act_on_every_member() -> None:
+    systems = varied_chains(5, 6)
+    ens = msprings.Ensemble(systems)
+    ens.step(DT, 10)
+    singles = [alone(s) for s in systems]
+    for s in singles:
+        s.step(DT, 10)
+    ens.add_plane((0.0, -0.05, 0.0), restitution=0.2, friction=0.4)
+    ens.add_box((1.0, -0.5, -1.0), (2.0, -0.2, 1.0), velocity=(0.0, 0.1, 0.0))
+    for s in singles:
+        s.add_plane((0.0, -0.05, 0.0), restitution=0.2, friction=0.4)
+        s.add_box((1.0, -0.5, -1.0), (2.0, -0.2, 1.0), velocity=(0.0, 0.1, 0.0))
+    ens.step(DT, 300)
+    for s in singles:
+        s.step(DT, 300)
+    for i, s in enumerate(singles):
+        assert member_bits(ens, i) == state_bits(s)
+    assert ens.batched == 0 and np.all(ens.ledger().contact > 0)
+    assert len(ens.system(2).colliders) == 2
+    with pytest.raises(ValueError, match="lower"):
+        ens.add_box((0.0, 0.0, 0.0), (-1.0, 1.0, 1.0))
+    with pytest.raises(ValueError):
+        ens.add_sphere((0.0, 0.0, 0.0), -1.0)
+    assert len(ens.system(0).colliders) == 2

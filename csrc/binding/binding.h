@@ -145,6 +145,9 @@ PyObject* System_restore_clock(SystemObject* self, PyObject* args);
 PyObject* System_watched_energy(SystemObject* self, PyObject* ignored);
 PyObject* System_check_values(SystemObject* self, PyObject* ignored);
 /* system_colliders.c */
+/* Parses the items offset .. offset + 7 of the tuple args: (kind, center, axis, size, velocity,
+   restitution, friction, thickness).  Returns 0, or -1 with an exception set. */
+int mspy_parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c);
 PyObject* System_add_collider(SystemObject* self, PyObject* args);
 PyObject* System_set_collider(SystemObject* self, PyObject* args);
 PyObject* System_get_collider(SystemObject* self, PyObject* id_obj);

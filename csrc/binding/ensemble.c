@@ -387,6 +387,29 @@ static PyObject* Ensemble_set_option(EnsembleObject* self, PyObject* args) {
     Py_RETURN_NONE;
 }
 
+/* _add_collider(kind, center, axis, size, velocity, restitution, friction, thickness): the
+   collider added to every member (all or none). */
+static PyObject* Ensemble_add_collider(EnsembleObject* self, PyObject* args) {
+    if (require_idle(self) < 0) return NULL;
+    ms_collider c;
+    memset(&c, 0, sizeof c);
+    if (mspy_parse_collider(args, 0, &c) < 0) return NULL;
+    ms_error err;
+    if (ms_collider_check(&c, &err) != MS_OK) return mspy_raise_ms_error(&err);
+    for (int64_t i = 0; i < E->nmember; ++i) {
+        const int64_t id = ms_add_collider(E->models[i], E->states[i], &c, &err);
+        if (id < 0) { /* out of memory: the members before go back to their colliders */
+            for (int64_t j = 0; j < i; ++j) {
+                ms_error ignored;
+                const int64_t last = E->models[j]->colliders[E->models[j]->ncollider - 1].id;
+                ms_remove_collider(E->models[j], E->states[j], last, &ignored);
+            }
+            return mspy_raise_ms_error(&err);
+        }
+    }
+    Py_RETURN_NONE;
+}
+
 #undef E
 
 static PyMethodDef Ensemble_methods[] = {
@@ -399,6 +422,8 @@ static PyMethodDef Ensemble_methods[] = {
     {"_integrators", (PyCFunction)Ensemble_integrators, METH_NOARGS, "Each member's integrator name."},
     {"_set_option", (PyCFunction)Ensemble_set_option, METH_VARARGS,
      "_set_option(name, value): one option of every member."},
+    {"_add_collider", (PyCFunction)Ensemble_add_collider, METH_VARARGS,
+     "_add_collider(kind, center, axis, size, velocity, restitution, friction, thickness): to every member."},
     {NULL, NULL, 0, NULL}};
 
 static PyMemberDef Ensemble_members[] = {
