@@ -2,7 +2,8 @@
 
 Build a network with :class:`System` (positions, springs, masses, stiffness, damping, pins),
 step it with :meth:`System.step`, and read or write its state through NumPy arrays that are
-the C memory itself.  Units are SI; y is up.
+the C memory itself.  :class:`Ensemble` steps many systems of one topology in one call.
+Units are SI; y is up.
 """
 from typing import TYPE_CHECKING
 
