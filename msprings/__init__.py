@@ -2,7 +2,8 @@
 
 Build a network with :class:`System` (positions, springs, masses, stiffness, damping, pins),
 step it with :meth:`System.step`, and read or write its state through NumPy arrays that are
-the C memory itself.  Units are SI; y is up.
+the C memory itself.  :class:`Ensemble` steps many systems of one topology in one call.
+Units are SI; y is up.
 """
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from .sweep import sweep  # the function (imports Dask, xarray and pandas only w
 from .trajectory import Trajectory
 
 if TYPE_CHECKING:
+    from .ensemble import Ensemble
     from .plot.widgets import LiveControls
 
 __version__ = "0.1.0"
@@ -61,9 +63,19 @@ def interact(system: System, **options: object) -> "LiveControls":
     return live_controls(system, **options)
 
 
+def __getattr__(name: str) -> object:
+    """:class:`Ensemble` (many systems of one topology stepped by one call), imported on first use."""
+    if name == "Ensemble":
+        from .ensemble import Ensemble
+
+        return Ensemble
+    raise AttributeError(f"module 'msprings' has no attribute {name!r}")
+
+
 __all__ = [
     "INTEGRATORS",
     "DivergenceError",
+    "Ensemble",
     "Energy",
     "Ledger",
     "SolverWarning",

@@ -31,6 +31,7 @@
 
 typedef struct {
     PyObject* system_type;
+    PyObject* ensemble_type;
     PyObject* divergence_error;
     int num_threads; /* worker threads of systems whose threads is 0 (0: all online cores) */
     long long process; /* this process's id: set when the module is made and again in a forked
@@ -98,6 +99,10 @@ int mspy_require_ready(SystemObject* self);
 int mspy_busy(const SystemObject* self);
 int mspy_require_idle(SystemObject* self);
 
+/* ---- ensemble.c: the Ensemble type -------------------------------------------- */
+
+PyObject* mspy_ensemble_type(PyObject* module);
+
 /* ---- system_views.c: zero-copy views and the attributes ------------------------- */
 
 /* The attributes that are not options, mspy_system_attribute_count of them. */
@@ -143,6 +148,9 @@ PyObject* System_check_values(SystemObject* self, PyObject* ignored);
 PyObject* System_pickle_state(SystemObject* self, PyObject* ignored);
 PyObject* System_unpickle_state(SystemObject* self, PyObject* args);
 /* system_colliders.c */
+/* Parses the items offset .. offset + 7 of the tuple args: (kind, center, axis, size, velocity,
+   restitution, friction, thickness).  Returns 0, or -1 with an exception set. */
+int mspy_parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c);
 PyObject* System_add_collider(SystemObject* self, PyObject* args);
 PyObject* System_set_collider(SystemObject* self, PyObject* args);
 PyObject* System_get_collider(SystemObject* self, PyObject* id_obj);

@@ -99,6 +99,9 @@ static int core_exec(PyObject* module) {
     st->system_type = mspy_system_type(module, st);
     if (st->system_type == NULL) goto done;
     if (PyModule_AddObjectRef(module, "System", st->system_type) < 0) goto done;
+    st->ensemble_type = mspy_ensemble_type(module);
+    if (st->ensemble_type == NULL) goto done;
+    if (PyModule_AddObjectRef(module, "Ensemble", st->ensemble_type) < 0) goto done;
     st->divergence_error = PyErr_NewExceptionWithDoc(
         "msprings.DivergenceError",
         "The motion blew up: a position or velocity became non-finite.  The step call is undone: the system "
@@ -125,6 +128,7 @@ done:
 static int core_traverse(PyObject* module, visitproc visit, void* arg) {
     module_state* st = (module_state*)PyModule_GetState(module);
     Py_VISIT(st->system_type);
+    Py_VISIT(st->ensemble_type);
     Py_VISIT(st->divergence_error);
     return 0;
 }
@@ -132,6 +136,7 @@ static int core_traverse(PyObject* module, visitproc visit, void* arg) {
 static int core_clear(PyObject* module) {
     module_state* st = (module_state*)PyModule_GetState(module);
     Py_CLEAR(st->system_type);
+    Py_CLEAR(st->ensemble_type);
     Py_CLEAR(st->divergence_error);
     return 0;
 }

@@ -8,8 +8,7 @@
 #include <limits.h>
 #include <string.h>
 
-/* Parses (kind, center, axis, size, velocity, restitution, friction, thickness). */
-static int parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c) {
+int mspy_parse_collider(PyObject* args, Py_ssize_t offset, ms_collider* c) {
     if (PyTuple_GET_SIZE(args) != offset + 8) {
         PyErr_SetString(PyExc_TypeError,
                         "expected (kind, center, axis, size, velocity, restitution, friction, thickness)");
@@ -41,7 +40,7 @@ PyObject* System_add_collider(SystemObject* self, PyObject* args) {
     if (mspy_require_idle(self) < 0) return NULL;
     ms_collider c;
     memset(&c, 0, sizeof c);
-    if (parse_collider(args, 0, &c) < 0) return NULL;
+    if (mspy_parse_collider(args, 0, &c) < 0) return NULL;
     ms_error err;
     int64_t id = ms_add_collider(self->model, self->state, &c, &err);
     if (id < 0) return mspy_raise_ms_error(&err);
@@ -64,7 +63,7 @@ PyObject* System_set_collider(SystemObject* self, PyObject* args) {
     }
     ms_collider c;
     memset(&c, 0, sizeof c);
-    if (parse_id(PyTuple_GET_ITEM(args, 0), &c.id) < 0 || parse_collider(args, 1, &c) < 0) return NULL;
+    if (parse_id(PyTuple_GET_ITEM(args, 0), &c.id) < 0 || mspy_parse_collider(args, 1, &c) < 0) return NULL;
     ms_error err;
     if (ms_set_collider(self->model, self->state, &c, &err) != MS_OK) return mspy_raise_ms_error(&err);
     Py_RETURN_NONE;

@@ -512,6 +512,87 @@ void ms_spring_tension(const ms_model* m, const ms_state* s, double* out);
    that ms_max_eigenvalues estimates. */
 void ms_eigenvalue_bounds(const ms_model* m, const ms_state* s, double* omega2_bound, double* gamma_bound);
 
+/* ---- ensembles ------------------------------------------------------------------ */
+
+/* Many members of one topology (node count, springs, pins, triangles) stepped by one call,
+   each with its own parameters, state, options and colliders.  Member i is a model and a
+   state of its own (models[i], states[i]) whose mass, rest, k, c, x and v point into the
+   ensemble's member-major arrays below, so that each of those is one (nmember x ...) array;
+   each member steps exactly as its model and state would alone, bit for bit.  A member
+   whose step call diverges is put back where that call began, marked diverged, and left
+   out of later calls until the caller clears the mark. */
+typedef struct ms_ensemble {
+    int64_t nmember;       /* B >= 1 */
+    int64_t nnode;         /* nodes of each member */
+    int64_t nspring;       /* springs of each member */
+    ms_model** models;     /* each member's model                          (nmember)          */
+    ms_state** states;     /* each member's state                          (nmember)          */
+    ms_call** calls;       /* each member's call made in parts             (nmember)          */
+    double* x;             /* positions (m)                                (nmember x nnode x 3) */
+    double* v;             /* velocities (m/s)                             (nmember x nnode x 3) */
+    double* mass;          /* node masses (kg)                             (nmember x nnode)   */
+    double* rest;          /* rest lengths (m)                             (nmember x nspring) */
+    double* k;             /* stiffnesses (N/m)                            (nmember x nspring) */
+    double* c;             /* axial damping (N s/m)                        (nmember x nspring) */
+    double* gravity;       /* gravitational acceleration (m/s^2), copied into each member's
+                              options when a call begins                   (nmember x 3)       */
+    double* t;             /* each member's time (s), as its state has it  (nmember)          */
+    int64_t* steps;        /* each member's step count                     (nmember)          */
+    uint8_t* diverged;     /* 1: the member diverged and is not stepped    (nmember)          */
+    double* divergence_time; /* the time (s) the step that blew up would have reached, NaN
+                              while the member is not diverged             (nmember)          */
+    int64_t* divergence_step; /* that step, counted as steps counts, or -1 (nmember)          */
+    int* member_threads;   /* each member's own opt.threads                (nmember)          */
+    void* buffer;          /* the one allocation of the arrays above */
+    void* batch;           /* the batched path's storage, made on first use */
+    int64_t nbatched;      /* members the last step call stepped on the batched path (four to a
+                              vector: small members of the Euler methods with nothing but
+                              springs, gravity and pins acting) */
+} ms_ensemble;
+
+/* An ensemble of copies of the count models and states (of one topology: else
+   MS_ERR_VALUE naming the first member that differs and how).  Returns NULL with err set
+   on failure. */
+ms_ensemble* ms_ensemble_create(const ms_model* const* models, const ms_state* const* states, int64_t count,
+                                ms_error* err);
+void ms_ensemble_destroy(ms_ensemble* e);
+
+/* Checks the values every member that is not diverged would be stepped with (parameters,
+   options with the ensemble's gravity, positions, velocities, colliders): MS_ERR_VALUE
+   naming the first bad member and item. */
+int ms_ensemble_check(const ms_ensemble* e, ms_error* err);
+
+/* What one ms_ensemble_step call is told beside its step size and count. */
+typedef struct ms_ensemble_options {
+    int threads;    /* workers of the call (>= 1); members are shared out among them, each
+                       member stepped by one worker, or by its own threads if there is one */
+    int continuing; /* 0: the call begins a call made in parts; 1: it continues the one that
+                       an earlier call began (each member goes back to where the first part
+                       began if it diverges) */
+} ms_ensemble_options;
+
+/* Advances every member that is not diverged by n >= 1 steps of size h > 0 with its own
+   integrator.  Checks the call and every member first (MS_ERR_VALUE naming the member:
+   nothing changed).  A member that diverges is put back where the call (made in parts:
+   its first part) began, marked, with its divergence_time and divergence_step set; the
+   call goes on with the others and returns MS_OK.  MS_ERR_MEMORY (or a value refused in a
+   later part) fails the call: the caller then puts every member back with
+   ms_ensemble_roll_back. */
+int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_options* options, ms_error* err);
+
+/* Ends the call made in parts, as ms_call_end does for each member, and marks every member
+   state (ms_state_watch) so that changes the caller makes through the arrays before the
+   next call are booked in its ledger. */
+void ms_ensemble_end_call(ms_ensemble* e);
+
+/* Puts every member back where the call made in parts began (an interrupted call, or one
+   that failed), and ends it. */
+void ms_ensemble_roll_back(ms_ensemble* e);
+
+/* A standalone model and state (copies, not sharing the ensemble's arrays) of member i,
+   with the member's own threads option; NULL (with err set) if memory runs out. */
+int ms_ensemble_member_copy(const ms_ensemble* e, int64_t i, ms_model** model, ms_state** state, ms_error* err);
+
 /* ---- threads -------------------------------------------------------------------- */
 
 /* The number of worker threads that a request means: n > 0 is n (at most 64), 0 is the

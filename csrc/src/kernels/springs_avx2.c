@@ -11,6 +11,7 @@
 #define MS_KERNEL(name) name##_avx2
 #include "kernels/spring_kernel.h"
 #include "kernels/xpbd_kernel.h"
+#include "kernels/batch_kernel.h"
 #if defined(__clang__)
 #pragma clang attribute pop
 #endif

@@ -5,6 +5,7 @@
 #define MS_KERNEL(name) name##_neon
 #include "kernels/spring_kernel.h"
 #include "kernels/xpbd_kernel.h"
+#include "kernels/batch_kernel.h"
 #else
 typedef int ms_springs_neon_unused; /* not an AArch64 build */
 #endif

@@ -2,6 +2,7 @@
 #define MS_KERNEL(name) name##_plain
 #include "kernels/spring_kernel.h"
 #include "kernels/xpbd_kernel.h"
+#include "kernels/batch_kernel.h"
 
 double ms_spring_force(const double xa[3], const double xb[3], const double va[3], const double vb[3], double rest,
                        double stiffness, double damping, double force[3]) {

@@ -5,6 +5,7 @@
 #define MS_KERNEL(name) name##_sse2
 #include "kernels/spring_kernel.h"
 #include "kernels/xpbd_kernel.h"
+#include "kernels/batch_kernel.h"
 #else
 typedef int ms_springs_sse2_unused; /* not an x86-64 build */
 #endif

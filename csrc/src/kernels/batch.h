@@ -1,0 +1,82 @@
+/* The batched kernel: explicit or symplectic Euler steps of many members of one small
+ * network at once, one member per vector lane (ensemble_kernel.h, compiled once per vector
+ * path like the spring kernel).
+ *
+ * A member's step on its own (run.c, in place, one block of springs and one of nodes) sets
+ * each node's force to m g, lets the spring kernel add the springs' forces in the layout's
+ * order, sums the dampers' power in five accumulators (the single springs' and one per
+ * lane of the lane and gathered groups), checks the update and writes it.  The program
+ * below is that spring stage written out as a list of operations in the same order, so
+ * that each lane repeats one member's arithmetic exactly, operation for operation, and
+ * gives its bits.
+ */
+#ifndef MSPRINGS_KERNELS_BATCH_H
+#define MSPRINGS_KERNELS_BATCH_H
+
+#include "kernels/layout.h"
+
+enum {
+    MS_BATCH_SPRING = 0, /* the force of spring (a, b): added to sum register reg, taken from
+                            node target, its damper power added to accumulator slot */
+    MS_BATCH_FLUSH = 1   /* sum register reg added to node a's force, then zeroed */
+};
+
+typedef struct ms_batch_op {
+    int32_t kind;
+    int32_t a, b;     /* the spring's ends (owner first); FLUSH: the node in a */
+    int32_t spring;   /* the spring's index in the model (its parameters) */
+    int32_t slot;     /* power accumulator: 0 the single springs', 1 + q lane q's */
+    int32_t reg;      /* sum register 0..3 */
+    int32_t target;   /* the node whose force loses the spring's force */
+} ms_batch_op;
+
+/* Members per group: four vectors of four lanes, whose independent chains of operations
+   the processor overlaps (one vector's step is a chain: a square root, a division, the
+   update and the next step's forces, each waiting for the one before). */
+#define MS_BATCH_VECTORS 4
+#define MS_BATCH_WIDTH (4 * MS_BATCH_VECTORS)
+
+/* A group of members in the lanes: lane q of every row is member q, W = MS_BATCH_WIDTH. */
+typedef struct ms_batch_lanes {
+    int64_t nnode, nspring;
+    double* x;              /* positions (m)                        (nnode x 3 x W) */
+    double* v;              /* velocities (m/s)                     (nnode x 3 x W) */
+    double* f;              /* forces of the last step (N)          (nnode x 3 x W) */
+    const double* inv_mass; /* 1/m, 0 for pinned nodes              (nnode x W)     */
+    const double* mass;     /* (kg)                                 (nnode x W)     */
+    const double* params;   /* rest (m), k (N/m), c (N s/m)         (nspring x 3 x W) */
+    double gravity[3 * MS_BATCH_WIDTH]; /* (m/s^2)                  (3 x W)         */
+    double t[MS_BATCH_WIDTH];       /* each lane's time (s), advanced by h per step */
+    double dampers[MS_BATCH_WIDTH]; /* each lane's ledger.dampers (J) */
+    int64_t failed[MS_BATCH_WIDTH]; /* -1, or the step of the run (0 = its first) whose update
+                                       or damper power was not finite: the lane's member
+                                       diverged there */
+    double failed_time[MS_BATCH_WIDTH]; /* the time (s) that step would have reached */
+} ms_batch_lanes;
+
+/* n steps of size h (explicit_euler: explicit, else symplectic Euler) of the lanes of each
+   of groups[0 .. count), one group after the other, with the program ops[0 .. nop)
+   as the spring stage.  A lane whose step is not finite is marked in failed and
+   failed_time and goes on in the vector (its values are no longer a member's); a group
+   whose lanes have all failed stops. */
+typedef void (*ms_batch_kernel)(const ms_batch_op* ops, int64_t nop, ms_batch_lanes* groups, int64_t count, double h,
+                                int64_t n, int explicit_euler);
+
+#define MS_DECLARE_BATCH_KERNEL(path)                                                                             \
+    void ms_batch_steps_##path(const ms_batch_op* ops, int64_t nop, ms_batch_lanes* groups, int64_t count, double h, \
+                               int64_t n, int explicit_euler)
+MS_DECLARE_BATCH_KERNEL(plain);
+#if defined(MS_SSE2_PATH)
+MS_DECLARE_BATCH_KERNEL(sse2);
+#endif
+#if defined(MS_NEON_PATH)
+MS_DECLARE_BATCH_KERNEL(neon);
+#endif
+#if defined(MS_AVX2_PATH)
+MS_DECLARE_BATCH_KERNEL(avx2);
+#endif
+
+/* The batched kernel of the fastest path this processor has. */
+ms_batch_kernel ms_batch_kernel_path(void);
+
+#endif

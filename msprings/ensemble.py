@@ -1,0 +1,224 @@
+"""Many mass-spring systems of one topology stepped by one call: :class:`Ensemble`."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from . import _core
+from ._system import Energy, Ledger, System, _real_array
+
+__all__ = ["Ensemble"]
+
+
+class Ensemble(_core.Ensemble):
+    """Many systems of one topology, stepped together in C with the GIL released.
+
+    Parameters
+    ----------
+    systems : sequence of System, length B >= 1
+        The members.  They must share one topology: node count, ``springs`` array,
+        ``pinned`` mask and ``faces``.  The ensemble copies them: their parameters, state,
+        options (integrator, gravity, drag, ...), colliders, external force and energy
+        ledger.  Later changes to the systems do not reach the ensemble.
+
+    Attributes
+    ----------
+    x, v : ndarray, shape (B, n, 3)
+        Positions (m) and velocities (m/s), writable views of the C memory.
+    mass : ndarray, shape (B, n)
+        Node masses (kg), writable view.
+    k, c, rest : ndarray, shape (B, m)
+        Stiffnesses (N/m), axial damping (N s/m) and rest lengths (m), writable views.
+    gravity : ndarray, shape (B, 3)
+        Gravitational acceleration of each member (m/s^2), writable view.
+    t : ndarray, shape (B,)
+        Simulated time of each member (s), read-only view.
+    steps : ndarray of int64, shape (B,)
+        Steps each member has taken, read-only view.
+    diverged : ndarray of bool, shape (B,)
+        Members whose step blew up.  :meth:`step` leaves them where they were before the
+        call that blew up and does not step them again until you clear the flag:
+        ``ens.diverged[i] = False`` (after changing what made it blow up).
+    divergence_time : ndarray, shape (B,)
+        For a diverged member, the time (s) that the step that blew up would have reached;
+        NaN otherwise.  ``divergence_step`` (int64, -1 otherwise) is that step, counted as
+        ``steps`` counts.
+    springs : ndarray of int32, shape (m, 2); pinned : ndarray of bool, shape (n,)
+        The shared topology, read-only views.
+    threads : int
+        Worker threads of :meth:`step`; 0 (default) means :func:`msprings.set_num_threads`'
+        setting (all cores unless set).  Any number gives the same bits.
+    batched : int
+        Members the last :meth:`step` stepped sixteen at a time in vector lanes: small
+        members (up to 256 nodes, numbered so that a spring's nodes are close) of explicit
+        or symplectic Euler with nothing but springs, gravity and pins acting.  The others
+        step one by one, each on one worker.  Both give the same bits.
+
+    Raises
+    ------
+    TypeError
+        An item of ``systems`` is not a :class:`System`.
+    ValueError
+        ``systems`` is empty, or ``systems[i]`` differs from ``systems[0]`` in topology
+        (the message names the first such member and how it differs).
+
+    Notes
+    -----
+    Member ``i`` steps exactly as ``systems[i]`` would alone with the same calls: ``x``,
+    ``v``, ``t``, :meth:`energy` and :meth:`ledger` are the same bits.  Values written
+    through the views are checked at the next :meth:`step`.  Options other than gravity
+    stay each member's own (:attr:`integrator` sets every member's); :meth:`add_plane`,
+    :meth:`add_sphere`, :meth:`add_box` and :meth:`add_cylinder` add a collider to every
+    member.
+
+    Examples
+    --------
+    >>> import numpy as np, msprings
+    >>> s = msprings.System([[0, 0, 0], [0, -1, 0]], [[0, 1]], k=20.0, c=0.5, pinned=[0])
+    >>> ens = msprings.Ensemble.replicate(s, 4)
+    >>> ens.k[:, 0] = [10.0, 20.0, 40.0, 80.0]   # one stiffness per member (N/m)
+    >>> ens.step(1e-3, 1000)
+    >>> ens.x.shape, round(float(ens.t[0]), 6)
+    ((4, 2, 3), 1.0)
+    """
+
+    def __init__(self, systems: Sequence[System]) -> None:
+        items = list(systems) if not isinstance(systems, System) else None
+        if items is None:
+            raise TypeError("systems must be a sequence of msprings.System (use Ensemble.replicate(system, count))")
+        super().__init__(items)
+        self._families = [dict(getattr(item, "families", {}) or {}) for item in items]
+        self._uv = [getattr(item, "uv", None) for item in items]
+
+    @classmethod
+    def replicate(cls, system: System, count: int) -> "Ensemble":
+        """``count`` copies of ``system``; set each member's parameters through the views.
+
+        Raises
+        ------
+        TypeError
+            ``count`` is not an integer.
+        ValueError
+            ``count < 1``.
+        """
+        if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+            raise TypeError(f"count must be an integer number of members, not {type(count).__name__}")
+        if count < 1:
+            raise ValueError(f"count = {count} must be >= 1")
+        return cls([system] * int(count))
+
+    def __len__(self) -> int:
+        return self.n_members
+
+    def step(self, dt: float, n: int = 1) -> None:
+        """Advance every member that has not diverged by ``n`` steps of ``dt`` seconds, each
+        with its own integrator, on :attr:`threads` workers, in C with the GIL released.
+
+        A member whose step blows up (a position or velocity becomes non-finite) is put back
+        where it was at the start of this call and flagged in :attr:`diverged` (with
+        :attr:`divergence_time` and :attr:`divergence_step`); the others go on, unaffected.
+        No exception is raised for it.
+
+        Raises
+        ------
+        TypeError
+            ``dt`` is not a real number or ``n`` not an integer.
+        ValueError
+            ``dt`` is not finite and > 0, ``n < 0``, or a value written through a view is
+            bad (the message names the member and the item); no member has changed.
+        KeyboardInterrupt
+            Ctrl-C during the call: every member is put back where it was before the call
+            (and flags set by the call are cleared).
+        """
+        super().step(dt, n)
+
+    @property
+    def integrator(self) -> str | tuple[str, ...]:
+        """The members' integrator: one name if they share it, else one name per member.
+        Setting it sets every member's (a name of :data:`msprings.INTEGRATORS`)."""
+        names = self._integrators()
+        return names[0] if len(set(names)) == 1 else names
+
+    @integrator.setter
+    def integrator(self, name: str) -> None:
+        self._set_option("integrator", name)
+
+    def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
+             restitution: float, friction: float, thickness: float) -> None:
+        self._add_collider(kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
+                           _real_array(velocity, "velocity"), restitution, friction, thickness)
+
+    def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
+                  restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                  velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the plane of :meth:`System.add_plane` (same arguments and errors) to every member;
+        a member stepped alone (:meth:`system`) keeps it."""
+        System.add_plane(self, point, normal, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                         thickness=thickness, velocity=velocity)
+
+    def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
+                   thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the sphere of :meth:`System.add_sphere` (same arguments and errors) to every member."""
+        System.add_sphere(self, center, radius, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                          thickness=thickness, velocity=velocity)
+
+    def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
+                thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the box of :meth:`System.add_box` (same arguments and errors) to every member."""
+        System.add_box(self, lower, upper, restitution=restitution, friction=friction,  # type: ignore[arg-type]
+                       thickness=thickness, velocity=velocity)
+
+    def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
+                     restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
+                     velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
+        """Adds the cylinder of :meth:`System.add_cylinder` (same arguments and errors) to every member."""
+        System.add_cylinder(self, center, radius, height, axis,  # type: ignore[arg-type]
+                            restitution=restitution, friction=friction, thickness=thickness, velocity=velocity)
+
+    def energy(self) -> Energy:
+        """Each member's energies (J), as :meth:`System.energy`, with (B,) arrays as fields."""
+        (kinetic, spring, gravity, dissipated, work), _ = self._accounts()
+        mechanical = kinetic + spring + gravity
+        return Energy(kinetic, spring, gravity, dissipated, work, mechanical, mechanical + dissipated - work)
+
+    def ledger(self) -> Ledger:
+        """Each member's ledger by mechanism (J), as :meth:`System.ledger`, with (B,) arrays."""
+        return Ledger(*self._accounts()[1])
+
+    def system(self, index: int) -> System:
+        """Member ``index`` (negative counts from the end) as a new, independent
+        :class:`System`: the same parameters, options, colliders, state, ledger and time,
+        stepping on alone with the bits it would have in the ensemble.
+
+        Raises
+        ------
+        TypeError
+            ``index`` is not an integer.
+        IndexError
+            ``index`` is out of range.
+        """
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
+            raise TypeError(f"index must be an integer, not {type(index).__name__}")
+        count = self.n_members
+        position = int(index) + count if index < 0 else int(index)
+        if not 0 <= position < count:
+            raise IndexError(f"member {index} is out of range for an ensemble of {count} members")
+        member = self._member(position, System)
+        member.families = {name: indices.copy() for name, indices in self._families[position].items()}
+        uv = self._uv[position]
+        member.uv = None if uv is None else uv.copy()
+        return member
+
+    def __repr__(self) -> str:
+        diverged = int(np.count_nonzero(self.diverged))
+        integrator = self.integrator
+        if not isinstance(integrator, str):
+            integrator = "mixed integrators"
+        return (f"<msprings.Ensemble: {self.n_members} members of {self.n_nodes} nodes and {self.n_springs} "
+                f"springs, {integrator}, {diverged} diverged>")
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an Ensemble cannot be pickled; pickle its members (ens.system(i)) instead")
