@@ -59,17 +59,18 @@ class _Stopped(Exception):
 
 
 def _run_members(systems: Sequence[System], dt: float, steps: int, record_every: int | None,
-                 measure: Measure | None, *, positions: bool = True,
+                 measure: Measure | None, *, positions: bool = True, grid_names: Sequence[str] = (),
                  stop: threading.Event | None = None) -> dict[str, np.ndarray]:
     """Step every system ``steps`` steps of ``dt`` (s) and keep its records.
 
     Returns arrays with a leading member axis ``B = len(systems)``: ``"x"`` (B, R, n, 3) in m
     (R = 1 + ceil(steps / record_every) records when recording, else the final state only,
     (B, n, 3); only if ``positions``); each of measure's keys (B, R, *shape) or (B, *shape);
-    ``"diverged"`` (B,) bool.  A member that raises :class:`msprings.DivergenceError` is rolled
-    back by its step call and stepped no further: its records from then on are NaN.  ``stop``,
-    once set, ends the run (:class:`_Stopped`) before the next call of at most
-    ``_STEPS_PER_CALL`` steps.
+    ``"diverged"`` (B,) bool.  A measure key that the results use (``_RESULT_NAMES``) or that
+    is one of ``grid_names`` is refused (ValueError) at the first record.  A member that
+    raises :class:`msprings.DivergenceError` is rolled back by its step call and stepped no
+    further: its records from then on are NaN.  ``stop``, once set, ends the run
+    (:class:`_Stopped`) before the next call of at most ``_STEPS_PER_CALL`` steps.
 
     All members advance one record interval, then all are recorded: the order a batched
     ensemble (one ``step(dt, n)`` for all members, ``diverged`` flags, ``system(i)`` views)
@@ -91,7 +92,7 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
                 continue
             values = {"x": system.x} if positions else {}
             if measure is not None:
-                values.update(_measured(measure(system)))
+                values.update(_measured(measure(system), grid_names))
             if not kept:
                 for name, value in values.items():
                     kept[name] = np.full((count, records, *value.shape), np.nan)
@@ -133,14 +134,20 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
     return result
 
 
-def _measured(values: Any) -> dict[str, np.ndarray]:
-    """measure's dict as float64 arrays, checked."""
+def _measured(values: Any, grid_names: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """measure's dict as float64 arrays, checked: its keys must be identifiers other than the
+    results' own names and the grid's names."""
     if not isinstance(values, Mapping):
         raise TypeError(f"measure must return a dict of floats or arrays, got {type(values).__name__}")
     out = {}
     for name, value in values.items():
-        if not isinstance(name, str) or not name.isidentifier() or name in ("x", "diverged"):
-            raise ValueError(f"measure's keys must be names other than 'x' and 'diverged', got {name!r}")
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"measure's keys must be identifiers, got {name!r}")
+        if name in _RESULT_NAMES:
+            raise ValueError(f"measure's key {name!r} is a name the results use for their own variables and "
+                             f"dimensions ({', '.join(map(repr, _RESULT_NAMES))}): rename it")
+        if name in grid_names:
+            raise ValueError(f"measure's key {name!r} is also a grid name: rename it")
         try:
             out[name] = np.array(value, dtype=np.float64)
         except (TypeError, ValueError) as error:
@@ -169,7 +176,8 @@ def _run_chunk(build: Callable[..., System], measure: Measure | None, names: tup
         # divergence is reported in the results, not by a warning per member
         system._warned = getattr(system, "_warned", frozenset()) | {"stability"}
         systems.append(system)
-    return _run_members(systems, dt, steps, record_every, measure, positions=positions, stop=stop)
+    return _run_members(systems, dt, steps, record_every, measure, positions=positions, grid_names=names,
+                        stop=stop)
 
 
 # ---------------------------------------------------------------------------------------
@@ -187,9 +195,9 @@ def _check_grid(grid: Any) -> tuple[tuple[str, ...], list[np.ndarray]]:
             raise TypeError(f"grid's names must be identifiers (build's keywords), got {name!r}")
         if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
             raise TypeError(f"grid[{name!r}] must be a 1-D sequence of values, got {type(values).__name__}")
-        axis = np.asarray(values)
-        if axis.ndim != 1:
-            raise ValueError(f"grid[{name!r}] must be 1-D, got shape {axis.shape}")
+        axis = _grid_axis(values)
+        if axis.ndim != 1 or (axis.dtype == object and any(np.ndim(value) != 0 for value in axis)):
+            raise ValueError(f"grid[{name!r}] must be 1-D, got shape {np.shape(values)}")
         if axis.size == 0:
             raise ValueError(f"grid[{name!r}] is empty: every grid axis needs at least one value")
         if name in _RESULT_NAMES:
@@ -198,6 +206,10 @@ def _check_grid(grid: Any) -> tuple[tuple[str, ...], list[np.ndarray]]:
         axes.append(axis)
     if "dt" in grid:
         dts = axes[names.index("dt")]
+        if dts.dtype == object and all(isinstance(value, (int, float, np.integer, np.floating))
+                                       and not isinstance(value, (bool, np.bool_)) for value in dts):
+            # mixed ints and floats: time steps, never passed to build
+            dts = axes[names.index("dt")] = dts.astype(np.float64)
         if dts.dtype.kind not in "iuf" or not (np.isfinite(dts) & (dts > 0)).all():
             raise ValueError(f"grid['dt'] must hold finite time steps > 0 (s), got {dts!r}")
     if "integrator" in grid:
@@ -205,6 +217,32 @@ def _check_grid(grid: Any) -> tuple[tuple[str, ...], list[np.ndarray]]:
             if value not in _core.INTEGRATORS:
                 raise ValueError(f"grid['integrator'] holds {value!r}, not one of {_core.INTEGRATORS}")
     return tuple(names), axes
+
+
+def _grid_axis(values: Any) -> np.ndarray:
+    """One grid axis as an array whose values are those given.
+
+    A typed array (float64, int64, str, ...) when every value comes back from it as the same
+    Python type it went in as; else (mixed types, e.g. ``[1, "a"]``, ``[True, 2]``,
+    ``[1, 2.5]``, which NumPy would convert to one type) an object array holding the values
+    themselves, so that ``build`` gets them as given.
+    """
+    if isinstance(values, np.ndarray):
+        return values
+    values = list(values)
+    try:
+        typed = np.asarray(values)
+    except (ValueError, OverflowError):  # ragged or too large for a NumPy type
+        typed = None
+    if typed is not None and typed.ndim != 1:
+        return typed
+    if typed is not None and typed.dtype != object and all(
+            type(_python_value(kept)) is type(_python_value(value)) for kept, value in zip(typed, values)):
+        return typed
+    axis = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):
+        axis[i] = value
+    return axis
 
 
 def _check_build(build: Any, names: Sequence[str]) -> None:
@@ -354,8 +392,9 @@ def sweep(
         contract, which lets a batched ensemble call it on member views later: it only
         reads the member (no writes, no stepping, no state of its own between calls), and
         it returns the same keys, each with the same shape, for every member and record.
-        Keys must be identifiers other than ``"x"`` and ``"diverged"``.  It travels to the
-        cluster with ``build``.
+        Keys must be identifiers other than the grid's names and the names the results use
+        (``"x"``, ``"diverged"``, ``"time"``, ``"step"``, ``"node"``, ``"axis"``): such a key
+        is refused at the first record.  It travels to the cluster with ``build``.
     client : distributed.Client, optional
         None runs on this machine's cores (``workers`` threads; System.step releases the
         GIL).  A Dask ``distributed.Client`` runs the grid as tasks of ``chunk_size``
@@ -410,10 +449,13 @@ def sweep(
     Each member gives exactly the bits of ``build(**point)`` stepped alone with
     :meth:`System.step`, on any number of threads or workers.
 
-    Ctrl-C during a local sweep raises KeyboardInterrupt at once; the members still being
-    stepped stop within one call of at most 1000 steps (worker processes, which get Ctrl-C
-    too, at once), and no results are returned (the members finished until then are
-    dropped).  With a client, the chunks not yet done are cancelled on the cluster.
+    Ctrl-C during a local sweep (or Jupyter's "interrupt kernel", which reaches only this
+    process) raises KeyboardInterrupt at once, and no results are returned (the members
+    finished until then are dropped).  An exception in one member (from ``build`` or
+    ``measure``) ends the sweep the same way and is raised.  Worker threads then stop
+    within one call of at most 1000 steps; worker processes are told to stop and are ended
+    before the exception is raised, so none is left running.  With a client, the chunks
+    not yet done are cancelled on the cluster.
 
     Raises
     ------
@@ -426,8 +468,9 @@ def sweep(
         An empty grid or grid axis, a grid axis that is not 1-D, grid names that ``build``
         does not take (or a keyword it needs that the grid lacks), ``dt <= 0``,
         ``steps < 0``, ``record_every < 1``, an unknown ``output`` or ``local``, members with different
-        node counts when ``positions``, or a measure whose keys or shapes change.  All but
-        the last two are raised before any member is built.
+        node counts when ``positions``, a measure key that is a grid name or a name the
+        results use (raised at the first record), or a measure whose keys or shapes change.
+        All but the last three are raised before any member is built.
     ImportError
         Neither xarray nor pandas (or not the one ``output`` asks for) is installed.
     """
@@ -470,9 +513,6 @@ def sweep(
         results = _run_local(build, measure, names, points, chunks, steps, record_every, positions, threads,
                              local == "processes", bar)
     arrays = _gather(results, chunks, total)
-    clashes = sorted(set(arrays) & set(names))
-    if clashes:
-        raise ValueError(f"measure's keys {clashes} are also grid names: rename them")
     if kind == "xarray":
         return _dataset(arrays, names, axes, shape, step_size, steps, record_every)
     return _dataframe(arrays, names, axes, shape, step_size, steps, record_every)
@@ -506,29 +546,58 @@ def _groups(names: tuple[str, ...], points: list[tuple[Any, ...]],
     return [(float(key[0]), members) for key, members in groups.items()]
 
 
+#: In a worker process of a local sweep: the sweep's stop event, set by the pool's initializer
+#: (an Event can reach another process only when it starts, not with each task).
+_worker_stop: Any = None
+
+
+def _start_worker(stop: Any) -> None:
+    """The process pool's initializer: keep the sweep's stop event for :func:`_run_pickled_chunk`."""
+    global _worker_stop
+    _worker_stop = stop
+
+
 def _run_pickled_chunk(functions: bytes, names: tuple[str, ...], points: list[tuple[Any, ...]], dt: float,
                        steps: int, record_every: int | None, positions: bool) -> dict[str, np.ndarray]:
-    """:func:`_run_chunk` in a worker process, with build and measure sent by cloudpickle."""
+    """:func:`_run_chunk` in a worker process, with build and measure sent by cloudpickle; it
+    stops (:class:`_Stopped`) once the sweep's stop event is set."""
     import cloudpickle
 
     build, measure = cloudpickle.loads(functions)
-    return _run_chunk(build, measure, names, points, dt, steps, record_every, positions)
+    return _run_chunk(build, measure, names, points, dt, steps, record_every, positions, _worker_stop)
 
 
-def _process_pool(workers: int) -> Executor:
+def _process_pool(workers: int) -> tuple[ProcessPoolExecutor, Any]:
+    """A pool of ``workers`` processes and the stop event they share."""
     import multiprocessing
 
     methods = multiprocessing.get_all_start_methods()
     # never fork: this process may run threads (a notebook's, a cluster client's)
     context = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+    stop = context.Event()
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_start_worker,
+                               initargs=(stop,)), stop
+
+
+def _end_pool(executor: ProcessPoolExecutor) -> None:
+    """Cancel a failed sweep's chunks and end its worker processes now: their results would be
+    dropped, and a process still stepping would hold up the interpreter's exit."""
+    # the pool's own list of its processes (ProcessPoolExecutor has no public one before
+    # Python 3.14), taken before shutdown forgets it
+    processes = list((getattr(executor, "_processes", None) or {}).values())
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        if process.is_alive():
+            process.terminate()
+    for process in processes:
+        process.join(timeout=5.0)
 
 
 def _run_local(build: Callable[..., System], measure: Measure | None, names: tuple[str, ...],
                points: list[tuple[Any, ...]], chunks: list[tuple[float, list[int]]], steps: int,
                record_every: int | None, positions: bool, workers: int, processes: bool,
                bar: _Progress | None) -> list[dict[str, np.ndarray]]:
-    stop = threading.Event()
+    stop: Any = threading.Event()
     results: list[dict[str, np.ndarray] | None] = [None] * len(chunks)
     futures: dict[Future[dict[str, np.ndarray]], int] = {}
     executor: Executor
@@ -539,7 +608,7 @@ def _run_local(build: Callable[..., System], measure: Measure | None, names: tup
             raise ImportError("local='processes' sends build and measure with cloudpickle: "
                               "pip install 'msprings[sweep]'") from None
         functions = cloudpickle.dumps((build, measure))
-        executor = _process_pool(min(workers, len(chunks)))
+        executor, stop = _process_pool(min(workers, len(chunks)))
     else:
         executor = ThreadPoolExecutor(max_workers=min(workers, len(chunks)), thread_name_prefix="msprings-sweep")
     try:
@@ -565,7 +634,10 @@ def _run_local(build: Callable[..., System], measure: Measure | None, names: tup
                     bar.update(done_members)
     except BaseException:
         stop.set()
-        executor.shutdown(wait=False, cancel_futures=True)
+        if isinstance(executor, ProcessPoolExecutor):
+            _end_pool(executor)
+        else:
+            executor.shutdown(wait=False, cancel_futures=True)
         raise
     executor.shutdown(wait=True)
     return results  # type: ignore[return-value]

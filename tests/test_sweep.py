@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import subprocess
 import sys
@@ -232,6 +233,85 @@ def test_progress_bar_counts_members(capsys: pytest.CaptureFixture[str]) -> None
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize("record_every", [None, 5])
+@pytest.mark.parametrize("key", ["x", "diverged", "time", "step", "node", "axis", "k", "c"])
+def test_a_measure_key_the_results_or_the_grid_use_is_refused_at_the_first_record(key: str,
+                                                                                   record_every: int | None) -> None:
+    """Such a key would clash with a coordinate, a dimension or a variable of the results: it
+    is refused, by name, where measure first returns it, and no member is measured again."""
+    calls: list[float] = []
+
+    def measure(system: msprings.System) -> dict[str, Any]:
+        calls.append(system.t)
+        return {"energy": system.energy().total, key: system.t}
+
+    with pytest.raises(ValueError, match=f"measure's key '{key}'"):
+        msprings.sweep(spring, {"k": [10.0, 20.0], "c": [0.1, 0.2]}, 1e-3, 20, record_every=record_every,
+                       measure=measure, workers=1, chunk_size=4)
+    # one call, on the first member's first record: at the start when recording, else at the end
+    assert calls == [0.0] if record_every is not None else len(calls) == 1 and calls[0] > 0.0
+
+
+class Given:
+    """A grid value that NumPy cannot hold in a typed array."""
+
+    def __repr__(self) -> str:
+        return "Given()"
+
+
+GIVEN = Given()
+
+
+@pytest.mark.parametrize("values", [[1, "a"], [True, 2], [1, 2.5], [None, 3], [2.5, GIVEN], [np.int32(4), 4.5]])
+def test_mixed_grid_values_reach_build_as_given(values: list[Any]) -> None:
+    got: list[Any] = []
+
+    def build(k: Any) -> msprings.System:
+        got.append(k)
+        return spring(20.0, 0.1)
+
+    ds = msprings.sweep(build, {"k": values}, 1e-3, 10, workers=1)
+    expected = [value.item() if isinstance(value, np.generic) else value for value in values]
+    assert got == expected and [type(value) for value in got] == [type(value) for value in expected]
+    # the labels are the values themselves, and select each member
+    assert ds.k.dtype == object and list(ds.k.values) == list(values)
+    alone = spring(20.0, 0.1)
+    alone.step(1e-3, 10)
+    for value in values:
+        assert np.array_equal(ds.x.sel(k=value).values, alone.x)
+    df = msprings.sweep(build, {"k": values}, 1e-3, 10, workers=1, output="pandas")
+    # (as pandas labels them: None is its missing label)
+    assert df.index.get_level_values("k").equals(pandas.Index(values, dtype=object))
+
+
+@pytest.mark.parametrize(("values", "dtype"), [
+    ([1.0, 2.5], np.float64), ([1, 2], np.int64), (["a", "bc"], np.dtype("<U2")), ([True, False], np.bool_),
+    ([np.float32(0.5), np.float32(1.5)], np.float32), (np.array([3, 4], dtype=np.uint8), np.uint8),
+])
+def test_grid_values_of_one_type_keep_their_type(values: Any, dtype: Any) -> None:
+    got: list[Any] = []
+
+    def build(k: Any) -> msprings.System:
+        got.append(k)
+        return spring(20.0, 0.1)
+
+    ds = msprings.sweep(build, {"k": values}, 1e-3, 10, workers=1)
+    assert ds.k.dtype == dtype
+    assert got == [value.item() if isinstance(value, np.generic) else value for value in values]
+    assert [type(value) for value in got] == [type(value.item() if isinstance(value, np.generic) else value)
+                                              for value in values]
+
+
+def test_mixed_int_and_float_time_steps() -> None:
+    """dt never reaches build: ints and floats together are time steps in s."""
+    ds = msprings.sweep(spring, {"k": [0.01], "c": [0.0], "dt": [1, 0.5]}, None, 4)
+    assert ds.dt.dtype == np.float64 and list(ds.dt.values) == [1.0, 0.5]
+    for dt in (1.0, 0.5):
+        alone = spring(0.01, 0.0)
+        alone.step(dt, 4)
+        assert np.array_equal(ds.x.sel(k=0.01, c=0.0, dt=dt).values, alone.x)
+
+
 # ---------------------------------------------------------------------------------------
 # Dask
 
@@ -337,7 +417,7 @@ def test_bad_build_and_measure_results() -> None:
     with pytest.raises(ValueError, match="measure's 'y' has shape"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, measure=lambda s: {"y": s.x[:, 1]},
                        positions=False, workers=1, chunk_size=2)
-    with pytest.raises(ValueError, match=r"keys \['k'\] are also grid names"):
+    with pytest.raises(ValueError, match="key 'k' is also a grid name"):
         msprings.sweep(spring, {"k": [1.0], "c": [0.0]}, 1e-3, 10, measure=lambda s: {"k": s.k[0]})
     with pytest.raises(ValueError, match="same keys"):
         msprings.sweep(lambda n: scenes.chain(n), {"n": [3, 4]}, 1e-3, 10, positions=False, workers=1, chunk_size=2,
@@ -383,3 +463,57 @@ def test_ctrl_c_stops_a_local_sweep() -> None:
     assert result["raised"] == "KeyboardInterrupt"
     # SIGINT comes after 0.5 s; the sweep would take hours, and its threads stop within one call
     assert result["seconds"] < 10.0 and result["joined"] < 30.0
+
+
+
+def test_an_error_in_one_member_ends_every_worker_process() -> None:
+    """local="processes": the other worker, hours from done, is ended with the sweep."""
+    before = {process.pid for process in multiprocessing.active_children()}
+
+    def build(k: float) -> msprings.System:
+        if k == 0.0:
+            import time
+
+            time.sleep(1.0)  # the other member is being stepped by then
+            raise RuntimeError("no member at k = 0")
+        return scenes.cloth(10, k=k)
+
+    try:
+        with pytest.raises(RuntimeError, match="no member at k = 0"):
+            # some 10^10 node-steps: hours of work
+            msprings.sweep(build, {"k": [0.0, 1000.0]}, 1e-3, 10**8, local="processes", workers=2, chunk_size=1,
+                           positions=False, progress=False)
+        left = [process for process in multiprocessing.active_children() if process.pid not in before]
+    finally:
+        for process in multiprocessing.active_children():
+            if process.pid not in before:
+                process.terminate()
+    assert left == []
+
+
+INTERRUPT_PROCESSES = r"""
+import json, multiprocessing, signal, threading
+import msprings
+from msprings import scenes
+
+# SIGINT to this process's main thread only, as Jupyter's "interrupt kernel" sends it:
+# the worker processes do not get it
+main = threading.main_thread().ident
+threading.Timer(2.0, signal.pthread_kill, (main, signal.SIGINT)).start()
+try:
+    msprings.sweep(lambda k: scenes.cloth(10, k=k), {"k": [1000.0, 1001.0]}, 1e-3, 10**8, local="processes",
+                   workers=2, chunk_size=1, positions=False, progress=False)
+    raised = "nothing"
+except KeyboardInterrupt:
+    raised = "KeyboardInterrupt"
+print(json.dumps({"raised": raised, "children": len(multiprocessing.active_children())}), flush=True)
+"""
+
+
+def test_ctrl_c_in_the_main_process_ends_the_worker_processes() -> None:
+    # the script exits only once its worker processes have ended
+    done = subprocess.run([sys.executable, "-c", INTERRUPT_PROCESSES], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=python_path()))
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {"raised": "KeyboardInterrupt", "children": 0}
