@@ -72,10 +72,10 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
     further: its records from then on are NaN.  ``stop``, once set, ends the run
     (:class:`_Stopped`) before the next call of at most ``_STEPS_PER_CALL`` steps.
 
-    All members advance one record interval, then all are recorded: the order a batched
-    ensemble (one ``step(dt, n)`` for all members, ``diverged`` flags, ``system(i)`` views)
-    works in, so that stepping them together replaces only the loop marked below and gives
-    the same bits (each member's bits are those of the system stepped alone).
+    All members advance one record interval, then all are recorded.  Members of one topology
+    step as one :class:`msprings.Ensemble` (a copy of them: ``systems`` are left as built), whose
+    member i gives the bits of ``systems[i]`` stepped alone; ``measure`` then sees member i as
+    ``ensemble.system(i)``.
     """
     count = len(systems)
     if record_every is None:
@@ -86,13 +86,18 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
     diverged = np.zeros(count, dtype=bool)
     kept: dict[str, np.ndarray] = {}
 
+    # Members of one topology step together as an Ensemble (one C call for all of them, the
+    # tiny ones several to a vector), each to the bits it would reach alone; others one by one.
+    ensemble = _ensemble_of(systems)
+
     def keep(r: int) -> None:
         for i, system in enumerate(systems):
             if diverged[i]:
                 continue
-            values = {"x": system.x} if positions else {}
+            values = {"x": system.x if ensemble is None else ensemble.x[i]} if positions else {}
             if measure is not None:
-                values.update(_measured(measure(system), grid_names))
+                member = system if ensemble is None else ensemble.system(i)
+                values.update(_measured(measure(member), grid_names))
             if not kept:
                 for name, value in values.items():
                     kept[name] = np.full((count, records, *value.shape), np.nan)
@@ -115,14 +120,17 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
             chunk = min(_STEPS_PER_CALL, boundary - done)
             if stop is not None and stop.is_set():
                 raise _Stopped
-            # Stepping, member by member (a batched ensemble: one call for all the members).
-            for i, system in enumerate(systems):
-                if diverged[i]:
-                    continue
-                try:
-                    system.step(dt, chunk)
-                except _core.DivergenceError:
-                    diverged[i] = True
+            if ensemble is not None:
+                ensemble.step(dt, chunk)
+                diverged |= ensemble.diverged
+            else:
+                for i, system in enumerate(systems):
+                    if diverged[i]:
+                        continue
+                    try:
+                        system.step(dt, chunk)
+                    except _core.DivergenceError:
+                        diverged[i] = True
             done += chunk
         if record_every is not None:
             keep(r)
@@ -132,6 +140,19 @@ def _run_members(systems: Sequence[System], dt: float, steps: int, record_every:
     result = {name: (value if record_every is not None else value[:, 0]) for name, value in kept.items()}
     result["diverged"] = diverged
     return result
+
+
+def _ensemble_of(systems: Sequence[System]) -> Any:
+    """The systems as one :class:`msprings.Ensemble` (copies: the systems are left as they are),
+    or None when they cannot step as one (different topologies, a single member)."""
+    if len(systems) < 2:
+        return None
+    from .ensemble import Ensemble
+
+    try:
+        return Ensemble(systems)
+    except ValueError:
+        return None
 
 
 def _measured(values: Any, grid_names: Sequence[str] = ()) -> dict[str, np.ndarray]:

@@ -123,6 +123,21 @@ def test_every_grid_point_is_its_own_build_stepped_alone() -> None:
             assert np.array_equal(ds.end_v.sel(k=k, mass=mass).values[-1], alone.v[-1])
 
 
+def test_members_step_as_an_ensemble_to_the_bits_of_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Members of one topology step together as an Ensemble; the same sweep stepped member by
+    member (the ensemble switched off) gives the same bits, divergence and measures included."""
+    sweep_module = sys.modules["msprings.sweep"]  # msprings.sweep is the function
+    grid = {"k": [10.0, 50.0, 4.0e6], "mass": [0.5, 1.0]}  # k = 4e6 N/m blows up at dt = 2e-3 s
+    members = [hanging_chain(k, mass) for k in grid["k"] for mass in grid["mass"]]
+    assert sweep_module._ensemble_of(members) is not None
+    together = msprings.sweep(hanging_chain, grid, 2e-3, 300, record_every=50, measure=chain_measure)
+    monkeypatch.setattr(sweep_module, "_ensemble_of", lambda systems: None)
+    alone = msprings.sweep(hanging_chain, grid, 2e-3, 300, record_every=50, measure=chain_measure)
+    assert together.diverged.values.tolist() == [[False, False], [False, False], [True, True]]
+    for name in ("x", "end_y", "energy", "end_v", "diverged"):
+        assert np.array_equal(together[name].values, alone[name].values, equal_nan=name != "diverged"), name
+
+
 def test_final_state_only_and_one_call_give_the_same_bits() -> None:
     """Without record_every only the end is kept: the bits of one step(dt, steps) call,
     however the sweep cuts the run into calls, on one thread or several."""
