@@ -1,0 +1,288 @@
+/* The adjoint and the tangent of one step of explicit and symplectic Euler, velocity
+ * Verlet and RK4, written stage by stage from explicit.c: each stage's force evaluation
+ * f(x_s, v_s) gives an acceleration a_s = w f_s with w = 1/m on free nodes (0 on pinned
+ * ones, which therefore keep their velocity), and the step is a sum of those.  The
+ * reverse pass evaluates the stages again from (x, v), then takes them in reverse.  The
+ * energy loss multiplies the free velocities by (1 - energy_loss) after the step.
+ *
+ * Verlet's end force is taken at its predicted velocity whenever the step has dampers or
+ * drag; with neither, the force does not depend on the velocity and both forms are the
+ * same map, so the derivatives here always follow the predicted form (at c = 0 it gives
+ * the derivative with respect to c from above, the side on which c is allowed).
+ */
+#include <string.h>
+
+#include "solvers/adjoint.h"
+
+int64_t ms_adjoint_work_size(const ms_model* m) { return 24 * 3 * m->nnode + m->nnode; }
+
+static void forces(const ms_model* m, const double* external, const double* x, const double* v, double* f) {
+    ms_forces(m, x, v, external, 0.0, f, NULL);
+}
+
+/* The adjoint of a = w f taken with weight: lf = weight w la, and the adjoint of w, weight la.f
+   per node, added to lw. */
+static void acceleration_adjoint(const ms_model* m, const double* inv_mass, double weight, const double* la,
+                                 const double* f, double* lf, double* lw) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* li = la + 3 * i;
+        for (int a = 0; a < 3; ++a) lf[3 * i + a] = weight * inv_mass[i] * li[a];
+        lw[i] += weight * (li[0] * f[3 * i] + li[1] * f[3 * i + 1] + li[2] * f[3 * i + 2]);
+    }
+}
+
+/* da = w df + dw f with dw = -w^2 dm on free nodes. */
+static void acceleration_tangent(const ms_model* m, const double* inv_mass, const double* dmass, const double* f,
+                                 const double* df, double* da) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double w = inv_mass[i], dw = -w * w * dmass[i];
+        for (int a = 0; a < 3; ++a) da[3 * i + a] = w * df[3 * i + a] + dw * f[3 * i + a];
+    }
+}
+
+/* The energy loss's factor on the free velocities (or its adjoint: the same). */
+static void energy_loss(const ms_model* m, const double* inv_mass, double* v) {
+    const double keep = 1.0 - m->opt.energy_loss;
+    if (m->opt.energy_loss == 0.0) return;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        if (inv_mass[i] != 0.0)
+            for (int a = 0; a < 3; ++a) v[3 * i + a] *= keep;
+}
+
+/* The mass gradient from the adjoint of w = 1/m: dw/dm = -w^2. */
+static void mass_from_inverse(const ms_model* m, const double* inv_mass, const double* lw,
+                              const ms_parameter_arrays* g) {
+    for (int64_t i = 0; i < m->nnode; ++i) g->mass[i] -= inv_mass[i] * inv_mass[i] * lw[i];
+}
+
+static void axpy(int64_t n, double a, const double* x, double* y) {
+    for (int64_t q = 0; q < n; ++q) y[q] += a * x[q];
+}
+
+/* y = x + a z */
+static void offset(int64_t n, const double* x, double a, const double* z, double* y) {
+    for (int64_t q = 0; q < n; ++q) y[q] = x[q] + a * z[q];
+}
+
+/* ---- explicit and symplectic Euler ----------------------------------------------------
+   symplectic: v' = v + h w f(x, v), x' = x + h v';  explicit: x' = x + h v, v' = v + h w f */
+
+static void euler_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                          const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
+                          double* work, int explicit_euler) {
+    const int64_t n3 = 3 * m->nnode;
+    double *f = work, *lf = work + n3, *lw = work + 2 * n3;
+    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    energy_loss(m, inv_mass, lv);
+    forces(m, external, x, v, f);
+    if (!explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v' */
+    acceleration_adjoint(m, inv_mass, h, lv, f, lf, lw);
+    if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
+    ms_forces_adjoint(m, x, v, lf, lx, lv, g);
+    mass_from_inverse(m, inv_mass, lw, g);
+}
+
+static void euler_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                          const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d,
+                          double* work, int explicit_euler) {
+    const int64_t n3 = 3 * m->nnode;
+    double *f = work, *df = work + n3;
+    forces(m, external, x, v, f);
+    ms_forces_tangent(m, x, v, dx, dv, d, df);
+    acceleration_tangent(m, inv_mass, d->mass, f, df, df);
+    if (explicit_euler) axpy(n3, h, dv, dx);
+    axpy(n3, h, df, dv);
+    if (!explicit_euler) axpy(n3, h, dv, dx);
+    energy_loss(m, inv_mass, dv);
+}
+
+/* ---- velocity Verlet -------------------------------------------------------------------
+   f0 = f(x, v); vh = v + h/2 w f0; x1 = x + h vh; f1 = f(x1, vh); vp = vh + h/2 w f1;
+   f2 = f(x1, vp); x' = x1, v' = vh + h/2 w f2 */
+
+static void verlet_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                           const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
+                           double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    const double half = 0.5 * h;
+    double *f0 = work, *vh = work + n3, *x1 = work + 2 * n3, *f1 = work + 3 * n3, *vp = work + 4 * n3;
+    double *f2 = work + 5 * n3, *lvh = work + 6 * n3, *lvp = work + 7 * n3, *lf = work + 8 * n3;
+    double* lw = work + 9 * n3;
+    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    forces(m, external, x, v, f0);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            vh[q] = v[q] + half * inv_mass[i] * f0[q];
+            x1[q] = x[q] + h * vh[q];
+        }
+    forces(m, external, x1, vh, f1);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) vp[3 * i + a] = vh[3 * i + a] + half * inv_mass[i] * f1[3 * i + a];
+    forces(m, external, x1, vp, f2);
+
+    energy_loss(m, inv_mass, lv);
+    /* lx is the adjoint of x1 from here until x1 = x + h vh is taken back */
+    memcpy(lvh, lv, sizeof(double) * (size_t)n3);
+    memset(lvp, 0, sizeof(double) * (size_t)n3);
+    acceleration_adjoint(m, inv_mass, half, lv, f2, lf, lw);
+    ms_forces_adjoint(m, x1, vp, lf, lx, lvp, g);
+    axpy(n3, 1.0, lvp, lvh);
+    acceleration_adjoint(m, inv_mass, half, lvp, f1, lf, lw);
+    ms_forces_adjoint(m, x1, vh, lf, lx, lvh, g);
+    axpy(n3, h, lx, lvh);
+    memcpy(lv, lvh, sizeof(double) * (size_t)n3);
+    acceleration_adjoint(m, inv_mass, half, lvh, f0, lf, lw);
+    ms_forces_adjoint(m, x, v, lf, lx, lv, g);
+    mass_from_inverse(m, inv_mass, lw, g);
+}
+
+static void verlet_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                           const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d,
+                           double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    const double half = 0.5 * h;
+    double *f = work, *df = work + n3, *vh = work + 2 * n3, *x1 = work + 3 * n3, *vp = work + 4 * n3;
+    double *dvh = work + 5 * n3, *dvp = work + 6 * n3;
+    forces(m, external, x, v, f);
+    ms_forces_tangent(m, x, v, dx, dv, d, df);
+    acceleration_tangent(m, inv_mass, d->mass, f, df, df);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            vh[q] = v[q] + half * inv_mass[i] * f[q];
+            x1[q] = x[q] + h * vh[q];
+            dvh[q] = dv[q] + half * df[q];
+            dx[q] += h * dvh[q];
+        }
+    forces(m, external, x1, vh, f);
+    ms_forces_tangent(m, x1, vh, dx, dvh, d, df);
+    acceleration_tangent(m, inv_mass, d->mass, f, df, df);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            vp[q] = vh[q] + half * inv_mass[i] * f[q];
+            dvp[q] = dvh[q] + half * df[q];
+        }
+    forces(m, external, x1, vp, f);
+    ms_forces_tangent(m, x1, vp, dx, dvp, d, df);
+    acceleration_tangent(m, inv_mass, d->mass, f, df, df);
+    offset(n3, dvh, half, df, dv);
+    energy_loss(m, inv_mass, dv);
+}
+
+/* ---- RK4 -------------------------------------------------------------------------------
+   stage s = 1..4 at (x_s, v_s): (x_1, v_1) = (x, v), (x_s, v_s) = (x, v) + c_s h (v_{s-1},
+   a_{s-1}) with c = (1/2, 1/2, 1) and a_s = w f(x_s, v_s); x' = x + h/6 sum b_s v_s,
+   v' = v + h/6 sum b_s a_s with b = (1, 2, 2, 1). */
+
+static const double rk4_weight[4] = {1.0, 2.0, 2.0, 1.0};
+static const double rk4_offset[4] = {0.0, 0.5, 0.5, 1.0};
+
+static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                        const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
+                        double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    /* the stages' points and forces, then the adjoints of their velocities and accelerations */
+    double* xs[4];
+    double* vs[4];
+    double* fs[4];
+    double* lvs[4];
+    double* las[4];
+    for (int s = 0; s < 4; ++s) {
+        xs[s] = work + (0 + s) * n3;
+        vs[s] = work + (4 + s) * n3;
+        fs[s] = work + (8 + s) * n3;
+        lvs[s] = work + (12 + s) * n3;
+        las[s] = work + (16 + s) * n3;
+    }
+    double *lf = work + 20 * n3, *lxs = work + 21 * n3, *lw = work + 22 * n3;
+    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    memcpy(xs[0], x, sizeof(double) * (size_t)n3);
+    memcpy(vs[0], v, sizeof(double) * (size_t)n3);
+    for (int s = 0; s < 4; ++s) {
+        if (s > 0)
+            for (int64_t i = 0; i < m->nnode; ++i)
+                for (int a = 0; a < 3; ++a) {
+                    const int64_t q = 3 * i + a;
+                    xs[s][q] = x[q] + rk4_offset[s] * h * vs[s - 1][q];
+                    vs[s][q] = v[q] + rk4_offset[s] * h * (inv_mass[i] * fs[s - 1][q]);
+                }
+        forces(m, external, xs[s], vs[s], fs[s]);
+    }
+    energy_loss(m, inv_mass, lv);
+    for (int s = 0; s < 4; ++s) {
+        const double weight = rk4_weight[s] * h / 6.0;
+        for (int64_t q = 0; q < n3; ++q) {
+            lvs[s][q] = weight * lx[q];
+            las[s][q] = weight * lv[q];
+        }
+    }
+    for (int s = 3; s >= 0; --s) {
+        acceleration_adjoint(m, inv_mass, 1.0, las[s], fs[s], lf, lw);
+        memset(lxs, 0, sizeof(double) * (size_t)n3);
+        ms_forces_adjoint(m, xs[s], vs[s], lf, lxs, lvs[s], g);
+        axpy(n3, 1.0, lxs, lx);
+        axpy(n3, 1.0, lvs[s], lv);
+        if (s > 0) {
+            axpy(n3, rk4_offset[s] * h, lxs, lvs[s - 1]);
+            axpy(n3, rk4_offset[s] * h, lvs[s], las[s - 1]);
+        }
+    }
+    mass_from_inverse(m, inv_mass, lw, g);
+}
+
+static void rk4_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                        const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d,
+                        double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    double *xs = work, *vs = work + n3, *f = work + 2 * n3, *da = work + 3 * n3;
+    double *dxs = work + 4 * n3, *dvs = work + 5 * n3, *dx_out = work + 6 * n3, *dv_out = work + 7 * n3;
+    memcpy(xs, x, sizeof(double) * (size_t)n3);
+    memcpy(vs, v, sizeof(double) * (size_t)n3);
+    memcpy(dxs, dx, sizeof(double) * (size_t)n3);
+    memcpy(dvs, dv, sizeof(double) * (size_t)n3);
+    memcpy(dx_out, dx, sizeof(double) * (size_t)n3);
+    memcpy(dv_out, dv, sizeof(double) * (size_t)n3);
+    for (int s = 0; s < 4; ++s) {
+        forces(m, external, xs, vs, f);
+        ms_forces_tangent(m, xs, vs, dxs, dvs, d, da);
+        acceleration_tangent(m, inv_mass, d->mass, f, da, da);
+        const double weight = rk4_weight[s] * h / 6.0;
+        axpy(n3, weight, dvs, dx_out);
+        axpy(n3, weight, da, dv_out);
+        if (s == 3) break;
+        const double step = rk4_offset[s + 1] * h;
+        for (int64_t i = 0; i < m->nnode; ++i)
+            for (int a = 0; a < 3; ++a) {
+                const int64_t q = 3 * i + a;
+                xs[q] = x[q] + step * vs[q];
+                vs[q] = v[q] + step * (inv_mass[i] * f[q]);
+                dxs[q] = dx[q] + step * dvs[q];
+                dvs[q] = dv[q] + step * da[q];
+            }
+    }
+    memcpy(dx, dx_out, sizeof(double) * (size_t)n3);
+    memcpy(dv, dv_out, sizeof(double) * (size_t)n3);
+    energy_loss(m, inv_mass, dv);
+}
+
+void ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                     const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g, double* work) {
+    switch (m->opt.integrator) {
+    case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
+    case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    default: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
+    }
+}
+
+void ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                     const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d, double* work) {
+    switch (m->opt.integrator) {
+    case MS_EXPLICIT_EULER: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 1); break;
+    case MS_VELOCITY_VERLET: verlet_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
+    case MS_RK4: rk4_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
+    default: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 0); break;
+    }
+}
