@@ -202,7 +202,7 @@ class PositionFit:
     Parameters
     ----------
     system : System
-        The network and its initial state; it is copied, never stepped or changed.
+        The network, with the run's initial state; it is copied, never stepped or changed.
     dt : float
         Step size (s).
     steps : int
@@ -227,7 +227,7 @@ class PositionFit:
     >>> import numpy as np, msprings
     >>> from scipy.optimize import least_squares
     >>> s = msprings.System([[0, 0, 0], [0, -1, 0]], [[0, 1]], k=30.0, c=0.2, pinned=[0])
-    >>> measured = s.run(1e-3, 500, record_every=50).positions
+    >>> measured = s.copy().run(1e-3, 500, record_every=50).positions
     >>> s.k[:] = 20.0                                  # a wrong guess
     >>> fit = msprings.PositionFit(s, 1e-3, 500, measured, {"k": None}, record_every=50)
     >>> result = least_squares(fit.residuals, fit.initial, jac=fit.jacobian)

@@ -40,7 +40,7 @@ int ms_gradient_check(const ms_model* m, ms_error* err) {
                             "colliders have no gradient here (contact is not smooth): remove them for a "
                             "differentiable run");
     if (opt->strain_limiting)
-        return ms_error_set(err, MS_ERR_VALUE, "strain limiting has no gradient here: set strain_limiting = False");
+        return ms_error_set(err, MS_ERR_VALUE, "strain limiting has no gradient here: set strain_limit = None");
     if (opt->self_collision > 0.0)
         return ms_error_set(err, MS_ERR_VALUE, "self-collision has no gradient here: set self_collision = 0");
     const ms_air* air = &opt->air;
