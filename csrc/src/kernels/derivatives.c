@@ -8,7 +8,12 @@
  *     dF/dw = c n n^T
  *     dF/dk = (l - L) n,   dF/dc = (w.n) n,   dF/dL = -k n.
  * A spring shorter than the kernel's MS_MIN_LENGTH_SQUARED exerts no force, and has no
- * derivative.  Node i feels m_i g - drag v_i + external_i. */
+ * derivative.  Node i feels m_i g - drag v_i + external_i.
+ *
+ * The force itself comes out of the same loops at the cost of a few products (the integrators'
+ * derivatives need it for the derivative of 1/m); it equals the step's to rounding, not bit
+ * for bit (the step sums by blocks on the vector path).
+ */
 #include <math.h>
 
 #include "kernels/derivatives.h"
@@ -18,20 +23,38 @@
 
 static double dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-void ms_forces_adjoint(const ms_model* m, const double* x, const double* v, const double* lf, double* lx,
-                       double* lv, const ms_parameter_arrays* g) {
+/* f = m g - drag v + external, the nodes' own forces. */
+static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
+                        double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a)
+            f[3 * i + a] = m->mass[i] * gravity[a] - drag * v[3 * i + a] + (external != NULL ? external[3 * i + a] : 0.0);
+}
+
+void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                       const double* MS_RESTRICT external, const double* MS_RESTRICT lf, double* MS_RESTRICT lx,
+                       double* MS_RESTRICT lv, const ms_parameter_arrays* g, double* MS_RESTRICT f) {
+    const double* gravity = m->opt.gravity;
+    const double drag = m->opt.drag;
+    double* MS_RESTRICT grad_k = g->k;
+    double* MS_RESTRICT grad_c = g->c;
+    double* MS_RESTRICT grad_rest = g->rest;
+    double* MS_RESTRICT grad_mass = g->mass;
+    double* MS_RESTRICT grad_external = g->external;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double* li = lf + 3 * i;
-        g->mass[i] += dot3(gravity, li);
+        grad_mass[i] += dot3(gravity, li);
         for (int a = 0; a < 3; ++a) {
-            g->external[3 * i + a] += li[a];
+            grad_external[3 * i + a] += li[a];
             lv[3 * i + a] -= drag * li[a];
         }
     }
+    if (f != NULL) node_forces(m, v, external, f);
+    const int32_t* MS_RESTRICT springs = m->springs;
     for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
         double d[3], w[3], a[3];
         for (int c = 0; c < 3; ++c) {
             d[c] = x[3 * j + c] - x[3 * i + c];
@@ -40,38 +63,51 @@ void ms_forces_adjoint(const ms_model* m, const double* x, const double* v, cons
         }
         const double length2 = dot3(d, d);
         if (!(length2 > MIN_LENGTH_SQUARED)) continue;
-        const double length = sqrt(length2), inv_length = 1.0 / length;
+        const double length = sqrt(length2), inv_length = 1.0 / length, inv_length2 = inv_length * inv_length;
         const double k = m->k[s], damping = m->c[s], rest = m->rest[s];
-        const double q = dot3(w, d);
-        const double da = dot3(d, a);
+        const double q = dot3(w, d), da = dot3(d, a);
         const double na = da * inv_length;
-        const double along = k * rest * inv_length * na * inv_length; /* k (L/l) (n.a) / l, times d */
-        const double across = k * (1.0 - rest * inv_length);
-        double gd[3], gw[3];
+        const double q_l2 = q * inv_length2, da_l2 = da * inv_length2;
+        /* the force's magnitude over l: k (1 - L / l) + c q / l^2 */
+        const double magnitude = k * (1.0 - rest * inv_length) + damping * q_l2;
+        /* J^T a = magnitude a + (k L (d.a) / l^3 - 2 c q (d.a) / l^4) d + c (d.a) / l^2 w */
+        const double on_d = k * rest * inv_length * da_l2 - 2.0 * damping * q_l2 * da_l2;
+        const double on_w = damping * da_l2;
         for (int c = 0; c < 3; ++c) {
-            gd[c] = across * a[c] + along * d[c] +
-                    damping * (w[c] * da + q * a[c] - 2.0 * q * da / length2 * d[c]) / length2;
-            gw[c] = damping * da / length2 * d[c];
-            lx[3 * j + c] += gd[c];
-            lx[3 * i + c] -= gd[c];
-            lv[3 * j + c] += gw[c];
-            lv[3 * i + c] -= gw[c];
+            const double gd = magnitude * a[c] + on_d * d[c] + on_w * w[c];
+            const double gw = on_w * d[c];
+            lx[3 * j + c] += gd;
+            lx[3 * i + c] -= gd;
+            lv[3 * j + c] += gw;
+            lv[3 * i + c] -= gw;
         }
-        g->k[s] += (length - rest) * na;
-        g->c[s] += q * inv_length * na;
-        g->rest[s] -= k * na;
+        grad_k[s] += (length - rest) * na;
+        grad_c[s] += q * inv_length * na;
+        grad_rest[s] -= k * na;
+        if (f != NULL)
+            for (int c = 0; c < 3; ++c) {
+                f[3 * i + c] += magnitude * d[c];
+                f[3 * j + c] -= magnitude * d[c];
+            }
     }
 }
 
-void ms_forces_tangent(const ms_model* m, const double* x, const double* v, const double* dx, const double* dv,
-                       const ms_parameter_arrays* dp, double* df) {
+void ms_forces_tangent(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                       const double* MS_RESTRICT external, const double* MS_RESTRICT dx,
+                       const double* MS_RESTRICT dv, const ms_parameter_arrays* dp, double* MS_RESTRICT df,
+                       double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
+    const double* MS_RESTRICT dk = dp->k;
+    const double* MS_RESTRICT dc = dp->c;
+    const double* MS_RESTRICT drest = dp->rest;
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a)
             df[3 * i + a] = dp->mass[i] * gravity[a] - drag * dv[3 * i + a] + dp->external[3 * i + a];
+    if (f != NULL) node_forces(m, v, external, f);
+    const int32_t* MS_RESTRICT springs = m->springs;
     for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
         double d[3], w[3], dd[3], dw[3];
         for (int c = 0; c < 3; ++c) {
             d[c] = x[3 * j + c] - x[3 * i + c];
@@ -81,20 +117,25 @@ void ms_forces_tangent(const ms_model* m, const double* x, const double* v, cons
         }
         const double length2 = dot3(d, d);
         if (!(length2 > MIN_LENGTH_SQUARED)) continue;
-        const double length = sqrt(length2), inv_length = 1.0 / length;
+        const double length = sqrt(length2), inv_length = 1.0 / length, inv_length2 = inv_length * inv_length;
         const double k = m->k[s], damping = m->c[s], rest = m->rest[s];
-        const double q = dot3(w, d);
-        const double d_dd = dot3(d, dd);
-        const double across = k * (1.0 - rest * inv_length);
-        /* the d-coefficient: k (L/l) (n.dd) / l, the dampers' (w.dd) / l^2 - 2 q (d.dd) / l^4
-           and (d.dw) / l^2, and the parameters' along n / l */
-        const double along = k * rest * inv_length * inv_length * inv_length * d_dd +
-                             damping * (dot3(w, dd) - 2.0 * q * d_dd / length2 + dot3(d, dw)) / length2 +
-                             (dp->k[s] * (length - rest) + dp->c[s] * q * inv_length - k * dp->rest[s]) * inv_length;
+        const double q = dot3(w, d), d_dd = dot3(d, dd);
+        const double q_l2 = q * inv_length2;
+        const double magnitude = k * (1.0 - rest * inv_length) + damping * q_l2;
+        /* dF = magnitude dd + [k L (d.dd) / l^3 + c ((w.dd) + (d.dw) - 2 q (d.dd) / l^2) / l^2
+                + (dk (l - L) + dc q / l - k dL) / l] d */
+        const double on_d = k * rest * inv_length * inv_length2 * d_dd +
+                            damping * (dot3(w, dd) + dot3(d, dw) - 2.0 * q_l2 * d_dd) * inv_length2 +
+                            (dk[s] * (length - rest) + dc[s] * q * inv_length - k * drest[s]) * inv_length;
         for (int c = 0; c < 3; ++c) {
-            const double force = across * dd[c] + damping * q / length2 * dd[c] + along * d[c];
-            df[3 * i + c] += force;
-            df[3 * j + c] -= force;
+            const double change = magnitude * dd[c] + on_d * d[c];
+            df[3 * i + c] += change;
+            df[3 * j + c] -= change;
         }
+        if (f != NULL)
+            for (int c = 0; c < 3; ++c) {
+                f[3 * i + c] += magnitude * d[c];
+                f[3 * j + c] -= magnitude * d[c];
+            }
     }
 }

@@ -20,13 +20,16 @@ static void forces(const ms_model* m, const double* external, const double* x, c
     ms_forces(m, x, v, external, 0.0, f, NULL);
 }
 
-/* The adjoint of a = w f taken with weight: lf = weight w la, and the adjoint of w, weight la.f
-   per node, added to lw. */
-static void acceleration_adjoint(const ms_model* m, const double* inv_mass, double weight, const double* la,
-                                 const double* f, double* lf, double* lw) {
+/* The adjoint of a = w f taken with weight, for the force: lf = weight w la. */
+static void force_adjoint(const ms_model* m, const double* inv_mass, double weight, const double* la, double* lf) {
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) lf[3 * i + a] = weight * inv_mass[i] * la[3 * i + a];
+}
+
+/* ... and for w: weight la.f per node, added to lw. */
+static void inverse_mass_adjoint(const ms_model* m, double weight, const double* la, const double* f, double* lw) {
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double* li = la + 3 * i;
-        for (int a = 0; a < 3; ++a) lf[3 * i + a] = weight * inv_mass[i] * li[a];
         lw[i] += weight * (li[0] * f[3 * i] + li[1] * f[3 * i + 1] + li[2] * f[3 * i + 2]);
     }
 }
@@ -71,14 +74,15 @@ static void euler_adjoint(const ms_model* m, const double* inv_mass, const doubl
                           const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
                           double* work, int explicit_euler) {
     const int64_t n3 = 3 * m->nnode;
-    double *f = work, *lf = work + n3, *lw = work + 2 * n3;
+    double *f = work, *lf = work + n3, *la = work + 2 * n3, *lw = work + 3 * n3;
     memset(lw, 0, sizeof(double) * (size_t)m->nnode);
     energy_loss(m, inv_mass, lv);
-    forces(m, external, x, v, f);
     if (!explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v' */
-    acceleration_adjoint(m, inv_mass, h, lv, f, lf, lw);
+    force_adjoint(m, inv_mass, h, lv, lf);
+    memcpy(la, lv, sizeof(double) * (size_t)n3);
     if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
-    ms_forces_adjoint(m, x, v, lf, lx, lv, g);
+    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, f);
+    inverse_mass_adjoint(m, h, la, f, lw);
     mass_from_inverse(m, inv_mass, lw, g);
 }
 
@@ -87,8 +91,7 @@ static void euler_tangent(const ms_model* m, const double* inv_mass, const doubl
                           double* work, int explicit_euler) {
     const int64_t n3 = 3 * m->nnode;
     double *f = work, *df = work + n3;
-    forces(m, external, x, v, f);
-    ms_forces_tangent(m, x, v, dx, dv, d, df);
+    ms_forces_tangent(m, x, v, external, dx, dv, d, df, f);
     acceleration_tangent(m, inv_mass, d->mass, f, df, df);
     if (explicit_euler) axpy(n3, h, dv, dx);
     axpy(n3, h, df, dv);
@@ -119,21 +122,23 @@ static void verlet_adjoint(const ms_model* m, const double* inv_mass, const doub
     forces(m, external, x1, vh, f1);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) vp[3 * i + a] = vh[3 * i + a] + half * inv_mass[i] * f1[3 * i + a];
-    forces(m, external, x1, vp, f2);
 
     energy_loss(m, inv_mass, lv);
     /* lx is the adjoint of x1 from here until x1 = x + h vh is taken back */
     memcpy(lvh, lv, sizeof(double) * (size_t)n3);
     memset(lvp, 0, sizeof(double) * (size_t)n3);
-    acceleration_adjoint(m, inv_mass, half, lv, f2, lf, lw);
-    ms_forces_adjoint(m, x1, vp, lf, lx, lvp, g);
+    force_adjoint(m, inv_mass, half, lv, lf);
+    ms_forces_adjoint(m, x1, vp, external, lf, lx, lvp, g, f2);
+    inverse_mass_adjoint(m, half, lv, f2, lw);
     axpy(n3, 1.0, lvp, lvh);
-    acceleration_adjoint(m, inv_mass, half, lvp, f1, lf, lw);
-    ms_forces_adjoint(m, x1, vh, lf, lx, lvh, g);
+    force_adjoint(m, inv_mass, half, lvp, lf);
+    inverse_mass_adjoint(m, half, lvp, f1, lw);
+    ms_forces_adjoint(m, x1, vh, external, lf, lx, lvh, g, NULL);
     axpy(n3, h, lx, lvh);
     memcpy(lv, lvh, sizeof(double) * (size_t)n3);
-    acceleration_adjoint(m, inv_mass, half, lvh, f0, lf, lw);
-    ms_forces_adjoint(m, x, v, lf, lx, lv, g);
+    force_adjoint(m, inv_mass, half, lvh, lf);
+    inverse_mass_adjoint(m, half, lvh, f0, lw);
+    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, NULL);
     mass_from_inverse(m, inv_mass, lw, g);
 }
 
@@ -144,8 +149,7 @@ static void verlet_tangent(const ms_model* m, const double* inv_mass, const doub
     const double half = 0.5 * h;
     double *f = work, *df = work + n3, *vh = work + 2 * n3, *x1 = work + 3 * n3, *vp = work + 4 * n3;
     double *dvh = work + 5 * n3, *dvp = work + 6 * n3;
-    forces(m, external, x, v, f);
-    ms_forces_tangent(m, x, v, dx, dv, d, df);
+    ms_forces_tangent(m, x, v, external, dx, dv, d, df, f);
     acceleration_tangent(m, inv_mass, d->mass, f, df, df);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
@@ -155,8 +159,7 @@ static void verlet_tangent(const ms_model* m, const double* inv_mass, const doub
             dvh[q] = dv[q] + half * df[q];
             dx[q] += h * dvh[q];
         }
-    forces(m, external, x1, vh, f);
-    ms_forces_tangent(m, x1, vh, dx, dvh, d, df);
+    ms_forces_tangent(m, x1, vh, external, dx, dvh, d, df, f);
     acceleration_tangent(m, inv_mass, d->mass, f, df, df);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
@@ -164,8 +167,7 @@ static void verlet_tangent(const ms_model* m, const double* inv_mass, const doub
             vp[q] = vh[q] + half * inv_mass[i] * f[q];
             dvp[q] = dvh[q] + half * df[q];
         }
-    forces(m, external, x1, vp, f);
-    ms_forces_tangent(m, x1, vp, dx, dvp, d, df);
+    ms_forces_tangent(m, x1, vp, external, dx, dvp, d, df, f);
     acceleration_tangent(m, inv_mass, d->mass, f, df, df);
     offset(n3, dvh, half, df, dv);
     energy_loss(m, inv_mass, dv);
@@ -208,7 +210,7 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
                     xs[s][q] = x[q] + rk4_offset[s] * h * vs[s - 1][q];
                     vs[s][q] = v[q] + rk4_offset[s] * h * (inv_mass[i] * fs[s - 1][q]);
                 }
-        forces(m, external, xs[s], vs[s], fs[s]);
+        if (s < 3) forces(m, external, xs[s], vs[s], fs[s]); /* the last comes with its adjoint */
     }
     energy_loss(m, inv_mass, lv);
     for (int s = 0; s < 4; ++s) {
@@ -219,9 +221,10 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
         }
     }
     for (int s = 3; s >= 0; --s) {
-        acceleration_adjoint(m, inv_mass, 1.0, las[s], fs[s], lf, lw);
+        force_adjoint(m, inv_mass, 1.0, las[s], lf);
         memset(lxs, 0, sizeof(double) * (size_t)n3);
-        ms_forces_adjoint(m, xs[s], vs[s], lf, lxs, lvs[s], g);
+        ms_forces_adjoint(m, xs[s], vs[s], external, lf, lxs, lvs[s], g, s == 3 ? fs[s] : NULL);
+        inverse_mass_adjoint(m, 1.0, las[s], fs[s], lw);
         axpy(n3, 1.0, lxs, lx);
         axpy(n3, 1.0, lvs[s], lv);
         if (s > 0) {
@@ -245,8 +248,7 @@ static void rk4_tangent(const ms_model* m, const double* inv_mass, const double*
     memcpy(dx_out, dx, sizeof(double) * (size_t)n3);
     memcpy(dv_out, dv, sizeof(double) * (size_t)n3);
     for (int s = 0; s < 4; ++s) {
-        forces(m, external, xs, vs, f);
-        ms_forces_tangent(m, xs, vs, dxs, dvs, d, da);
+        ms_forces_tangent(m, xs, vs, external, dxs, dvs, d, da, f);
         acceleration_tangent(m, inv_mass, d->mass, f, da, da);
         const double weight = rk4_weight[s] * h / 6.0;
         axpy(n3, weight, dvs, dx_out);
