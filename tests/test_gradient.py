@@ -17,7 +17,7 @@ import msprings
 from msprings import scenes
 from package_path import python_path
 
-INTEGRATORS = ["symplectic_euler", "explicit_euler", "velocity_verlet", "rk4"]
+INTEGRATORS = ["symplectic_euler", "explicit_euler", "velocity_verlet", "rk4", "implicit_euler"]
 PARAMETERS = ["k", "c", "rest", "mass", "x", "v", "external"]
 DT, STEPS, EVERY = 2e-3, 240, 7
 
@@ -38,6 +38,10 @@ def network(integrator: str = "symplectic_euler", energy_loss: float = 0.0) -> m
     s.v[s.pinned] = 0.0
     s.v[np.flatnonzero(s.pinned)[0]] = [0.05, 0.0, 0.02]
     s.external[:] = rng.normal(scale=0.5, size=s.external.shape)
+    if integrator == "implicit_euler":
+        # the gradient is that of the exact backward-Euler step, taken where Newton stopped:
+        # central differences see the Newton solve's error, newton_tol
+        s.newton_tol = s.cg_tol = 1e-13
     return s
 
 
@@ -106,8 +110,9 @@ def test_adjoint_and_tangent_agree_to_rounding(integrator):
     assert abs(adjoint - tangent) <= 1e-12 * abs(adjoint)
 
 
-def test_checkpoint_spacing_and_differentiability_change_no_bit():
-    s = network()
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_checkpoint_spacing_and_differentiability_change_no_bit(integrator):
+    s = network(integrator)
     weights = loss_weights(s)
     plain = s.copy().run(DT, STEPS, EVERY, velocities=True)
     gradients = []

@@ -1,7 +1,8 @@
 /* Gradients through a run: the exact adjoint (reverse mode) and tangent (forward mode) of
- * the discrete steps that ms_step computes, for the explicit integrators (explicit and
- * symplectic Euler, velocity Verlet, RK4) with springs, dampers, gravity, linear drag
- * without wind, an external force constant in time, pins and the energy loss.
+ * the discrete steps that ms_step computes, for explicit and symplectic Euler, velocity
+ * Verlet, RK4 and implicit Euler (its converged step: exact to the forward Newton solve's
+ * tolerance), with springs, dampers, gravity, linear drag without wind, an external force
+ * constant in time, pins and the energy loss.
  *
  * A run of `steps` steps of size h starts from the state at step 0.  A backward pass
  * takes the derivatives of a loss L with respect to the states recorded at some steps and
@@ -52,8 +53,9 @@ int ms_gradient_check(const ms_model* m, ms_error* err);
    nnode x 3; dv_records may be NULL: zero).  Writes dL/dx and dL/dv of the state at step 0
    into grad_x and grad_v (nnode x 3) and adds dL/d(parameters) to grad (all five arrays).
    s is a scratch state of m (its x, v, t and ledger are overwritten).  MS_ERR_VALUE for a
-   bad run or a model with no gradient, MS_ERR_MEMORY, MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED
-   if stepping again does not reproduce the checkpoints. */
+   bad run, a model with no gradient or an implicit Euler derivative whose linear solve did
+   not converge, MS_ERR_MEMORY, MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED if stepping again does
+   not reproduce the checkpoints. */
 int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* run, const double* dx_records,
                          const double* dv_records, double* grad_x, double* grad_v, ms_parameter_arrays* grad,
                          ms_error* err);

@@ -38,16 +38,16 @@ void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const dou
                        double* MS_RESTRICT lv, const ms_parameter_arrays* g, double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
-    double* MS_RESTRICT grad_k = g->k;
-    double* MS_RESTRICT grad_c = g->c;
-    double* MS_RESTRICT grad_rest = g->rest;
-    double* MS_RESTRICT grad_mass = g->mass;
-    double* MS_RESTRICT grad_external = g->external;
+    double* MS_RESTRICT grad_k = g != NULL ? g->k : NULL;
+    double* MS_RESTRICT grad_c = g != NULL ? g->c : NULL;
+    double* MS_RESTRICT grad_rest = g != NULL ? g->rest : NULL;
+    double* MS_RESTRICT grad_mass = g != NULL ? g->mass : NULL;
+    double* MS_RESTRICT grad_external = g != NULL ? g->external : NULL;
     for (int64_t i = 0; i < m->nnode; ++i) {
         const double* li = lf + 3 * i;
-        grad_mass[i] += dot3(gravity, li);
+        if (grad_mass != NULL) grad_mass[i] += dot3(gravity, li);
         for (int a = 0; a < 3; ++a) {
-            grad_external[3 * i + a] += li[a];
+            if (grad_external != NULL) grad_external[3 * i + a] += li[a];
             lv[3 * i + a] -= drag * li[a];
         }
     }
@@ -81,9 +81,11 @@ void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const dou
             lv[3 * j + c] += gw;
             lv[3 * i + c] -= gw;
         }
-        grad_k[s] += (length - rest) * na;
-        grad_c[s] += q * inv_length * na;
-        grad_rest[s] -= k * na;
+        if (grad_k != NULL) {
+            grad_k[s] += (length - rest) * na;
+            grad_c[s] += q * inv_length * na;
+            grad_rest[s] -= k * na;
+        }
         if (f != NULL)
             for (int c = 0; c < 3; ++c) {
                 f[3 * i + c] += magnitude * d[c];
@@ -98,12 +100,12 @@ void ms_forces_tangent(const ms_model* m, const double* MS_RESTRICT x, const dou
                        double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
-    const double* MS_RESTRICT dk = dp->k;
-    const double* MS_RESTRICT dc = dp->c;
-    const double* MS_RESTRICT drest = dp->rest;
+    const double* MS_RESTRICT dk = dp != NULL ? dp->k : NULL;
+    const double* MS_RESTRICT dc = dp != NULL ? dp->c : NULL;
+    const double* MS_RESTRICT drest = dp != NULL ? dp->rest : NULL;
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a)
-            df[3 * i + a] = dp->mass[i] * gravity[a] - drag * dv[3 * i + a] + dp->external[3 * i + a];
+            df[3 * i + a] = (dp != NULL ? dp->mass[i] * gravity[a] + dp->external[3 * i + a] : 0.0) - drag * dv[3 * i + a];
     if (f != NULL) node_forces(m, v, external, f);
     const int32_t* MS_RESTRICT springs = m->springs;
     for (int64_t s = 0; s < m->nspring; ++s) {
@@ -126,7 +128,8 @@ void ms_forces_tangent(const ms_model* m, const double* MS_RESTRICT x, const dou
                 + (dk (l - L) + dc q / l - k dL) / l] d */
         const double on_d = k * rest * inv_length * inv_length2 * d_dd +
                             damping * (dot3(w, dd) + dot3(d, dw) - 2.0 * q_l2 * d_dd) * inv_length2 +
-                            (dk[s] * (length - rest) + dc[s] * q * inv_length - k * drest[s]) * inv_length;
+                            (dk != NULL ? (dk[s] * (length - rest) + dc[s] * q * inv_length - k * drest[s]) * inv_length
+                                        : 0.0);
         for (int c = 0; c < 3; ++c) {
             const double change = magnitude * dd[c] + on_d * d[c];
             df[3 * i + c] += change;

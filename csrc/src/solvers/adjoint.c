@@ -1,5 +1,5 @@
 /* The adjoint and the tangent of one step of explicit and symplectic Euler, velocity
- * Verlet and RK4, written stage by stage from explicit.c: each stage's force evaluation
+ * Verlet, RK4 and implicit Euler (at the end), written stage by stage from explicit.c: each stage's force evaluation
  * f(x_s, v_s) gives an acceleration a_s = w f_s with w = 1/m on free nodes (0 on pinned
  * ones, which therefore keep their velocity), and the step is a sum of those.  The
  * reverse pass evaluates the stages again from (x, v), then takes them in reverse.  The
@@ -10,11 +10,12 @@
  * same map, so the derivatives here always follow the predicted form (at c = 0 it gives
  * the derivative with respect to c from above, the side on which c is allowed).
  */
+#include <math.h>
 #include <string.h>
 
 #include "solvers/adjoint.h"
 
-int64_t ms_adjoint_work_size(const ms_model* m) { return 24 * 3 * m->nnode + m->nnode; }
+int64_t ms_adjoint_work_size(const ms_model* m) { return 24 * 3 * m->nnode + 2 * m->nnode; }
 
 static void forces(const ms_model* m, const double* external, const double* x, const double* v, double* f) {
     ms_forces(m, x, v, external, 0.0, f, NULL);
@@ -269,22 +270,200 @@ static void rk4_tangent(const ms_model* m, const double* inv_mass, const double*
     energy_loss(m, inv_mass, dv);
 }
 
-void ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                     const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g, double* work) {
+/* ---- implicit (backward) Euler ---------------------------------------------------------
+   The converged step solves, on the free nodes,
+       R(v', x, v, p) = M (v' - v) - h f(x + h v', v') = 0,    x' = x + h v',
+   and keeps the pinned nodes' velocities (v'_p = v_p).  Its derivative follows from the
+   implicit function theorem with A = dR/dv' = M - h^2 K - h D, K = df/dx and D = df/dv at
+   (x', v'), the exact tangent (no clamp: the clamp only steers Newton's iterations, the
+   converged step does not depend on it).  With dampers K is not symmetric (the damping
+   force's derivative along the spring turns with it), so A is solved by BiCGSTAB, matrix
+   free, with a diagonal preconditioner, to a relative residual of IMPLICIT_TOLERANCE: the
+   derivatives are those of the exact backward-Euler step, taken at the forward Newton
+   solve's result (converged to newton_tol). */
+
+#define IMPLICIT_TOLERANCE 1e-14
+#define IMPLICIT_MAX_ITERATIONS 10000
+
+/* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones. */
+static void implicit_operator(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
+                              const double* v1, double h, int transpose, const double* u, double* y, double* scratch) {
+    const int64_t n3 = 3 * m->nnode;
+    if (transpose) {
+        double *lx = scratch, *lv = scratch + n3;
+        memset(lx, 0, sizeof(double) * (size_t)(2 * n3));
+        ms_forces_adjoint(m, x1, v1, external, u, lx, lv, NULL, NULL);
+        for (int64_t q = 0; q < n3; ++q) y[q] = -h * (h * lx[q] + lv[q]);
+    } else {
+        double *hu = scratch, *df = scratch + n3;
+        for (int64_t q = 0; q < n3; ++q) hu[q] = h * u[q];
+        ms_forces_tangent(m, x1, v1, external, hu, u, NULL, df, NULL);
+        for (int64_t q = 0; q < n3; ++q) y[q] = -h * df[q];
+    }
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            y[q] = inv_mass[i] != 0.0 ? y[q] + m->mass[i] * u[q] : 0.0;
+        }
+}
+
+static double dot(int64_t n, const double* a, const double* b) {
+    double sum = 0.0;
+    for (int64_t q = 0; q < n; ++q) sum += a[q] * b[q];
+    return sum;
+}
+
+/* Solves A u = b (or A^T u = b) on the free nodes by preconditioned BiCGSTAB; b and u are zero
+   on the pinned nodes.  Returns 0, or -1 if the residual did not reach IMPLICIT_TOLERANCE. */
+static int implicit_solve(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
+                          const double* v1, double h, int transpose, const double* b, double* u, double* work) {
+    const int64_t n = m->nnode, n3 = 3 * n;
+    double *r = work, *shadow = work + n3, *p = work + 2 * n3, *vp = work + 3 * n3, *y = work + 4 * n3;
+    double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 9 * n3;
+    /* the diagonal preconditioner: m + h (drag + sum c) + h^2 sum k over each node's springs */
+    for (int64_t i = 0; i < n; ++i) diagonal[i] = m->mass[i] + h * m->opt.drag;
+    for (int64_t s = 0; s < m->nspring; ++s)
+        for (int end = 0; end < 2; ++end) diagonal[m->springs[2 * s + end]] += h * m->c[s] + h * h * m->k[s];
+    memset(u, 0, sizeof(double) * (size_t)n3);
+    memcpy(r, b, sizeof(double) * (size_t)n3);
+    memcpy(shadow, b, sizeof(double) * (size_t)n3);
+    memset(p, 0, sizeof(double) * (size_t)n3);
+    memset(vp, 0, sizeof(double) * (size_t)n3);
+    const double target = IMPLICIT_TOLERANCE * sqrt(dot(n3, b, b));
+    double rho = 1.0, alpha = 1.0, omega = 1.0;
+    if (sqrt(dot(n3, r, r)) <= target) return 0;
+    for (int iteration = 0; iteration < IMPLICIT_MAX_ITERATIONS; ++iteration) {
+        const double rho_next = dot(n3, shadow, r);
+        if (rho_next == 0.0 || omega == 0.0) break;
+        const double beta = rho_next / rho * (alpha / omega);
+        for (int64_t q = 0; q < n3; ++q) p[q] = r[q] + beta * (p[q] - omega * vp[q]);
+        for (int64_t q = 0; q < n3; ++q) y[q] = p[q] / diagonal[q / 3];
+        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, vp, scratch);
+        const double along = dot(n3, shadow, vp);
+        if (along == 0.0) break;
+        alpha = rho_next / along;
+        for (int64_t q = 0; q < n3; ++q) {
+            u[q] += alpha * y[q];
+            sv[q] = r[q] - alpha * vp[q];
+        }
+        if (sqrt(dot(n3, sv, sv)) <= target) return 0;
+        for (int64_t q = 0; q < n3; ++q) y[q] = sv[q] / diagonal[q / 3];
+        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, t, scratch);
+        const double tt = dot(n3, t, t);
+        omega = tt > 0.0 ? dot(n3, t, sv) / tt : 0.0;
+        for (int64_t q = 0; q < n3; ++q) {
+            u[q] += omega * y[q];
+            r[q] = sv[q] - omega * t[q];
+        }
+        rho = rho_next;
+        if (sqrt(dot(n3, r, r)) <= target) return 0;
+    }
+    return -1;
+}
+
+/* The velocity the step solved for, before the energy loss scaled it. */
+static void solved_velocity(const ms_model* m, const double* inv_mass, const double* v_next, double* v1) {
+    const double keep = 1.0 - m->opt.energy_loss;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a)
+            v1[3 * i + a] = inv_mass[i] != 0.0 && keep != 1.0 ? v_next[3 * i + a] / keep : v_next[3 * i + a];
+}
+
+static int implicit_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                            const double* x_next, const double* v_next, double h, double* lx, double* lv,
+                            const ms_parameter_arrays* g, double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    double *v1 = work, *mu = work + n3, *z = work + 2 * n3, *hz = work + 3 * n3, *kx = work + 4 * n3;
+    double *dv = work + 5 * n3, *solver = work + 7 * n3;
+    solved_velocity(m, inv_mass, v_next, v1);
+    energy_loss(m, inv_mass, lv);
+    for (int64_t q = 0; q < n3; ++q) mu[q] = lv[q] + h * lx[q]; /* x' = x + h v' */
+    for (int64_t i = 0; i < m->nnode; ++i)
+        if (inv_mass[i] == 0.0)
+            for (int a = 0; a < 3; ++a) mu[3 * i + a] = 0.0; /* a pinned node keeps v'_p = v_p */
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 1, mu, z, solver);
+    /* the inputs' adjoint is -z^T dR/d(input): x through x' (h K^T z), v through M on the free
+       nodes and through x'_p = x_p + h v_p, v'_p = v_p on the pinned ones, the parameters
+       through h f and M */
+    for (int64_t q = 0; q < n3; ++q) {
+        hz[q] = h * z[q];
+        kx[q] = 0.0;
+        dv[q] = 0.0;
+    }
+    ms_forces_adjoint(m, x_next, v1, external, hz, kx, dv, g, NULL);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            if (inv_mass[i] != 0.0)
+                lv[q] = m->mass[i] * z[q];
+            else
+                lv[q] += h * lx[q] + h * kx[q] + dv[q];
+            lx[q] += kx[q];
+        }
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double change = 0.0;
+        for (int a = 0; a < 3; ++a) change += (v1[3 * i + a] - v[3 * i + a]) * z[3 * i + a];
+        g->mass[i] -= change;
+    }
+    return status;
+}
+
+static int implicit_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                            const double* x_next, const double* v_next, double h, double* dx, double* dv,
+                            const ms_parameter_arrays* d, double* work) {
+    const int64_t n3 = 3 * m->nnode;
+    double *v1 = work, *known_x = work + n3, *known_v = work + 2 * n3, *df = work + 3 * n3, *b = work + 4 * n3;
+    double *u = work + 5 * n3, *solver = work + 7 * n3;
+    solved_velocity(m, inv_mass, v_next, v1);
+    /* the right-hand side M dv + h df(x', v'; dx + h dv'_p, dv'_p, d) - dm (v' - v) on the free
+       nodes, the pinned nodes' dv'_p = dv_p being known */
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double pinned_dv = inv_mass[i] == 0.0 ? dv[q] : 0.0;
+            known_v[q] = pinned_dv;
+            known_x[q] = dx[q] + h * pinned_dv;
+        }
+    ms_forces_tangent(m, x_next, v1, external, known_x, known_v, d, df, NULL);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            b[q] = inv_mass[i] != 0.0 ? m->mass[i] * dv[q] + h * df[q] - d->mass[i] * (v1[q] - v[q]) : 0.0;
+        }
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 0, b, u, solver);
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double dv1 = inv_mass[i] != 0.0 ? u[q] : dv[q];
+            dx[q] += h * dv1;
+            dv[q] = dv1;
+        }
+    energy_loss(m, inv_mass, dv);
+    return status;
+}
+
+int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
+                    const ms_parameter_arrays* g, double* work) {
     switch (m->opt.integrator) {
+    case MS_IMPLICIT_EULER: return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, lx, lv, g, work);
     case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
     case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
     default: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
     }
+    return 0;
 }
 
-void ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                     const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d, double* work) {
+int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* dx, double* dv,
+                    const ms_parameter_arrays* d, double* work) {
     switch (m->opt.integrator) {
+    case MS_IMPLICIT_EULER: return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, dx, dv, d, work);
     case MS_EXPLICIT_EULER: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
     case MS_RK4: rk4_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
     default: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 0); break;
     }
+    return 0;
 }

@@ -1,6 +1,7 @@
-/* The adjoint and the tangent of one step of the explicit integrators (adjoint.c): the
- * derivatives of the map (x, v, parameters) -> (x', v') that their stages compute
- * (explicit.c), with the energy loss after it. */
+/* The adjoint and the tangent of one step (adjoint.c): the derivatives of the map
+ * (x, v, parameters) -> (x', v') that the stages of explicit and symplectic Euler, velocity
+ * Verlet and RK4 compute (explicit.c), and of the converged implicit Euler step
+ * (implicit.c), with the energy loss after it. */
 #ifndef MSPRINGS_SOLVERS_ADJOINT_H
 #define MSPRINGS_SOLVERS_ADJOINT_H
 
@@ -9,16 +10,20 @@
 /* Doubles of work storage the functions below need for model m. */
 int64_t ms_adjoint_work_size(const ms_model* m);
 
-/* Reverse mode: on entry (lx, lv) is the adjoint of the step's result (x', v'), on return
-   that of its start (x, v); the step's share of the parameters' gradient is added to g.
-   inv_mass: 1/m of free nodes, 0 of pinned ones (nnode); external: the constant external
-   force or NULL. */
-void ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                     const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g, double* work);
+/* Reverse mode: on entry (lx, lv) is the adjoint of the step's result, on return that of
+   its start (x, v); the step's share of the parameters' gradient is added to g.  The step
+   went from (x, v) to (x_next, v_next) (read by implicit Euler only).  inv_mass: 1/m of
+   free nodes, 0 of pinned ones (nnode); external: the constant external force or NULL.
+   Returns 0, or -1 if implicit Euler's linear solve did not converge (the result is then
+   its best iterate's). */
+int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
+                    const ms_parameter_arrays* g, double* work);
 
 /* Forward mode: on entry (dx, dv) is the derivative of the step's start along a direction
-   that moves the parameters by d, on return that of its result. */
-void ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                     const double* v, double h, double* dx, double* dv, const ms_parameter_arrays* d, double* work);
+   that moves the parameters by d, on return that of its result.  As ms_adjoint_step. */
+int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* dx, double* dv,
+                    const ms_parameter_arrays* d, double* work);
 
 #endif

@@ -24,8 +24,8 @@ int ms_gradient_check(const ms_model* m, ms_error* err) {
     const ms_options* opt = &m->opt;
     const char* integrator = NULL;
     switch (opt->integrator) {
-    case MS_EXPLICIT_EULER: case MS_SYMPLECTIC_EULER: case MS_VELOCITY_VERLET: case MS_RK4: break;
-    case MS_IMPLICIT_EULER: integrator = "implicit_euler"; break;
+    case MS_EXPLICIT_EULER: case MS_SYMPLECTIC_EULER: case MS_VELOCITY_VERLET: case MS_RK4:
+    case MS_IMPLICIT_EULER: break;
     case MS_PROJECTIVE: integrator = "projective"; break;
     case MS_XPBD: integrator = "xpbd"; break;
     default: integrator = "this integrator"; break;
@@ -33,7 +33,7 @@ int ms_gradient_check(const ms_model* m, ms_error* err) {
     if (integrator != NULL)
         return ms_error_set(err, MS_ERR_VALUE,
                             "%s has no gradient here: differentiable runs use symplectic_euler, explicit_euler, "
-                            "velocity_verlet or rk4",
+                            "velocity_verlet, rk4 or implicit_euler",
                             integrator);
     if (m->ncollider > 0)
         return ms_error_set(err, MS_ERR_VALUE,
@@ -104,6 +104,13 @@ static int out_of_memory(ms_error* err, const ms_model* m) {
                         (long long)m->nnode);
 }
 
+static int unsolved(ms_error* err, int64_t step) {
+    return ms_error_set(err, MS_ERR_VALUE,
+                        "the linear solve of implicit Euler's derivative did not converge at step %lld: use a smaller "
+                        "dt",
+                        (long long)step);
+}
+
 static int not_reproduced(ms_error* err, int64_t step) {
     return ms_error_set(err, MS_ERR_DIVERGED,
                         "stepping the run again from its checkpoint did not reproduce the state recorded at step %lld",
@@ -117,7 +124,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t stretch = every < run->steps ? every : run->steps;
-    double* states = malloc(2 * state_bytes * (size_t)stretch); /* x then v before each step of a stretch */
+    double* states = malloc(2 * state_bytes * (size_t)(stretch + 1)); /* x then v at each step of a stretch */
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     if (states == NULL || work == NULL) {
         free(states);
@@ -150,6 +157,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             status = not_reproduced(err, end);
             break;
         }
+        memcpy(states + 2 * n3 * (end - begin), next, 2 * state_bytes);
         for (int64_t k = end - 1; k >= begin; --k) {
             for (; r >= 0 && run->record_steps[r] == k + 1; --r) {
                 for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * r + q];
@@ -157,7 +165,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
                     for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
             }
             const double* kept = states + 2 * n3 * (k - begin);
-            ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, run->h, grad_x, grad_v, grad, work);
+            const double* after = kept + 2 * n3;
+            if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
+                                grad, work)) {
+                status = unsolved(err, k + 1);
+                break;
+            }
             if (should_stop(&p)) {
                 status = MS_ERR_INTERRUPTED;
                 break;
@@ -192,7 +205,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     if (ndirection < 1) return ms_error_set(err, MS_ERR_VALUE, "ndirection = %lld must be >= 1", (long long)ndirection);
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
-    double* tangents = malloc(2 * state_bytes * (size_t)ndirection); /* dx of every direction, then dv */
+    double* tangents = malloc(2 * state_bytes * (size_t)(ndirection + 1)); /* dx of every direction, dv, the state */
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     if (tangents == NULL || work == NULL) {
         free(tangents);
@@ -201,6 +214,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     }
     double* dx = tangents;
     double* dv = tangents + n3 * ndirection;
+    double* before = tangents + 2 * n3 * ndirection; /* x then v before the step */
     memcpy(dx, dx0, state_bytes * (size_t)ndirection);
     memcpy(dv, dv0, state_bytes * (size_t)ndirection);
     double* inv_mass = work + ms_adjoint_work_size(m);
@@ -214,10 +228,13 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     for (int64_t k = 0; k < run->steps && status == MS_OK; ++k) {
         for (; r < run->nrecord && run->record_steps[r] == k; ++r)
             record_tangent(run->nrecord, n3, r, ndirection, dx, dv, record_dx, record_dv);
-        for (int64_t d = 0; d < ndirection; ++d)
-            ms_tangent_step(m, inv_mass, s->external, s->x, s->v, run->h, dx + n3 * d, dv + n3 * d, &directions[d],
-                            work);
+        memcpy(before, s->x, state_bytes);
+        memcpy(before + n3, s->v, state_bytes);
         status = step_once(m, s, run->h, &first, err);
+        for (int64_t d = 0; d < ndirection && status == MS_OK; ++d)
+            if (ms_tangent_step(m, inv_mass, s->external, before, before + n3, s->x, s->v, run->h, dx + n3 * d,
+                                dv + n3 * d, &directions[d], work))
+                status = unsolved(err, k + 1);
         if (status == MS_OK && (k + 1) % every == 0) {
             const double* kept = run->checkpoints + 2 * n3 * ((k + 1) / every);
             if (memcmp(s->x, kept, state_bytes) != 0 || memcmp(s->v, kept + n3, state_bytes) != 0)
