@@ -477,6 +477,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         for name in (item.name for item in fields(Trajectory)):
             setattr(out, name, getattr(trajectory, name))
         trajectory = out
+    trajectory._tape = None  # until the run completes: a failed run leaves out with no gradient
     left = keep(0)
     if tape is not None:
         tape.keep(system)

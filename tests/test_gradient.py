@@ -269,3 +269,46 @@ def test_ctrl_c_interrupts_the_backward_pass():
                          env=dict(os.environ, PYTHONPATH=python_path()))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split()[0] == "interrupted", json.dumps(out.stdout)
+
+
+def test_a_run_into_out_takes_or_drops_the_gradient():
+    s = network()
+    weights = loss_weights(s)
+    reference = s.copy().run(DT, STEPS, EVERY, differentiable=True).backward(*weights)
+    out = s.copy().run(DT, STEPS, EVERY)
+    again = s.copy().run(DT, STEPS, EVERY, differentiable=True, out=out)
+    assert again is out
+    assert np.array_equal(out.backward(*weights).k, reference.k)
+    s.copy().run(DT, STEPS, EVERY, out=out)
+    with pytest.raises(ValueError, match="no gradient"):
+        out.backward(*weights)
+    exploding = s.copy()
+    exploding.k[:] = 1e9  # far beyond the stable step: the run diverges
+    with pytest.raises(msprings.DivergenceError), pytest.warns(msprings.StabilityWarning):
+        exploding.run(DT, STEPS, EVERY, differentiable=True, out=out)
+    with pytest.raises(ValueError, match="no gradient"):
+        out.backward(*weights)
+
+
+def test_backward_and_tangent_passes_leak_nothing():
+    from test_memory import ALLOWED_GROWTH, build, settled_resident_bytes
+
+    def once() -> None:
+        s = build()
+        run = s.run(1e-3, 20, 5, differentiable=True, checkpoint_every=10)
+        shape = run.positions.shape
+        run.backward(np.ones(shape), np.ones(shape))
+        run.tangent(velocities=True, k=np.ones(s.n_springs), x=np.ones((s.n_nodes, 3)))
+        for bad in (np.zeros((1, 1)), np.full(shape, np.nan)):
+            try:
+                run.backward(bad)
+            except ValueError:
+                pass
+        del run, s
+
+    for _ in range(50):
+        once()
+    before = settled_resident_bytes()
+    for _ in range(400):
+        once()
+    assert settled_resident_bytes() - before < ALLOWED_GROWTH
