@@ -22,11 +22,11 @@ PARAMETERS = ["k", "c", "rest", "mass", "x", "v", "external"]
 DT, STEPS, EVERY = 2e-3, 240, 7
 
 
-def network(integrator: str = "symplectic_euler", energy_loss: float = 0.0) -> msprings.System:
-    """A 3 x 3 cloth hanging from two pinned corners, one pin moving, with gravity, drag,
+def network(integrator: str = "symplectic_euler", energy_loss: float = 0.0, side: int = 3) -> msprings.System:
+    """A side x side cloth hanging from two pinned corners, one pin moving, with gravity, drag,
     dampers, an external force, springs away from their rest lengths and unequal masses."""
     rng = np.random.default_rng(7)
-    s = scenes.cloth(3, integrator=integrator)
+    s = scenes.cloth(side, integrator=integrator)
     s.x[:] += rng.normal(scale=0.02, size=s.x.shape)
     s.mass[:] = rng.uniform(0.5, 1.5, s.n_nodes)
     s.k[:] = rng.uniform(20.0, 60.0, s.n_springs)
@@ -312,3 +312,23 @@ def test_backward_and_tangent_passes_leak_nothing():
     for _ in range(400):
         once()
     assert settled_resident_bytes() - before < ALLOWED_GROWTH
+
+
+def test_a_network_numbered_at_random_has_the_gradient_of_the_original():
+    """A network numbered at random steps on a renumbered copy; stepping it again reproduces its
+    checkpoints there too, and its gradient is the original's, renumbered (to rounding)."""
+    s = network(side=10)
+    place = np.random.default_rng(5).permutation(s.n_nodes)  # new number of each old node
+    old = np.argsort(place)
+    shuffled = msprings.System(s.x[old], place[s.springs], mass=s.mass[old], k=s.k, c=s.c, rest=s.rest,
+                               pinned=place[np.flatnonzero(s.pinned)], velocities=s.v[old], drag=s.drag)
+    shuffled.external[:] = s.external[old]
+    positions, velocities = loss_weights(s)
+    gradient = s.copy().run(DT, STEPS, EVERY, differentiable=True).backward(positions, velocities)
+    renumbered = shuffled.run(DT, STEPS, EVERY, differentiable=True, checkpoint_every=2 * EVERY).backward(
+        positions[:, old], velocities[:, old])
+    for name in PARAMETERS:
+        ours, theirs = getattr(gradient, name), getattr(renumbered, name)
+        if name not in ("k", "c", "rest"):
+            theirs = theirs[place]
+        assert np.allclose(theirs, ours, rtol=1e-9, atol=1e-12 * np.abs(ours).max()), name
