@@ -118,8 +118,9 @@ def _tape_of(trajectory: Trajectory) -> Tape:
 
 def _record_values(value: Any, name: str, shape: tuple[int, ...]) -> np.ndarray:
     """value as a C-contiguous float64 array of the given shape, with every value finite."""
-    if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be an array of real numbers shaped {shape}, not {type(value).__name__}")
+    if isinstance(value, (str, bytes)) or value is None or np.iscomplexobj(value):
+        raise TypeError(f"{name} must be an array of real numbers shaped {shape}, not {type(value).__name__}"
+                        + (" of complex numbers" if np.iscomplexobj(value) else ""))
     try:
         array = np.ascontiguousarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
@@ -245,6 +246,12 @@ class PositionFit:
                  weights: ArrayLike | None = None) -> None:
         self._system = system.copy()
         self._system._gradient_check()
+        system._check_dt(dt)
+        for value, what in ((steps, "steps"), (record_every, "record_every")):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{what} must be an integer, not {type(value).__name__}")
+            if value < 1:
+                raise ValueError(f"{what} = {value} must be >= 1")
         self.dt, self.steps, self.record_every = float(dt), int(steps), int(record_every)
         records = 1 + (self.steps + self.record_every - 1) // self.record_every
         shape = (records, system.n_nodes, 3)

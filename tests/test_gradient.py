@@ -213,6 +213,8 @@ def test_bad_inputs_name_the_argument():
         run.backward(np.zeros(shape), bad)
     with pytest.raises(TypeError, match="positions must be an array"):
         run.backward("zeros")
+    with pytest.raises(TypeError, match="complex"):
+        run.backward(np.zeros(shape, dtype=complex))
     with pytest.raises(TypeError, match="needs positions"):
         run.backward()
     with pytest.raises(TypeError, match="not 'stiffness'"):
@@ -332,3 +334,23 @@ def test_a_network_numbered_at_random_has_the_gradient_of_the_original():
         if name not in ("k", "c", "rest"):
             theirs = theirs[place]
         assert np.allclose(theirs, ours, rtol=1e-9, atol=1e-12 * np.abs(ours).max()), name
+
+
+def test_a_fit_refuses_bad_arguments_by_name():
+    s = network()
+    measured = s.copy().run(DT, 20, 5).positions
+    with pytest.raises(ValueError, match="measured must have shape"):
+        msprings.PositionFit(s, DT, 21, measured, {"k": None}, record_every=5)
+    with pytest.raises(ValueError, match="parameters names one of"):
+        msprings.PositionFit(s, DT, 20, measured, {"stiffness": None}, record_every=5)
+    with pytest.raises(ValueError, match=r"parameters\['c'\] must hold indices"):
+        msprings.PositionFit(s, DT, 20, measured, {"c": [s.n_springs]}, record_every=5)
+    with pytest.raises(ValueError, match="weights must be finite and >= 0"):
+        msprings.PositionFit(s, DT, 20, measured, {"k": None}, record_every=5, weights=-1.0)
+    with pytest.raises(TypeError, match="steps must be an integer"):
+        msprings.PositionFit(s, DT, 20.0, measured, {"k": None}, record_every=5)
+    with pytest.raises(ValueError, match="dt"):
+        msprings.PositionFit(s, -DT, 20, measured, {"k": None}, record_every=5)
+    s.integrator = "xpbd"
+    with pytest.raises(ValueError, match="xpbd has no gradient"):
+        msprings.PositionFit(s, DT, 20, measured, {"k": None}, record_every=5)
