@@ -106,6 +106,7 @@ class Tape:
         return int(self.checkpoints.nbytes)
 
     def run_arguments(self) -> tuple[Any, ...]:
+        """The run as the C passes take it: dt, steps, checkpoint_every, checkpoints, record_steps."""
         return (self.dt, self.steps, self.every, self.checkpoints, self.record_steps)
 
 

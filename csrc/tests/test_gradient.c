@@ -144,8 +144,8 @@ static int test_what_has_no_gradient_is_refused(void) {
 }
 
 const test_case gradient_tests[] = {
-    {"oscillator_gradient_matches_central_differences", test_oscillator_gradient_matches_central_differences},
-    {"a_checkpoint_not_reproduced_is_reported", test_a_checkpoint_not_reproduced_is_reported},
-    {"what_has_no_gradient_is_refused", test_what_has_no_gradient_is_refused},
+    TEST(test_oscillator_gradient_matches_central_differences),
+    TEST(test_a_checkpoint_not_reproduced_is_reported),
+    TEST(test_what_has_no_gradient_is_refused),
     {NULL, NULL},
 };
