@@ -354,3 +354,16 @@ def test_a_fit_refuses_bad_arguments_by_name():
     s.integrator = "xpbd"
     with pytest.raises(ValueError, match="xpbd has no gradient"):
         msprings.PositionFit(s, DT, 20, measured, {"k": None}, record_every=5)
+
+
+def test_a_loss_of_the_velocities_alone():
+    """backward(velocities=H) with no positions: the adjoint of the recorded velocities, against
+    the tangent of the velocities along every parameter at once."""
+    s = network("velocity_verlet")
+    weights = loss_weights(s)[1]
+    run = s.run(DT, STEPS, EVERY, differentiable=True)
+    gradient = run.backward(velocities=weights)
+    d = {name: direction(s, name, 10 + seed) for seed, name in enumerate(PARAMETERS)}
+    adjoint = sum(float(np.sum(getattr(gradient, name) * d[name])) for name in PARAMETERS)
+    tangent = float(np.sum(weights * run.tangent(velocities=True, **d).velocities))
+    assert abs(adjoint - tangent) <= 1e-12 * abs(adjoint)
