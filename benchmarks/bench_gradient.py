@@ -137,7 +137,8 @@ def newton_peer(net: harness.Network, steps: int, target_scale: float, repeats: 
             solver.step(states[step], states[step + 1], None, None, H)
         if with_loss:
             for r, step in enumerate(recorded):
-                wp.launch(squared_distance, dim=model.particle_count, inputs=[states[step].particle_q, targets[r], loss])
+                wp.launch(squared_distance, dim=model.particle_count,
+                          inputs=[states[step].particle_q, targets[r], loss])
         wp.synchronize_device("cpu")
 
     times: dict[str, list[float]] = {"plain": [], "taped": [], "backward": []}
@@ -247,7 +248,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    f"{peer['taped'] / plain:.2f}"],
                                   ["Newton: tape.backward", harness.duration(peer["backward"]),
                                    f"{peer['backward'] / plain:.2f}"],
-                                  ["Newton: taped forward + backward", harness.duration(peer["taped"] + peer["backward"]),
+                                  ["Newton: taped forward + backward",
+                                   harness.duration(peer["taped"] + peer["backward"]),
                                    f"{(peer['taped'] + peer['backward']) / plain:.2f}"],
                                   ["msprings: differentiable run + backward", harness.duration(ours),
                                    f"{ours / plain:.2f}"]])]

@@ -75,7 +75,8 @@ class Tape:
             per_record = max(1, round(math.sqrt(steps) / record_every))
             checkpoint_every = min(per_record * record_every, steps)
         elif isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, (int, np.integer)):
-            raise TypeError(f"checkpoint_every must be an integer number of steps, not {type(checkpoint_every).__name__}")
+            raise TypeError("checkpoint_every must be an integer number of steps, not "
+                            f"{type(checkpoint_every).__name__}")
         elif checkpoint_every < 1 or (checkpoint_every % record_every != 0 and checkpoint_every < steps):
             raise ValueError(f"checkpoint_every = {checkpoint_every} must be a positive multiple of record_every = "
                              f"{record_every} (or >= steps = {steps}: one stretch, every state kept by the backward "

@@ -29,8 +29,10 @@ static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const do
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i)
-        for (int a = 0; a < 3; ++a)
-            f[3 * i + a] = m->mass[i] * gravity[a] - drag * v[3 * i + a] + (external != NULL ? external[3 * i + a] : 0.0);
+        for (int a = 0; a < 3; ++a) {
+            const double pushed = external != NULL ? external[3 * i + a] : 0.0;
+            f[3 * i + a] = m->mass[i] * gravity[a] - drag * v[3 * i + a] + pushed;
+        }
 }
 
 void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
@@ -104,8 +106,10 @@ void ms_forces_tangent(const ms_model* m, const double* MS_RESTRICT x, const dou
     const double* MS_RESTRICT dc = dp != NULL ? dp->c : NULL;
     const double* MS_RESTRICT drest = dp != NULL ? dp->rest : NULL;
     for (int64_t i = 0; i < m->nnode; ++i)
-        for (int a = 0; a < 3; ++a)
-            df[3 * i + a] = (dp != NULL ? dp->mass[i] * gravity[a] + dp->external[3 * i + a] : 0.0) - drag * dv[3 * i + a];
+        for (int a = 0; a < 3; ++a) {
+            const double moved = dp != NULL ? dp->mass[i] * gravity[a] + dp->external[3 * i + a] : 0.0;
+            df[3 * i + a] = moved - drag * dv[3 * i + a];
+        }
     if (f != NULL) node_forces(m, v, external, f);
     const int32_t* MS_RESTRICT springs = m->springs;
     for (int64_t s = 0; s < m->nspring; ++s) {

@@ -1,9 +1,10 @@
 /* The adjoint and the tangent of one step of explicit and symplectic Euler, velocity
- * Verlet, RK4 and implicit Euler (at the end), written stage by stage from explicit.c: each stage's force evaluation
- * f(x_s, v_s) gives an acceleration a_s = w f_s with w = 1/m on free nodes (0 on pinned
- * ones, which therefore keep their velocity), and the step is a sum of those.  The
- * reverse pass evaluates the stages again from (x, v), then takes them in reverse.  The
- * energy loss multiplies the free velocities by (1 - energy_loss) after the step.
+ * Verlet and RK4, written stage by stage from explicit.c, and of implicit Euler's converged
+ * step (at the end).  Each stage's force evaluation f(x_s, v_s) gives an acceleration
+ * a_s = w f_s with w = 1/m on free nodes (0 on pinned ones, which therefore keep their
+ * velocity), and the explicit steps are sums of those.  The reverse pass evaluates the
+ * stages again from (x, v), then takes them in reverse.  The energy loss multiplies the free
+ * velocities by (1 - energy_loss) after the step.
  *
  * Verlet's end force is taken at its predicted velocity whenever the step has dampers or
  * drag; with neither, the force does not depend on the velocity and both forms are the
