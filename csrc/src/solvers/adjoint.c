@@ -12,8 +12,10 @@
  * the derivative with respect to c from above, the side on which c is allowed).
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "kernels/tangent.h"
 #include "solvers/adjoint.h"
 
 int64_t ms_adjoint_work_size(const ms_model* m) { return 24 * 3 * m->nnode + 2 * m->nnode; }
@@ -279,12 +281,144 @@ static void rk4_tangent(const ms_model* m, const double* inv_mass, const double*
    (x', v'), the exact tangent (no clamp: the clamp only steers Newton's iterations, the
    converged step does not depend on it).  With dampers K is not symmetric (the damping
    force's derivative along the spring turns with it), so A is solved by BiCGSTAB, matrix
-   free, with a diagonal preconditioner, to a relative residual of IMPLICIT_TOLERANCE: the
-   derivatives are those of the exact backward-Euler step, taken at the forward Newton
-   solve's result (converged to newton_tol). */
+   free, to a relative residual of IMPLICIT_TOLERANCE: the derivatives are those of the
+   exact backward-Euler step, taken at the forward Newton solve's result (converged to
+   newton_tol).  Its preconditioner is the forward solver's symmetric matrix
+   M + h (drag I + C) + h^2 K with K's clamped tangent blocks (kernels/tangent.h) at (x', v'),
+   assembled and factored by sparse Cholesky for each step. */
 
 #define IMPLICIT_TOLERANCE 1e-14
 #define IMPLICIT_MAX_ITERATIONS 10000
+
+/* The preconditioner: the forward solver's matrix at (x', v'), assembled and factored for
+   each step, with 3 unknowns per node (3 i + a); a pinned node's rows are the identity's.
+   Column 3 i + a holds the rows 3 i + b (b >= a) of node i's diagonal block, then the three
+   rows of each free neighbour j > i, in the order of i's neighbour list (the same for the
+   three columns of i). */
+struct ms_adjoint_preconditioner {
+    ms_cholesky* factor;
+    int usable;         /* the last factorisation succeeded */
+    int64_t* start;     /* (3 nnode + 1) */
+    int32_t* rows;      /* (nonzeros) */
+    double* values;     /* (nonzeros) */
+    int64_t* neighbour; /* per spring: the ordinal of its higher end among its lower end's neighbours, or -1 */
+    double* blocks;     /* per spring: the clamped tangent block (MS_SPRING_BLOCK_DOUBLES) */
+};
+
+void ms_adjoint_preconditioner_destroy(ms_adjoint_preconditioner* p) {
+    if (p == NULL) return;
+    ms_cholesky_destroy(p->factor);
+    free(p->start);
+    free(p->rows);
+    free(p->values);
+    free(p->neighbour);
+    free(p->blocks);
+    free(p);
+}
+
+ms_adjoint_preconditioner* ms_adjoint_preconditioner_create(const ms_model* m, ms_error* err) {
+    if (m->opt.integrator != MS_IMPLICIT_EULER) return NULL;
+    const int64_t n = m->nnode, ns = m->nspring;
+    ms_adjoint_preconditioner* p = calloc(1, sizeof *p);
+    int64_t* count = calloc((size_t)n + 1, sizeof *count); /* free neighbours above each node */
+    int32_t* higher = malloc(sizeof *higher * (size_t)(ns > 0 ? ns : 1));
+    int64_t* first = calloc((size_t)n + 1, sizeof *first);
+    if (p == NULL || count == NULL || higher == NULL || first == NULL) goto out_of_memory;
+    p->neighbour = malloc(sizeof *p->neighbour * (size_t)(ns > 0 ? ns : 1));
+    p->blocks = malloc(sizeof *p->blocks * (size_t)(MS_SPRING_BLOCK_DOUBLES * (ns > 0 ? ns : 1)));
+    if (p->neighbour == NULL || p->blocks == NULL) goto out_of_memory;
+    /* each node's list of free neighbours above it (a pair joined twice is listed once),
+       springs grouped by their lower end */
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = m->springs[2 * s], b = m->springs[2 * s + 1];
+        if (!m->pinned[a] && !m->pinned[b]) count[(a < b ? a : b) + 1] += 1;
+    }
+    for (int64_t i = 0; i < n; ++i) first[i + 1] = first[i] + count[i + 1];
+    for (int64_t i = 0; i < n; ++i) count[i] = 0; /* listed so far */
+    for (int64_t s = 0; s < ns; ++s) {
+        const int32_t a = m->springs[2 * s], b = m->springs[2 * s + 1];
+        p->neighbour[s] = -1;
+        if (m->pinned[a] || m->pinned[b]) continue;
+        const int32_t low = a < b ? a : b, high = a < b ? b : a;
+        int64_t ordinal = 0;
+        while (ordinal < count[low] && higher[first[low] + ordinal] != high) ++ordinal;
+        if (ordinal == count[low]) higher[first[low] + count[low]++] = high;
+        p->neighbour[s] = ordinal;
+    }
+    p->start = malloc(sizeof *p->start * (size_t)(3 * n + 1));
+    if (p->start == NULL) goto out_of_memory;
+    p->start[0] = 0;
+    for (int64_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) p->start[3 * i + a + 1] = p->start[3 * i + a] + (3 - a) + 3 * count[i];
+    const int64_t nonzeros = p->start[3 * n];
+    p->rows = malloc(sizeof *p->rows * (size_t)nonzeros);
+    p->values = malloc(sizeof *p->values * (size_t)nonzeros);
+    if (p->rows == NULL || p->values == NULL) goto out_of_memory;
+    for (int64_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) {
+            int64_t q = p->start[3 * i + a];
+            for (int b = a; b < 3; ++b) p->rows[q++] = (int32_t)(3 * i + b);
+            for (int64_t k = 0; k < count[i]; ++k)
+                for (int b = 0; b < 3; ++b) p->rows[q++] = (int32_t)(3 * higher[first[i] + k] + b);
+        }
+    p->factor = ms_cholesky_analyse(3 * n, p->start, p->rows, err);
+    free(count);
+    free(higher);
+    free(first);
+    if (p->factor == NULL) {
+        ms_adjoint_preconditioner_destroy(p);
+        return NULL;
+    }
+    return p;
+out_of_memory:
+    free(count);
+    free(higher);
+    free(first);
+    ms_adjoint_preconditioner_destroy(p);
+    ms_error_set(err, MS_ERR_MEMORY, "out of memory for the preconditioner of %lld nodes", (long long)n);
+    return NULL;
+}
+
+/* Assembles and factors M + h (drag I + C) + h^2 K (K with the clamped tangent blocks) at x1. */
+static void preconditioner_update(ms_adjoint_preconditioner* p, const ms_model* m, const double* x1, double h) {
+    const int64_t n = m->nnode;
+    memset(p->values, 0, sizeof(double) * (size_t)p->start[3 * n]);
+    for (int64_t i = 0; i < n; ++i)
+        for (int a = 0; a < 3; ++a) p->values[p->start[3 * i + a]] = m->pinned[i] ? 1.0 : m->mass[i] + h * m->opt.drag;
+    ms_spring_blocks(m, x1, p->blocks);
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const double* block = p->blocks + MS_SPRING_BLOCK_DOUBLES * s;
+        const double beta = h * h * block[3], alpha = h * h * block[4] + h * m->c[s];
+        double b[3][3];
+        for (int r = 0; r < 3; ++r)
+            for (int c = 0; c < 3; ++c) b[r][c] = (r == c ? beta : 0.0) + alpha * block[r] * block[c];
+        const int32_t ends[2] = {m->springs[2 * s], m->springs[2 * s + 1]};
+        for (int e = 0; e < 2; ++e) {
+            if (m->pinned[ends[e]]) continue;
+            for (int c = 0; c < 3; ++c)
+                for (int r = c; r < 3; ++r) p->values[p->start[3 * ends[e] + c] + (r - c)] += b[r][c];
+        }
+        if (p->neighbour[s] < 0) continue;
+        const int32_t low = ends[0] < ends[1] ? ends[0] : ends[1];
+        for (int c = 0; c < 3; ++c) {
+            const int64_t at = p->start[3 * low + c] + (3 - c) + 3 * p->neighbour[s];
+            for (int r = 0; r < 3; ++r) p->values[at + r] -= b[r][c];
+        }
+    }
+    ms_error unused;
+    p->usable = ms_cholesky_factor(p->factor, p->values, &unused) == MS_OK;
+}
+
+/* y = P^-1 r with the preconditioner's factor, or the diagonal's inverse without one. */
+static void precondition(ms_adjoint_preconditioner* p, const double* diagonal, int64_t n3, const double* r,
+                         double* y) {
+    if (p != NULL && p->usable) {
+        memcpy(y, r, sizeof(double) * (size_t)n3);
+        ms_cholesky_solve(p->factor, y, 1);
+        return;
+    }
+    for (int64_t q = 0; q < n3; ++q) y[q] = r[q] / diagonal[q / 3];
+}
 
 /* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones. */
 static void implicit_operator(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
@@ -317,14 +451,16 @@ static double dot(int64_t n, const double* a, const double* b) {
 /* Solves A u = b (or A^T u = b) on the free nodes by preconditioned BiCGSTAB; b and u are zero
    on the pinned nodes.  Returns 0, or -1 if the residual did not reach IMPLICIT_TOLERANCE. */
 static int implicit_solve(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                          const double* v1, double h, int transpose, const double* b, double* u, double* work) {
+                          const double* v1, double h, int transpose, const double* b, double* u, ms_adjoint_preconditioner* factor,
+                          double* work) {
     const int64_t n = m->nnode, n3 = 3 * n;
     double *r = work, *shadow = work + n3, *p = work + 2 * n3, *vp = work + 3 * n3, *y = work + 4 * n3;
     double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 9 * n3;
-    /* the diagonal preconditioner: m + h (drag + sum c) + h^2 sum k over each node's springs */
+    /* without a factor, the diagonal: m + h (drag + sum c) + h^2 sum k over each node's springs */
     for (int64_t i = 0; i < n; ++i) diagonal[i] = m->mass[i] + h * m->opt.drag;
     for (int64_t s = 0; s < m->nspring; ++s)
         for (int end = 0; end < 2; ++end) diagonal[m->springs[2 * s + end]] += h * m->c[s] + h * h * m->k[s];
+    if (factor != NULL) preconditioner_update(factor, m, x1, h);
     memset(u, 0, sizeof(double) * (size_t)n3);
     memcpy(r, b, sizeof(double) * (size_t)n3);
     memcpy(shadow, b, sizeof(double) * (size_t)n3);
@@ -338,7 +474,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         if (rho_next == 0.0 || omega == 0.0) break;
         const double beta = rho_next / rho * (alpha / omega);
         for (int64_t q = 0; q < n3; ++q) p[q] = r[q] + beta * (p[q] - omega * vp[q]);
-        for (int64_t q = 0; q < n3; ++q) y[q] = p[q] / diagonal[q / 3];
+        precondition(factor, diagonal, n3, p, y);
         implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, vp, scratch);
         const double along = dot(n3, shadow, vp);
         if (along == 0.0) break;
@@ -348,7 +484,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
             sv[q] = r[q] - alpha * vp[q];
         }
         if (sqrt(dot(n3, sv, sv)) <= target) return 0;
-        for (int64_t q = 0; q < n3; ++q) y[q] = sv[q] / diagonal[q / 3];
+        precondition(factor, diagonal, n3, sv, y);
         implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, t, scratch);
         const double tt = dot(n3, t, t);
         omega = tt > 0.0 ? dot(n3, t, sv) / tt : 0.0;
@@ -372,7 +508,7 @@ static void solved_velocity(const ms_model* m, const double* inv_mass, const dou
 
 static int implicit_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
                             const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                            const ms_parameter_arrays* g, double* work) {
+                            const ms_parameter_arrays* g, ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *mu = work + n3, *z = work + 2 * n3, *hz = work + 3 * n3, *kx = work + 4 * n3;
     double *dv = work + 5 * n3, *solver = work + 7 * n3;
@@ -382,7 +518,7 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
     for (int64_t i = 0; i < m->nnode; ++i)
         if (inv_mass[i] == 0.0)
             for (int a = 0; a < 3; ++a) mu[3 * i + a] = 0.0; /* a pinned node keeps v'_p = v_p */
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 1, mu, z, solver);
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 1, mu, z, factor, solver);
     /* the inputs' adjoint is -z^T dR/d(input): x through x' (h K^T z), v through M on the free
        nodes and through x'_p = x_p + h v_p, v'_p = v_p on the pinned ones, the parameters
        through h f and M */
@@ -411,7 +547,7 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
 
 static int implicit_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
                             const double* x_next, const double* v_next, double h, double* dx, double* dv,
-                            const ms_parameter_arrays* d, double* work) {
+                            const ms_parameter_arrays* d, ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *known_x = work + n3, *known_v = work + 2 * n3, *df = work + 3 * n3, *b = work + 4 * n3;
     double *u = work + 5 * n3, *solver = work + 7 * n3;
@@ -431,7 +567,7 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
             const int64_t q = 3 * i + a;
             b[q] = inv_mass[i] != 0.0 ? m->mass[i] * dv[q] + h * df[q] - d->mass[i] * (v1[q] - v[q]) : 0.0;
         }
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 0, b, u, solver);
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 0, b, u, factor, solver);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -445,9 +581,10 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
 
 int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                    const ms_parameter_arrays* g, double* work) {
+                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work) {
     switch (m->opt.integrator) {
-    case MS_IMPLICIT_EULER: return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, lx, lv, g, work);
+    case MS_IMPLICIT_EULER:
+        return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, lx, lv, g, preconditioner, work);
     case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
     case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
@@ -458,9 +595,10 @@ int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* ext
 
 int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* dx, double* dv,
-                    const ms_parameter_arrays* d, double* work) {
+                    const ms_parameter_arrays* d, ms_adjoint_preconditioner* preconditioner, double* work) {
     switch (m->opt.integrator) {
-    case MS_IMPLICIT_EULER: return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, dx, dv, d, work);
+    case MS_IMPLICIT_EULER:
+        return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, dx, dv, d, preconditioner, work);
     case MS_EXPLICIT_EULER: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
     case MS_RK4: rk4_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;

@@ -133,6 +133,8 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     }
     double* inv_mass = work + ms_adjoint_work_size(m);
     inverse_masses(m, inv_mass);
+    ms_error unused;
+    ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
     pacer p = {run->interrupt, ms_clock_seconds()};
     memset(grad_x, 0, state_bytes);
@@ -167,7 +169,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             const double* kept = states + 2 * n3 * (k - begin);
             const double* after = kept + 2 * n3;
             if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
-                                grad, work)) {
+                                grad, factor, work)) {
                 status = unsolved(err, k + 1);
                 break;
             }
@@ -183,6 +185,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
     }
     ms_restore_fp(found);
+    ms_adjoint_preconditioner_destroy(factor);
     free(states);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the backward pass was interrupted");
@@ -219,6 +222,8 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     memcpy(dv, dv0, state_bytes * (size_t)ndirection);
     double* inv_mass = work + ms_adjoint_work_size(m);
     inverse_masses(m, inv_mass);
+    ms_error unused;
+    ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
     pacer p = {run->interrupt, ms_clock_seconds()};
     memcpy(s->x, run->checkpoints, state_bytes);
@@ -233,7 +238,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
         status = step_once(m, s, run->h, &first, err);
         for (int64_t d = 0; d < ndirection && status == MS_OK; ++d)
             if (ms_tangent_step(m, inv_mass, s->external, before, before + n3, s->x, s->v, run->h, dx + n3 * d,
-                                dv + n3 * d, &directions[d], work))
+                                dv + n3 * d, &directions[d], factor, work))
                 status = unsolved(err, k + 1);
         if (status == MS_OK && (k + 1) % every == 0) {
             const double* kept = run->checkpoints + 2 * n3 * ((k + 1) / every);
@@ -249,6 +254,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
         for (; r < run->nrecord; ++r) record_tangent(run->nrecord, n3, r, ndirection, dx, dv, record_dx, record_dv);
     }
     ms_restore_fp(found);
+    ms_adjoint_preconditioner_destroy(factor);
     free(tangents);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the tangent pass was interrupted");
