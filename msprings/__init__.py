@@ -15,6 +15,7 @@ except ImportError as error:  # pragma: no cover - depends on how the package wa
         "(or `pip install .` and run from outside the source tree)"
     ) from error
 from . import _core, io
+from ._gradient import Gradient, PositionFit, Tangent
 from ._system import Energy, Ledger, SolverWarning, StabilityWarning, System, damping_for_ratio
 from .sweep import sweep  # the function (imports Dask, xarray and pandas only when called)
 from .trajectory import Trajectory
@@ -77,10 +78,13 @@ __all__ = [
     "DivergenceError",
     "Ensemble",
     "Energy",
+    "Gradient",
     "Ledger",
+    "PositionFit",
     "SolverWarning",
     "StabilityWarning",
     "System",
+    "Tangent",
     "Trajectory",
     "__version__",
     "damping_for_ratio",

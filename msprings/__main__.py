@@ -305,7 +305,7 @@ def info() -> int:
 
 
 #: The benchmark suites in the source tree's ``benchmarks/`` folder, in the order ``bench all`` runs them.
-BENCH_SUITES = ("core", "layout", "implicit", "large_steps", "peers", "contact", "plot", "mesh", "ensemble")
+BENCH_SUITES = ("core", "layout", "implicit", "large_steps", "peers", "contact", "plot", "mesh", "ensemble", "gradient")
 
 
 def bench(suite: str, quick: bool) -> int:

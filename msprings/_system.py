@@ -474,7 +474,8 @@ class System(_core.System):
             )
 
     def run(self, dt: float, steps: int, record_every: int = 1, *, velocities: bool = False,
-            progress: bool | None = None, out: Trajectory | None = None) -> Trajectory:
+            progress: bool | None = None, out: Trajectory | None = None, differentiable: bool = False,
+            checkpoint_every: int | None = None) -> Trajectory:
         """Step ``steps`` times with ``dt`` (s) and record every ``record_every``-th state.
 
         Stepping happens in C, ``record_every`` steps per call; Python only copies each
@@ -496,10 +497,18 @@ class System(_core.System):
         The run is one call, all or nothing: if stepping raises (a :class:`DivergenceError`,
         whose step counts from the run's start, or Ctrl-C), the system is as it was before the
         run, and ``out`` holds the records made until then and NaN in the others (step count -1).
+
+        ``differentiable=True`` keeps what :meth:`Trajectory.backward` (gradients of a loss of
+        the records) and :meth:`Trajectory.tangent` need: a copy of the system as the run starts
+        and the state every ``checkpoint_every`` steps (a multiple of ``record_every``; default
+        about ``sqrt(steps)``; ``>= steps`` keeps none, and the backward pass then holds every
+        state at once).  A system whose steps have no gradient (projective, xpbd, colliders,
+        strain limiting, self-collision, the air on faces, wind) raises ValueError before any
+        step.  See :mod:`msprings._gradient`.
         """
         from .trajectory import record
 
-        return record(self, dt, steps, record_every, velocities, progress, out)
+        return record(self, dt, steps, record_every, velocities, progress, out, differentiable, checkpoint_every)
 
     def _divergence_limit(self, integrator: str) -> float | None:
         """The integrator's stable step (s) for a divergence message: the one the stability

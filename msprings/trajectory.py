@@ -496,7 +496,8 @@ def _unmade(trajectory: Trajectory, made: int) -> None:
 
 
 def record(system: System, dt: float, steps: int, record_every: int = 1, velocities: bool = False,
-           progress: bool | None = None, out: Trajectory | None = None) -> Trajectory:
+           progress: bool | None = None, out: Trajectory | None = None, differentiable: bool = False,
+           checkpoint_every: int | None = None) -> Trajectory:
     """See :meth:`System.run`."""
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"steps must be an integer, not {type(steps).__name__}")
@@ -536,6 +537,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                           "record_every)") from None
     if out is not None:  # out's arrays the run writes into, before anything is written
         _refuse_shared(system, [positions, speeds, times, step_counts, energy, ledger])
+    tape = _gradient_tape(system, dt, steps, record_every, differentiable, checkpoint_every)
 
     last = count - 1
 
@@ -564,7 +566,10 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         for name in (item.name for item in fields(Trajectory)):
             setattr(out, name, getattr(trajectory, name))
         trajectory = out
+    trajectory._tape = None  # until the run completes: a failed run leaves out with no gradient
     left = keep(0)
+    if tape is not None:
+        tape.keep(system)
     done = 0
     made = 1  # records made
     system._keep_start_energy(True)
@@ -578,6 +583,8 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
                 energy[r - 1, :3] = system._start_energy()
             done += chunk
             left = keep(r)
+            if tape is not None:
+                tape.keep(system)
             made = r + 1
             if bar is not None:
                 bar.update(done)
@@ -602,6 +609,7 @@ def record(system: System, dt: float, steps: int, record_every: int = 1, velocit
         system._keep_start_energy(False)
         system._leave_forces(False)
     _energy_sums(energy, ledger)
+    trajectory._tape = tape
     return trajectory
 
 
@@ -617,3 +625,71 @@ def _energy_sums(energy: np.ndarray, ledger: np.ndarray) -> None:
     columns["work"][:] = work
     columns["mechanical"][:] = mechanical
     columns["total"][:] = mechanical + dissipated - work
+
+
+# ---- gradients through a differentiable run (msprings/_gradient.py) -------------------------
+# Trajectory.backward and Trajectory.tangent, kept apart from the class body above; a
+# differentiable run leaves its Tape in the trajectory's _tape (None otherwise).
+
+
+def _gradient_tape(system: System, dt: float, steps: int, record_every: int, differentiable: bool,
+                   checkpoint_every: int | None) -> Any:
+    """The Tape a differentiable run keeps, or None; ValueError if the system has no gradient."""
+    if not isinstance(differentiable, (bool, np.bool_)):
+        raise TypeError(f"differentiable must be True or False, not {type(differentiable).__name__}")
+    if not differentiable:
+        if checkpoint_every is not None:
+            raise ValueError("checkpoint_every needs differentiable=True")
+        return None
+    from ._gradient import Tape
+
+    return Tape(system, dt, steps, record_every, checkpoint_every)
+
+
+def _backward(self: Trajectory, positions: Any = None, velocities: Any = None) -> Any:
+    """The gradient of a loss L through this differentiable run (the exact adjoint of its steps).
+
+    Parameters
+    ----------
+    positions : array_like, shape (records, n, 3), optional
+        dL/d(recorded positions), shaped like :attr:`positions` (L per m).
+    velocities : array_like, shape (records, n, 3), optional
+        dL/d(recorded velocities) (L per m/s); the velocities need not have been recorded.
+
+    Returns
+    -------
+    msprings.Gradient
+        dL/dk, dL/dc, dL/drest (per spring), dL/dmass (per node), dL/dx and dL/dv of the
+        initial state (zero rows for pinned nodes) and dL/dexternal (per node), for the
+        system as the run started.
+
+    Raises
+    ------
+    ValueError
+        The trajectory was not recorded with ``differentiable=True``; an argument has the wrong
+        shape or holds NaN or infinity.
+    TypeError
+        Neither argument given, or one is not an array of numbers.
+    KeyboardInterrupt
+        Ctrl-C during the pass (checked about every 25 ms).
+    """
+    from ._gradient import backward
+
+    return backward(self, positions, velocities)
+
+
+def _tangent(self: Trajectory, velocities: bool = False, **direction: Any) -> Any:
+    """The derivative of the records along one direction of the parameters (forward mode).
+
+    ``direction`` moves any of ``k``, ``c``, ``rest`` (m,), ``mass`` (n,), ``x``, ``v``,
+    ``external`` (n, 3) (arrays that broadcast to those shapes; the pinned nodes' rows of x and
+    v are ignored).  Returns a :class:`msprings.Tangent`: positions (records, n, 3) and, if
+    ``velocities``, velocities.  Raises as :meth:`backward`.
+    """
+    from ._gradient import tangent
+
+    return tangent(self, velocities, **direction)
+
+
+Trajectory.backward = _backward  # type: ignore[attr-defined]
+Trajectory.tangent = _tangent  # type: ignore[attr-defined]

@@ -125,6 +125,10 @@ PyObject* System_roll_back(SystemObject* self, PyObject* ignored);
 PyObject* System_check_dt(SystemObject* self, PyObject* dt_obj);
 PyObject* System_leave_forces(SystemObject* self, PyObject* flag);
 PyObject* System_start_energy(SystemObject* self, PyObject* ignored);
+/* system_gradient.c */
+PyObject* System_gradient_check(SystemObject* self, PyObject* ignored);
+PyObject* System_gradient_backward(SystemObject* self, PyObject* const* args, Py_ssize_t nargs);
+PyObject* System_gradient_tangent(SystemObject* self, PyObject* const* args, Py_ssize_t nargs);
 /* system_record.c */
 PyObject* System_record_state(SystemObject* self, PyObject* args);
 PyObject* System_shares_state(SystemObject* self, PyObject* obj);

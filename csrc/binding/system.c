@@ -250,6 +250,14 @@ static PyMethodDef System_methods[] = {
     {"_unpickle_state", (PyCFunction)System_unpickle_state, METH_VARARGS,
      "_unpickle_state(state, options): fills a System made by __new__ from _pickle_state()'s dict and a dict of "
      "options (name: value); TypeError or ValueError, the object left uninitialised, for damaged data."},
+    {"_gradient_check", (PyCFunction)System_gradient_check, METH_NOARGS,
+     "_gradient_check(): ValueError unless steps of this system have a gradient"},
+    {"_gradient_backward", (PyCFunction)(void (*)(void))System_gradient_backward, METH_FASTCALL,
+     "_gradient_backward(dt, steps, checkpoint_every, checkpoints, record_steps, dx, dv) -> (x, v, k, c, rest, mass, "
+     "external)"},
+    {"_gradient_tangent", (PyCFunction)(void (*)(void))System_gradient_tangent, METH_FASTCALL,
+     "_gradient_tangent(dt, steps, checkpoint_every, checkpoints, record_steps, dx0, dv0, k, c, rest, mass, external, "
+     "velocities) -> (record_dx, record_dv or None)"},
     {"reset", (PyCFunction)System_reset, METH_NOARGS,
      "reset()\n--\n\nReturn to the initial positions and velocities with t = 0, steps = 0 and an empty energy "
      "ledger; parameters, options and the external force are kept."},

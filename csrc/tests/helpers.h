@@ -86,5 +86,6 @@ extern const test_case cholesky_tests[];
 extern const test_case solvers_tests[];
 extern const test_case states_tests[];
 extern const test_case ensemble_tests[];
+extern const test_case gradient_tests[];
 
 #endif

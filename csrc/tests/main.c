@@ -13,7 +13,7 @@ int main(void) {
     const test_case* const tables[] = {
         model_tests,    forces_tests,      integrators_tests, implicit_tests, divergence_tests,
         contact_tests,  constraints_tests, threads_tests,     ledger_tests,      cholesky_tests,
-        solvers_tests,  states_tests,      ensemble_tests,
+        solvers_tests,  states_tests,      ensemble_tests, gradient_tests,
     };
     int passed = 0, failed = 0;
     for (size_t t = 0; t < sizeof tables / sizeof tables[0]; ++t) {

@@ -1,0 +1,148 @@
+/* The derivatives of the forces, spring by spring and node by node, in plain doubles.
+ *
+ * Spring (i, j) with d = x_j - x_i, l = |d|, n = d / l, relative velocity w = v_j - v_i and
+ * q = w.d pushes i with
+ *     F = k (1 - L / l) d + c q d / l^2        (and j with -F),
+ * the kernel's [k (l - L) + c (w.n)] n written in d.  Its derivatives:
+ *     dF/dd = k [(1 - L/l) I + (L/l) n n^T] + c [d w^T / l^2 + (q / l^2) I - 2 q d d^T / l^4]
+ *     dF/dw = c n n^T
+ *     dF/dk = (l - L) n,   dF/dc = (w.n) n,   dF/dL = -k n.
+ * A spring shorter than the kernel's MS_MIN_LENGTH_SQUARED exerts no force, and has no
+ * derivative.  Node i feels m_i g - drag v_i + external_i.
+ *
+ * The force itself comes out of the same loops at the cost of a few products (the integrators'
+ * derivatives need it for the derivative of 1/m); it equals the step's to rounding, not bit
+ * for bit (the step sums by blocks on the vector path).
+ */
+#include <math.h>
+
+#include "kernels/derivatives.h"
+
+/* As the spring kernel (spring_kernel.h): below this squared length a spring exerts no force. */
+#define MIN_LENGTH_SQUARED 1e-24
+
+static double dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* f = m g - drag v + external, the nodes' own forces. */
+static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
+                        double* MS_RESTRICT f) {
+    const double* gravity = m->opt.gravity;
+    const double drag = m->opt.drag;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const double pushed = external != NULL ? external[3 * i + a] : 0.0;
+            f[3 * i + a] = m->mass[i] * gravity[a] - drag * v[3 * i + a] + pushed;
+        }
+}
+
+void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                       const double* MS_RESTRICT external, const double* MS_RESTRICT lf, double* MS_RESTRICT lx,
+                       double* MS_RESTRICT lv, const ms_parameter_arrays* g, double* MS_RESTRICT f) {
+    const double* gravity = m->opt.gravity;
+    const double drag = m->opt.drag;
+    double* MS_RESTRICT grad_k = g != NULL ? g->k : NULL;
+    double* MS_RESTRICT grad_c = g != NULL ? g->c : NULL;
+    double* MS_RESTRICT grad_rest = g != NULL ? g->rest : NULL;
+    double* MS_RESTRICT grad_mass = g != NULL ? g->mass : NULL;
+    double* MS_RESTRICT grad_external = g != NULL ? g->external : NULL;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* li = lf + 3 * i;
+        if (grad_mass != NULL) grad_mass[i] += dot3(gravity, li);
+        for (int a = 0; a < 3; ++a) {
+            if (grad_external != NULL) grad_external[3 * i + a] += li[a];
+            lv[3 * i + a] -= drag * li[a];
+        }
+    }
+    if (f != NULL) node_forces(m, v, external, f);
+    const int32_t* MS_RESTRICT springs = m->springs;
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
+        double d[3], w[3], a[3];
+        for (int c = 0; c < 3; ++c) {
+            d[c] = x[3 * j + c] - x[3 * i + c];
+            w[c] = v[3 * j + c] - v[3 * i + c];
+            a[c] = lf[3 * i + c] - lf[3 * j + c]; /* F acts on i, -F on j */
+        }
+        const double length2 = dot3(d, d);
+        if (!(length2 > MIN_LENGTH_SQUARED)) continue;
+        const double length = sqrt(length2), inv_length = 1.0 / length, inv_length2 = inv_length * inv_length;
+        const double k = m->k[s], damping = m->c[s], rest = m->rest[s];
+        const double q = dot3(w, d), da = dot3(d, a);
+        const double na = da * inv_length;
+        const double q_l2 = q * inv_length2, da_l2 = da * inv_length2;
+        /* the force's magnitude over l: k (1 - L / l) + c q / l^2 */
+        const double magnitude = k * (1.0 - rest * inv_length) + damping * q_l2;
+        /* J^T a = magnitude a + (k L (d.a) / l^3 - 2 c q (d.a) / l^4) d + c (d.a) / l^2 w */
+        const double on_d = k * rest * inv_length * da_l2 - 2.0 * damping * q_l2 * da_l2;
+        const double on_w = damping * da_l2;
+        for (int c = 0; c < 3; ++c) {
+            const double gd = magnitude * a[c] + on_d * d[c] + on_w * w[c];
+            const double gw = on_w * d[c];
+            lx[3 * j + c] += gd;
+            lx[3 * i + c] -= gd;
+            lv[3 * j + c] += gw;
+            lv[3 * i + c] -= gw;
+        }
+        if (grad_k != NULL) {
+            grad_k[s] += (length - rest) * na;
+            grad_c[s] += q * inv_length * na;
+            grad_rest[s] -= k * na;
+        }
+        if (f != NULL)
+            for (int c = 0; c < 3; ++c) {
+                f[3 * i + c] += magnitude * d[c];
+                f[3 * j + c] -= magnitude * d[c];
+            }
+    }
+}
+
+void ms_forces_tangent(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                       const double* MS_RESTRICT external, const double* MS_RESTRICT dx,
+                       const double* MS_RESTRICT dv, const ms_parameter_arrays* dp, double* MS_RESTRICT df,
+                       double* MS_RESTRICT f) {
+    const double* gravity = m->opt.gravity;
+    const double drag = m->opt.drag;
+    const double* MS_RESTRICT dk = dp != NULL ? dp->k : NULL;
+    const double* MS_RESTRICT dc = dp != NULL ? dp->c : NULL;
+    const double* MS_RESTRICT drest = dp != NULL ? dp->rest : NULL;
+    for (int64_t i = 0; i < m->nnode; ++i)
+        for (int a = 0; a < 3; ++a) {
+            const double moved = dp != NULL ? dp->mass[i] * gravity[a] + dp->external[3 * i + a] : 0.0;
+            df[3 * i + a] = moved - drag * dv[3 * i + a];
+        }
+    if (f != NULL) node_forces(m, v, external, f);
+    const int32_t* MS_RESTRICT springs = m->springs;
+    for (int64_t s = 0; s < m->nspring; ++s) {
+        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
+        double d[3], w[3], dd[3], dw[3];
+        for (int c = 0; c < 3; ++c) {
+            d[c] = x[3 * j + c] - x[3 * i + c];
+            w[c] = v[3 * j + c] - v[3 * i + c];
+            dd[c] = dx[3 * j + c] - dx[3 * i + c];
+            dw[c] = dv[3 * j + c] - dv[3 * i + c];
+        }
+        const double length2 = dot3(d, d);
+        if (!(length2 > MIN_LENGTH_SQUARED)) continue;
+        const double length = sqrt(length2), inv_length = 1.0 / length, inv_length2 = inv_length * inv_length;
+        const double k = m->k[s], damping = m->c[s], rest = m->rest[s];
+        const double q = dot3(w, d), d_dd = dot3(d, dd);
+        const double q_l2 = q * inv_length2;
+        const double magnitude = k * (1.0 - rest * inv_length) + damping * q_l2;
+        /* dF = magnitude dd + [k L (d.dd) / l^3 + c ((w.dd) + (d.dw) - 2 q (d.dd) / l^2) / l^2
+                + (dk (l - L) + dc q / l - k dL) / l] d */
+        const double on_d = k * rest * inv_length * inv_length2 * d_dd +
+                            damping * (dot3(w, dd) + dot3(d, dw) - 2.0 * q_l2 * d_dd) * inv_length2 +
+                            (dk != NULL ? (dk[s] * (length - rest) + dc[s] * q * inv_length - k * drest[s]) * inv_length
+                                        : 0.0);
+        for (int c = 0; c < 3; ++c) {
+            const double change = magnitude * dd[c] + on_d * d[c];
+            df[3 * i + c] += change;
+            df[3 * j + c] -= change;
+        }
+        if (f != NULL)
+            for (int c = 0; c < 3; ++c) {
+                f[3 * i + c] += magnitude * d[c];
+                f[3 * j + c] -= magnitude * d[c];
+            }
+    }
+}

@@ -1,0 +1,39 @@
+/* The adjoint and the tangent of one step (adjoint.c): the derivatives of the map
+ * (x, v, parameters) -> (x', v') that the stages of explicit and symplectic Euler, velocity
+ * Verlet and RK4 compute (explicit.c), and of the converged implicit Euler step
+ * (implicit.c), with the energy loss after it. */
+#ifndef MSPRINGS_SOLVERS_ADJOINT_H
+#define MSPRINGS_SOLVERS_ADJOINT_H
+
+#include "kernels/cholesky.h"
+#include "kernels/derivatives.h"
+
+typedef struct ms_adjoint_preconditioner ms_adjoint_preconditioner;
+
+/* Doubles of work storage the functions below need for model m. */
+int64_t ms_adjoint_work_size(const ms_model* m);
+
+/* Reverse mode: on entry (lx, lv) is the adjoint of the step's result, on return that of
+   its start (x, v); the step's share of the parameters' gradient is added to g.  The step
+   went from (x, v) to (x_next, v_next) (read by implicit Euler only).  inv_mass: 1/m of
+   free nodes, 0 of pinned ones (nnode); external: the constant external force or NULL.
+   preconditioner: implicit Euler's (ms_adjoint_preconditioner_create; NULL: a diagonal one).
+   Returns 0, or -1 if implicit Euler's linear solve did not converge (the result is then
+   its best iterate's). */
+int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
+                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work);
+
+/* Forward mode: on entry (dx, dv) is the derivative of the step's start along a direction
+   that moves the parameters by d, on return that of its result.  As ms_adjoint_step. */
+int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
+                    const double* v, const double* x_next, const double* v_next, double h, double* dx, double* dv,
+                    const ms_parameter_arrays* d, ms_adjoint_preconditioner* preconditioner, double* work);
+
+/* Implicit Euler's preconditioner for the linear solves of its derivatives (the forward
+   solver's symmetric matrix, factored at each step), or NULL: for another integrator, or
+   with err set if it could not be made (the solves then use a diagonal one). */
+ms_adjoint_preconditioner* ms_adjoint_preconditioner_create(const ms_model* m, ms_error* err);
+void ms_adjoint_preconditioner_destroy(ms_adjoint_preconditioner* p);
+
+#endif
