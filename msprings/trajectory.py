@@ -151,9 +151,12 @@ class Trajectory:
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickling, bit for bit: every field's array and value as it is (with protocol 5 the
-        arrays may travel out of band), under the version :data:`PICKLE_VERSION`."""
+        arrays may travel out of band), under the version :data:`PICKLE_VERSION`; a
+        differentiable run's tape (its starting system and checkpoints) travels with it, so
+        :meth:`backward` works on the unpickled copy too."""
         return _unpickle_trajectory, (type(self), PICKLE_VERSION,
-                                      {item.name: getattr(self, item.name) for item in fields(self)})
+                                      {item.name: getattr(self, item.name) for item in fields(self)},
+                                      getattr(self, "_tape", None))
 
     def to_dataframe(self) -> pandas.DataFrame:
         """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
@@ -263,7 +266,7 @@ def _trajectory_from_archive(archive: Archive) -> Trajectory:
 PICKLE_VERSION = 1
 
 
-def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
+def _unpickle_trajectory(cls: Any, version: Any, values: Any, tape: Any = None) -> Trajectory:
     """Rebuilds a Trajectory pickled by :meth:`Trajectory.__reduce__`, checking what it is
     given as :meth:`Trajectory.load` checks a file.
 
@@ -336,9 +339,20 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any) -> Trajectory:
     for key, indices in (("springs", springs), ("faces", faces)):
         if indices.size and (indices.min() < 0 or indices.max() >= nodes):
             raise damaged(key, f"refer to nodes outside 0..{nodes - 1}")
+    if tape is not None:
+        from ._gradient import Tape
+        from ._system import System
+
+        if not (isinstance(tape, Tape) and isinstance(getattr(tape, "start", None), System)
+                and tape.start.n_nodes == nodes and isinstance(getattr(tape, "checkpoints", None), np.ndarray)
+                and tape.checkpoints.dtype == np.float64 and tape.checkpoints.shape[1:] == (2, nodes, 3)
+                and isinstance(getattr(tape, "record_steps", None), np.ndarray)
+                and tape.record_steps.dtype == np.int64 and tape.record_steps.shape == (records,)):
+            raise damaged("tape", "is not a differentiable run's tape for these records")
     trajectory = cls.__new__(cls)
     for name in names:
         object.__setattr__(trajectory, name, values[name])
+    object.__setattr__(trajectory, "_tape", tape)
     return trajectory
 
 
