@@ -31,6 +31,8 @@ EXPECTED = (
     "05_jelly_collisions_tablecloth.ipynb",
     "06_mesh_to_springs.ipynb",
     "07_real_mesh.ipynb",
+    "08_many_runs.ipynb",
+    "09_gradients.ipynb",
 )
 NOTEBOOKS = sorted(path.name for path in NOTEBOOK_DIRECTORY.glob("*.ipynb"))
 CELL_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
