@@ -18,7 +18,6 @@ against its system stepped alone.  Exit status 1 when a check fails.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any, Sequence
 
 import numpy as np

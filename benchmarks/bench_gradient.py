@@ -33,7 +33,7 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -74,14 +74,7 @@ print(json.dumps({"grown_kib": kib("VmHWM") - before, "checkpoint_bytes": run._t
 """
 
 
-def timed(action: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median seconds of ``repeats`` calls, and the last call's result."""
-    seconds, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = action()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), result
+timed = harness.timed
 
 
 def newton_peer(net: harness.Network, steps: int, target_scale: float, repeats: int) -> dict[str, Any] | str:

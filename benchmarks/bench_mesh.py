@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import ctypes
 import platform
-import statistics
 import sys
 import time
 import warnings
@@ -113,14 +112,7 @@ def allocated() -> Callable[[], int] | None:
     return in_use
 
 
-def timed(action: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """Median seconds of ``repeats`` calls, and the last result."""
-    seconds, result = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        result = action()
-        seconds.append(time.perf_counter() - start)
-    return statistics.median(seconds), result
+timed = harness.timed
 
 
 # The mesh-solid scene: a body 0.3 m across of rho = 1100 kg/m^3, E = 2 MPa, zeta = 0.1.

@@ -407,6 +407,16 @@ class Contender:
         return 1.0 / self.per_step
 
 
+def timed(action: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """Median seconds of ``repeats`` calls of ``action``, and the last call's result."""
+    seconds, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = action()
+        seconds.append(time.perf_counter() - start)
+    return statistics.median(seconds), result
+
+
 def round_steps(n: float) -> int:
     """n rounded to two significant digits, at least 1."""
     n = max(1.0, n)

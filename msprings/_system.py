@@ -909,6 +909,18 @@ def _check_attributes(system: System, attributes: dict[str, Any]) -> None:
         raise ValueError("__dict__ must be a dict")
 
 
+def _check_pickle_version(what: str, version: Any, current: int) -> None:
+    """ValueError, starting with ``what``, unless ``version`` is the pickled data version
+    ``current`` that this msprings reads."""
+    if isinstance(version, bool) or not isinstance(version, int):
+        raise ValueError(f"{what}: its version tag {version!r} is not a version number")
+    if version > current:
+        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
+                         f"({current}): upgrade msprings")
+    if version != current:
+        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({current})")
+
+
 def _unpickle_system(cls: Any, version: Any, core: Any, options: Any, attributes: Any) -> System:
     """Rebuilds a System pickled by :meth:`System.__reduce_ex__`.
 
@@ -920,13 +932,7 @@ def _unpickle_system(cls: Any, version: Any, core: Any, options: Any, attributes
         pickle never gets here: ``pickle`` refuses it with UnpicklingError or EOFError.)
     """
     what = "cannot unpickle an msprings.System"
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise ValueError(f"{what}: its version tag {version!r} is not a version number")
-    if version > PICKLE_VERSION:
-        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
-                         f"({PICKLE_VERSION}): upgrade msprings")
-    if version != PICKLE_VERSION:
-        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
+    _check_pickle_version(what, version, PICKLE_VERSION)
     if not (isinstance(cls, type) and issubclass(cls, System)):
         raise ValueError(f"{what}: {cls!r} is not a System class")
     if not (isinstance(core, dict) and isinstance(options, dict) and isinstance(attributes, dict)):

@@ -12,9 +12,7 @@ from __future__ import annotations
 import inspect
 import math
 import os
-import sys
 import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
@@ -23,6 +21,7 @@ import numpy as np
 
 from . import _core
 from ._system import System
+from .trajectory import _Progress
 
 if TYPE_CHECKING:
     import pandas
@@ -335,34 +334,6 @@ def _output_kind(output: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# progress
-
-
-class _Progress:
-    """A one-line progress bar of members done, on stderr, updated at most 10 times a second."""
-
-    def __init__(self, total: int) -> None:
-        self.total = total
-        self.last = 0.0
-        self.start = time.perf_counter()
-
-    def update(self, done: int) -> None:
-        now = time.perf_counter()
-        if now - self.last < 0.1 and done < self.total:
-            return
-        self.last = now
-        width = 30
-        filled = int(width * done / self.total)
-        elapsed = now - self.start
-        rate = done / elapsed if elapsed > 0 else 0.0
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} members, "
-                         f"{rate:,.1f} members/s")
-        if done >= self.total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-
-# ---------------------------------------------------------------------------------------
 # the sweep
 
 
@@ -527,7 +498,7 @@ def sweep(
     chunks = [(group_dt, members[start:start + size]) for group_dt, members in groups
               for start in range(0, len(members), size)]
     show = progress if progress is not None else (total * steps >= _LONG_SWEEP and _interactive())
-    bar = _Progress(total) if show else None
+    bar = _Progress(total, "members") if show else None
     if client is not None:
         results = _run_cluster(build, measure, names, points, chunks, steps, record_every, positions, client, bar)
     else:

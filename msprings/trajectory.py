@@ -15,7 +15,7 @@ import numpy as np
 
 from . import _core
 from ._archive import Archive, face_bytes_limit
-from ._system import Energy, Ledger
+from ._system import Energy, Ledger, _check_pickle_version
 
 if TYPE_CHECKING:
     import pandas
@@ -278,13 +278,7 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any, tape: Any = None) 
         :data:`PICKLE_VERSION`.
     """
     what = "cannot unpickle an msprings.Trajectory"
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise ValueError(f"{what}: its version tag {version!r} is not a version number")
-    if version > PICKLE_VERSION:
-        raise ValueError(f"{what}: it was pickled with data version {version}, newer than this msprings reads "
-                         f"({PICKLE_VERSION}): upgrade msprings")
-    if version != PICKLE_VERSION:
-        raise ValueError(f"{what}: data version {version} is not one this msprings reads ({PICKLE_VERSION})")
+    _check_pickle_version(what, version, PICKLE_VERSION)
     if not (isinstance(cls, type) and issubclass(cls, Trajectory)):
         raise ValueError(f"{what}: {cls!r} is not a Trajectory class")
     names = [item.name for item in fields(cls)]  # a subclass's fields too
@@ -312,7 +306,7 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any, tape: Any = None) 
     ledger = array("ledger", "f", (records, len(LEDGER_FIELDS)))
     springs = array("springs", "iu", (None, 2))
     faces = array("faces", "iu", (None, 3))
-    pinned = array("pinned", "b", (nodes,))
+    array("pinned", "b", (nodes,))  # checked: the trajectory keeps it as given
     rest = array("rest", "f", (len(springs),))
     uv = None if values["uv"] is None else array("uv", "f", (nodes, 2))
     colliders = values["colliders"]
@@ -395,10 +389,12 @@ def _collider_dicts(system: System) -> list[dict[str, Any]]:
 
 
 class _Progress:
-    """A one-line progress bar on stderr (terminal or Jupyter), updated at most 10 times a second."""
+    """A one-line progress bar on stderr (terminal or Jupyter) of ``total`` things counted in
+    ``unit`` (steps, members), updated at most 10 times a second."""
 
-    def __init__(self, total: int) -> None:
+    def __init__(self, total: int, unit: str = "steps") -> None:
         self.total = total
+        self.unit = unit
         self.last = 0.0
         self.start = time.perf_counter()
 
@@ -411,7 +407,8 @@ class _Progress:
         filled = int(width * done / self.total)
         elapsed = now - self.start
         rate = done / elapsed if elapsed > 0 else 0.0
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} steps, {rate:,.0f} steps/s")
+        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} {self.unit}, "
+                         f"{rate:,.{1 if rate < 100 else 0}f} {self.unit}/s")
         if done >= self.total:
             sys.stderr.write("\n")
         sys.stderr.flush()
