@@ -203,7 +203,8 @@ class PositionFit:
     with the parameters set to ``theta``.  The parameters are chosen entries of the system's
     arrays: ``parameters`` maps a name of :data:`PARAMETERS` (``"k"``, ``"c"``, ``"rest"``,
     ``"mass"``, ``"x"``, ``"v"``, ``"external"``) to indices into that array flattened (for
-    ``x``, ``v`` and ``external``: ``3 * node + axis``), or to None for all of it.  The Jacobian
+    ``x``, ``v`` and ``external``: ``3 * node + axis``), or to None for all of it (of ``mass``, ``x``, ``v`` and
+    ``external``: all of the free nodes', since a pinned node's have no gradient).  The Jacobian
     costs one forward pass carrying one tangent per parameter, so it suits up to some tens
     of parameters.
 
@@ -228,7 +229,9 @@ class PositionFit:
     ------
     TypeError, ValueError
         A bad argument, named; or a system with no gradient (an integrator or feature that
-        :meth:`System.run` refuses with ``differentiable=True``).
+        :meth:`System.run` refuses with ``differentiable=True``); indices that are not
+        integers, repeat, or name a pinned node's ``mass``, ``x``, ``v`` or ``external``
+        (which have no gradient: a pinned node's motion is given).
 
     Examples
     --------
@@ -246,6 +249,10 @@ class PositionFit:
     def __init__(self, system: System, dt: float, steps: int, measured: ArrayLike,
                  parameters: Mapping[str, ArrayLike | None], *, record_every: int = 1,
                  weights: ArrayLike | None = None) -> None:
+        from ._system import System as SystemType
+
+        if not isinstance(system, SystemType):
+            raise TypeError(f"system must be a msprings.System, not {type(system).__name__}")
         self._system = system.copy()
         self._system._gradient_check()
         system._check_dt(dt)
@@ -276,9 +283,28 @@ class PositionFit:
             if name not in PARAMETERS:
                 raise ValueError(f"parameters names one of {PARAMETERS}, not {name!r}")
             size = getattr(self._system, name).size
-            chosen = np.arange(size) if indices is None else np.asarray(indices, dtype=np.int64).ravel()
+            if indices is None:  # every entry; of the nodes, the free ones (a pinned node's have no gradient)
+                chosen = np.arange(size)
+                if name in ("mass", "x", "v", "external"):
+                    chosen = chosen[~self._system.pinned[chosen // (1 if name == "mass" else 3)]]
+            else:
+                given = np.asarray(indices)
+                if given.dtype.kind not in "iu" and not (given.dtype == object and all(
+                        isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in given.ravel())):
+                    raise TypeError(f"parameters[{name!r}] must hold integer indices into {name} flattened, "
+                                    f"not {given.dtype} values")
+                chosen = given.astype(np.int64).ravel()
             if chosen.size == 0 or chosen.min() < 0 or chosen.max() >= size:
                 raise ValueError(f"parameters[{name!r}] must hold indices in [0, {size})")
+            if np.unique(chosen).size != chosen.size:
+                raise ValueError(f"parameters[{name!r}] repeats an index: each entry can be one parameter only")
+            if name in ("mass", "x", "v", "external"):
+                per_node = 1 if name == "mass" else 3
+                pinned = np.flatnonzero(self._system.pinned[chosen // per_node])
+                if pinned.size:
+                    node = int(chosen[pinned[0]] // per_node)
+                    raise ValueError(f"parameters[{name!r}] names node {node}, which is pinned: a pinned node's "
+                                     f"{name} has no gradient (its motion is given), so it cannot be fitted")
             self._entries.append((name, chosen))
         self.initial = np.concatenate([getattr(self._system, name).ravel()[chosen] for name, chosen in self._entries])
         self._theta: np.ndarray | None = None

@@ -1,6 +1,7 @@
 """Many mass-spring systems of one topology stepped by one call: :class:`Ensemble`."""
 from __future__ import annotations
 
+import difflib
 from collections.abc import Sequence
 from typing import Any
 
@@ -72,7 +73,11 @@ class Ensemble(_core.Ensemble):
     through the views are checked at the next :meth:`step`.  Options other than gravity
     stay each member's own (:attr:`integrator` sets every member's); :meth:`add_plane`,
     :meth:`add_sphere`, :meth:`add_box` and :meth:`add_cylinder` add a collider to every
-    member.
+    member.  Setting a name the ensemble does not have (a System option such as ``drag``) is
+    refused: set it on the systems before building the ensemble.  A step past a member's
+    stability limit gives no :class:`~msprings.StabilityWarning` (the member's divergence is
+    reported in :attr:`diverged`).  An ensemble does not pickle; its members do
+    (:meth:`system`).
 
     Examples
     --------
@@ -84,6 +89,32 @@ class Ensemble(_core.Ensemble):
     >>> ens.x.shape, round(float(ens.t[0]), 6)
     ((4, 2, 3), 1.0)
     """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """Sets a setting the ensemble has (``integrator``, ``threads``, ...); the views are
+        written into, never replaced; any other name is refused with an AttributeError, so that
+        a typo or a System option the ensemble does not have is not silently kept."""
+        if name in ("_families", "_uv"):
+            object.__setattr__(self, name, value)
+            return
+        if not hasattr(type(self), name):
+            public = [attribute for attribute in dir(type(self)) if not attribute.startswith("_")]
+            close = difflib.get_close_matches(name, public, n=1, cutoff=0.7)
+            hint = f"; did you mean {close[0]}?" if close else (
+                ": an ensemble has its members' views and settings only; set other options on the systems "
+                "before building it, or step each member as a System (ens.system(i))")
+            raise AttributeError(f"'Ensemble' object has no attribute '{name}'{hint}")
+        try:
+            super().__setattr__(name, value)
+        except AttributeError as error:
+            if name in ("x", "v", "mass", "k", "c", "rest", "gravity", "diverged"):
+                raise AttributeError(f"{error}: ens.{name} is a view of the members' memory, written into, not "
+                                     f"replaced: ens.{name}[:] = ... (or ens.{name}[i] = ... for member i)") from None
+            raise
+
+    def __getitem__(self, index: Any) -> Any:
+        raise TypeError("an Ensemble is not indexed: ens.system(i) gives member i as a System, and the views "
+                        "(ens.x[i], ens.k[i], ...) its arrays")
 
     def __init__(self, systems: Sequence[System]) -> None:
         items = list(systems) if not isinstance(systems, System) else None
@@ -127,12 +158,15 @@ class Ensemble(_core.Ensemble):
         TypeError
             ``dt`` is not a real number or ``n`` not an integer.
         ValueError
-            ``dt`` is not finite and > 0, ``n < 0``, or a value written through a view is
-            bad (the message names the member and the item); no member has changed.
+            ``dt`` is not finite and > 0, ``n < 1`` (as for :meth:`System.step`), or a value
+            written through a view is bad (the message names the member and the item); no
+            member has changed.
         KeyboardInterrupt
             Ctrl-C during the call: every member is put back where it was before the call
             (and flags set by the call are cleared).
         """
+        if not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n < 1:
+            raise ValueError(f"n = {n} is out of range: it must be >= 1 (as for System.step)")
         super().step(dt, n)
 
     @property

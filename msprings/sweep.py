@@ -186,7 +186,11 @@ def _run_chunk(build: Callable[..., System], measure: Measure | None, names: tup
         parameters = dict(zip(names, point))
         integrator = parameters.pop("integrator", None)
         parameters.pop("dt", None)
-        system = build(**parameters)
+        try:
+            system = build(**parameters)
+        except Exception as error:
+            error.add_note(f"(raised by build for the grid point {dict(zip(names, point))})")
+            raise
         if not isinstance(system, System):
             raise TypeError(f"build must return a msprings.System, got {type(system).__name__} "
                             f"for {dict(zip(names, point))}")

@@ -702,5 +702,7 @@ def _tangent(self: Trajectory, velocities: bool = False, **direction: Any) -> An
     return tangent(self, velocities, **direction)
 
 
+for _method, _name in ((_backward, "backward"), (_tangent, "tangent")):
+    _method.__name__, _method.__qualname__ = _name, f"Trajectory.{_name}"  # as help() and errors name them
 Trajectory.backward = _backward  # type: ignore[attr-defined]
 Trajectory.tangent = _tangent  # type: ignore[attr-defined]

@@ -424,3 +424,28 @@ def test_colliders_added_to_the_ensemble_act_on_every_member() -> None:
     with pytest.raises(ValueError):
         ens.add_sphere((0.0, 0.0, 0.0), -1.0)
     assert len(ens.system(0).colliders) == 2
+
+
+def test_unknown_settings_views_and_zero_steps_are_refused() -> None:
+    """A setting the ensemble does not have (or a typo) is refused, not kept silently; views
+    are written into, not replaced; n < 1 is refused as System.step refuses it."""
+    spring = msprings.System([[0, 0, 0], [0, -1, 0]], [[0, 1]], pinned=[0], velocities=[[0, 0, 0], [1, 0, 0]])
+    ens = msprings.Ensemble.replicate(spring, 3)
+    before = ens.x.copy()
+    with pytest.raises(AttributeError, match="no attribute 'drag'.*ens.system"):
+        ens.drag = 5.0
+    with pytest.raises(AttributeError, match="did you mean integrator"):
+        ens.integrater = "rk4"
+    with pytest.raises(AttributeError, match=r"written into, not replaced: ens.k\[:\]"):
+        ens.k = np.ones((3, 1))
+    with pytest.raises(TypeError, match=r"ens.system\(i\)"):
+        ens[1]
+    with pytest.raises(ValueError, match="n = 0 is out of range"):
+        ens.step(1e-3, 0)
+    assert np.array_equal(ens.x, before) and ens.integrator == "symplectic_euler"
+    ens.integrator, ens.threads = "rk4", 1  # settings it has are set
+    ens.step(1e-3, 5)
+    alone = spring.copy()
+    alone.integrator = "rk4"
+    alone.step(1e-3, 5)
+    assert all(np.array_equal(ens.x[i], alone.x) for i in range(3))

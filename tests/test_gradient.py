@@ -407,3 +407,30 @@ def test_implicit_euler_at_a_large_step_on_a_stiff_chain():
     adjoint = sum(float(np.sum(getattr(gradient, name) * d[name])) for name in PARAMETERS)
     tangent = float(np.sum(weights * run.tangent(**d).positions))
     assert abs(adjoint - tangent) <= 1e-12 * abs(adjoint)
+
+
+def test_position_fit_refuses_what_it_cannot_fit() -> None:
+    """Indices must be distinct integers; a pinned node's mass, x, v or external has no
+    gradient (its motion is given) and is refused when named, and left out of None."""
+    s = msprings.System([[0, 0, 0], [0.8, -0.5, 0], [1.5, -1, 0.2]], [[0, 1], [1, 2]], k=[30.0, 45.0], c=0.2,
+                        pinned=[0])
+    measured = s.copy().run(1e-3, 100, record_every=20).positions
+    for name, indices in (("x", [0, 1]), ("mass", [0]), ("v", [2]), ("external", [1])):
+        with pytest.raises(ValueError, match="names node 0, which is pinned"):
+            msprings.PositionFit(s, 1e-3, 100, measured, {name: indices}, record_every=20)
+    with pytest.raises(TypeError, match="integer indices"):
+        msprings.PositionFit(s, 1e-3, 100, measured, {"k": [0.5]}, record_every=20)
+    with pytest.raises(ValueError, match="repeats an index"):
+        msprings.PositionFit(s, 1e-3, 100, measured, {"k": [0, 0]}, record_every=20)
+    with pytest.raises(TypeError, match="system must be a msprings.System"):
+        msprings.PositionFit("s", 1e-3, 100, measured, {"k": None})  # type: ignore[arg-type]
+    fit = msprings.PositionFit(s, 1e-3, 100, measured, {"x": None, "mass": None}, record_every=20)
+    assert fit.initial.tolist() == s.x[1:].ravel().tolist() + s.mass[1:].tolist()
+    # every column of the Jacobian is the derivative of the residuals (central differences)
+    theta = fit.initial + 0.01
+    jacobian = fit.jacobian(theta)
+    for column in range(theta.size):
+        step = np.zeros_like(theta)
+        step[column] = 1e-6
+        difference = (fit.residuals(theta + step) - fit.residuals(theta - step)) / 2e-6
+        assert np.allclose(jacobian[:, column], difference, rtol=1e-5, atol=1e-7)

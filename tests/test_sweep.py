@@ -532,3 +532,9 @@ def test_ctrl_c_in_the_main_process_ends_the_worker_processes() -> None:
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {"raised": "KeyboardInterrupt", "children": 0}
+
+
+def test_an_error_in_build_names_its_grid_point() -> None:
+    with pytest.raises(ValueError, match="k") as caught:
+        msprings.sweep(spring, {"k": [10.0, -1.0], "c": [0.1]}, 1e-3, 10, workers=1)
+    assert "(raised by build for the grid point {'k': -1.0, 'c': 0.1})" in caught.value.__notes__
