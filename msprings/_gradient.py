@@ -143,7 +143,9 @@ def backward(trajectory: Trajectory, positions: ArrayLike | None = None,
         raise TypeError("backward() needs positions (dL/d positions), velocities (dL/d velocities) or both")
     dx = np.zeros(shape) if positions is None else _record_values(positions, "positions", shape)
     dv = None if velocities is None else _record_values(velocities, "velocities", shape)
-    x, v, k, c, rest, mass, external = tape.start._gradient_backward(*tape.run_arguments(), dx, dv)
+    # each pass steps its own copy of the start: the tape stays as recorded, and two threads
+    # may take gradients of one trajectory at once
+    x, v, k, c, rest, mass, external = tape.start.copy()._gradient_backward(*tape.run_arguments(), dx, dv)
     pinned = tape.start.pinned
     x[pinned] = 0.0
     v[pinned] = 0.0
@@ -185,7 +187,7 @@ def tangents(trajectory: Trajectory, directions: Sequence[Mapping[str, ArrayLike
     if len(directions) == 0:
         raise ValueError("directions must hold at least one direction")
     arrays = _direction_arrays(tape.start, directions)
-    return tape.start._gradient_tangent(*tape.run_arguments(), *arrays, bool(velocities))
+    return tape.start.copy()._gradient_tangent(*tape.run_arguments(), *arrays, bool(velocities))
 
 
 def tangent(trajectory: Trajectory, velocities: bool = False, **direction: ArrayLike) -> Tangent:

@@ -337,11 +337,19 @@ def _unpickle_trajectory(cls: Any, version: Any, values: Any, tape: Any = None) 
         from ._gradient import Tape
         from ._system import System
 
+        def integer(value: Any) -> bool:
+            return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+        every, run_steps = getattr(tape, "every", None), getattr(tape, "steps", None)
         if not (isinstance(tape, Tape) and isinstance(getattr(tape, "start", None), System)
-                and tape.start.n_nodes == nodes and isinstance(getattr(tape, "checkpoints", None), np.ndarray)
-                and tape.checkpoints.dtype == np.float64 and tape.checkpoints.shape[1:] == (2, nodes, 3)
+                and tape.start.n_nodes == nodes and integer(every) and integer(run_steps)
+                and 1 <= every <= run_steps and run_steps == steps[-1] - steps[0]
+                and isinstance(getattr(tape, "checkpoints", None), np.ndarray)
+                and tape.checkpoints.dtype == np.float64
+                and tape.checkpoints.shape == (run_steps // every + (run_steps % every != 0) + 1, 2, nodes, 3)
                 and isinstance(getattr(tape, "record_steps", None), np.ndarray)
-                and tape.record_steps.dtype == np.int64 and tape.record_steps.shape == (records,)):
+                and tape.record_steps.dtype == np.int64 and tape.record_steps.shape == (records,)
+                and np.array_equal(tape.record_steps, steps - steps[0])):
             raise damaged("tape", "is not a differentiable run's tape for these records")
     trajectory = cls.__new__(cls)
     for name in names:

@@ -449,3 +449,16 @@ def test_unknown_settings_views_and_zero_steps_are_refused() -> None:
     alone.integrator = "rk4"
     alone.step(1e-3, 5)
     assert all(np.array_equal(ens.x[i], alone.x) for i in range(3))
+
+
+def test_a_member_cleared_to_go_on_forgets_its_blow_up_and_bad_options_are_refused() -> None:
+    ens = msprings.Ensemble([msprings.System([[0, 0, 0], [0, -1, 0]], [[0, 1]], pinned=[0], k=1e9)])
+    ens.step(1e-3, 100)
+    assert ens.diverged[0] and ens.divergence_step[0] > 0 and np.isfinite(ens.divergence_time[0])
+    ens.k[0] = 20.0
+    ens.diverged[0] = False
+    ens.step(1e-3, 10)
+    assert not ens.diverged[0] and ens.divergence_step[0] == -1 and np.isnan(ens.divergence_time[0])
+    with pytest.raises(ValueError, match="drag = -1"):
+        ens._set_option("drag", -1.0)
+    ens.step(1e-3, 1)  # nothing was set: the ensemble still steps

@@ -434,3 +434,48 @@ def test_position_fit_refuses_what_it_cannot_fit() -> None:
         step[column] = 1e-6
         difference = (fit.residuals(theta + step) - fit.residuals(theta - step)) / 2e-6
         assert np.allclose(jacobian[:, column], difference, rtol=1e-5, atol=1e-7)
+
+
+def test_damaged_run_descriptions_are_refused_not_read_out_of_bounds() -> None:
+    """Counts that would overflow a size (a stretch or the checkpoints) are refused before any
+    memory is touched, through the pickled tape or the binding itself."""
+    import pickle
+
+    s = msprings.System([[0, 0, 0], [0, -1, 0], [0, -2, 0], [0, -3, 0]], [[0, 1], [1, 2], [2, 3]], k=20.0,
+                        pinned=[0])
+    run = s.run(1e-3, 1, differentiable=True)
+    tape = run._tape
+    tape.steps = tape.every = 2**62
+    tape.record_steps[:] = [0, 2**62]
+    with pytest.raises(ValueError, match="tape is not a differentiable run's tape"):
+        pickle.loads(pickle.dumps(run))
+    seeds = np.zeros(2 * 12)
+    with pytest.raises(MemoryError, match="does not fit in memory"):
+        s._gradient_backward(1e-3, 2**62, 2**62, np.zeros(2 * 24), np.array([0, 2**62]), seeds, None)
+    with pytest.raises(ValueError, match="more than an array can hold"):
+        s._gradient_backward(1e-3, 2**62, 1, np.zeros(48), np.array([0, 2**62]), seeds, None)
+    with pytest.raises(ValueError, match="must be at most steps"):
+        s._gradient_backward(1e-3, 1, 2, np.zeros(48), np.array([0, 1]), seeds, None)
+
+
+def test_two_threads_take_gradients_of_one_trajectory() -> None:
+    """Each pass steps its own copy of the tape's start: both threads get the same gradient,
+    and the tape is left as recorded."""
+    import threading
+
+    s = msprings.System([[0, 0, 0], [0, -1, 0], [0.3, -2, 0]], [[0, 1], [1, 2]], k=50.0, c=0.1, pinned=[0])
+    run = s.run(1e-3, 4000, record_every=100, differentiable=True)
+    start = run._tape.start.x.copy(), run._tape.start.steps
+    seed = np.ones_like(run.positions)
+    results: dict[int, msprings.Gradient] = {}
+
+    def take(i: int) -> None:
+        results[i] = run.backward(positions=seed)
+
+    threads = [threading.Thread(target=take, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert all(np.array_equal(a, b) for a, b in zip(results[0], results[1]))
+    assert np.array_equal(run._tape.start.x, start[0]) and run._tape.start.steps == start[1]

@@ -382,6 +382,8 @@ static PyObject* Ensemble_set_option(EnsembleObject* self, PyObject* args) {
     }
     ms_options first = E->models[0]->opt;
     if (mspy_parse_option(name, value, &first) < 0) return NULL;
+    ms_error err;
+    if (ms_options_check(&first, &err) != MS_OK) return mspy_raise_ms_error(&err); /* no member changed */
     for (int64_t i = 0; i < E->nmember; ++i)
         if (mspy_parse_option(name, value, &E->models[i]->opt) < 0) return NULL; /* same value: cannot fail now */
     Py_RETURN_NONE;

@@ -120,11 +120,21 @@ static int parse_run(SystemObject* self, PyObject* const* args, ms_gradient_run*
         return -1;
     run->steps = steps;
     run->checkpoint_every = every;
-    const int64_t count = (steps + every - 1) / every + 1;
+    if (every > steps) {
+        PyErr_Format(PyExc_ValueError, "checkpoint_every = %lld must be at most steps = %lld", every, steps);
+        return -1;
+    }
+    const int64_t count = steps / every + (steps % every != 0) + 1; /* no overflow */
+    const int64_t per_checkpoint = 6 * self->model->nnode;
+    if (per_checkpoint > 0 && count > NPY_MAX_INTP / per_checkpoint) {
+        PyErr_Format(PyExc_ValueError, "%lld checkpoints of %lld nodes (steps = %lld, checkpoint_every = %lld) are "
+                     "more than an array can hold", (long long)count, (long long)self->model->nnode, steps, every);
+        return -1;
+    }
     npy_intp nrecord;
     *record_steps = record_steps_of(args[4], &nrecord);
     if (*record_steps == NULL) return -1;
-    *checkpoints = values_of(args[3], "checkpoints", (npy_intp)(count * 6 * self->model->nnode));
+    *checkpoints = values_of(args[3], "checkpoints", (npy_intp)(count * per_checkpoint));
     if (*checkpoints == NULL) return -1;
     run->checkpoints = PyArray_DATA(*checkpoints);
     run->nrecord = nrecord;

@@ -253,6 +253,10 @@ int ms_ensemble_step(ms_ensemble* e, double h, int64_t n, const ms_ensemble_opti
     for (int64_t i = 0; i < e->nmember; ++i) {
         memcpy(e->models[i]->opt.gravity, e->gravity + 3 * i, sizeof(double) * 3);
         if (!options->continuing) ms_call_end(e->calls[i]);
+        if (!options->continuing && !e->diverged[i]) { /* a member cleared to go on: its last blow-up forgotten */
+            e->divergence_time[i] = NAN;
+            e->divergence_step[i] = -1;
+        }
     }
     ensemble_call* c = calloc(1, sizeof *c);
     int64_t* order = c != NULL ? malloc(sizeof(int64_t) * (size_t)e->nmember) : NULL;

@@ -10,6 +10,7 @@
  * direction's tangent along with ms_tangent_step.
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,9 @@ static int check_run(const ms_model* m, const ms_gradient_run* run, ms_error* er
     if (run->steps < 1 || run->checkpoint_every < 1 || run->nrecord < 1 || run->checkpoints == NULL ||
         run->record_steps == NULL)
         return ms_error_set(err, MS_ERR_VALUE, "a run needs steps >= 1, checkpoint_every >= 1 and records");
+    if (run->checkpoint_every > run->steps)
+        return ms_error_set(err, MS_ERR_VALUE, "checkpoint_every = %lld must be at most steps = %lld",
+                            (long long)run->checkpoint_every, (long long)run->steps);
     for (int64_t r = 0; r < run->nrecord; ++r) {
         const int64_t step = run->record_steps[r];
         if (step < 0 || step > run->steps || (r > 0 && step < run->record_steps[r - 1]))
@@ -68,8 +72,8 @@ static int check_run(const ms_model* m, const ms_gradient_run* run, ms_error* er
     return MS_OK;
 }
 
-static int64_t checkpoint_count(const ms_gradient_run* run) {
-    return (run->steps + run->checkpoint_every - 1) / run->checkpoint_every + 1;
+static int64_t checkpoint_count(const ms_gradient_run* run) { /* no overflow for any steps >= every >= 1 */
+    return run->steps / run->checkpoint_every + (run->steps % run->checkpoint_every != 0) + 1;
 }
 
 /* The caller's check, about every CHECK_SECONDS. */
@@ -124,6 +128,9 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t stretch = every < run->steps ? every : run->steps;
+    if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * state_bytes))
+        return ms_error_set(err, MS_ERR_MEMORY, "a stretch of %lld steps between checkpoints does not fit in memory",
+                            (long long)stretch);
     double* states = malloc(2 * state_bytes * (size_t)(stretch + 1)); /* x then v at each step of a stretch */
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     if (states == NULL || work == NULL) {
