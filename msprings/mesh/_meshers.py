@@ -270,6 +270,30 @@ def _split_in_four(vertices: np.ndarray, faces: np.ndarray) -> tuple[np.ndarray,
     return vertices, faces
 
 
+def _restore_sigpipe(handler: object) -> None:
+    """Puts back the process's SIGPIPE disposition that Python had (``handler``, from
+    :func:`signal.getsignal`): Gmsh's initialisation sets it to the default, which ends the
+    process at the next write to a closed pipe (a terminated worker's, a dropped socket's)
+    where Python expects an error it can raise.  From any thread: the disposition is set
+    through the C library when it is to ignore or the default, as Python set it."""
+    if handler is None:
+        return
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGPIPE, handler)  # type: ignore[arg-type]
+        return
+    if handler not in (signal.SIG_IGN, signal.SIG_DFL):
+        return  # a Python handler can only be set from the main thread
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.signal.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        libc.signal.restype = ctypes.c_void_p
+        libc.signal(int(signal.SIGPIPE), 1 if handler == signal.SIG_IGN else 0)
+    except (OSError, AttributeError):  # no C library to call: leave it
+        pass
+
+
 def _run_gmsh(vertices: np.ndarray, faces: np.ndarray, edge_length: float) -> tuple[np.ndarray, np.ndarray]:
     with _GMSH_LOCK:
         return _run_gmsh_locked(vertices, faces, edge_length)
@@ -285,7 +309,9 @@ def _run_gmsh_locked(vertices: np.ndarray, faces: np.ndarray,
         vertices, faces = _split_in_four(vertices, faces)
     started = not gmsh.isInitialized()
     if started:
+        sigpipe = signal.getsignal(signal.SIGPIPE) if hasattr(signal, "SIGPIPE") else None
         gmsh.initialize(argv=[], readConfigFiles=False, interruptible=False)
+        _restore_sigpipe(sigpipe)
     options = {"General.Terminal": 0, "Mesh.MeshSizeMin": edge_length, "Mesh.MeshSizeMax": edge_length,
                "Mesh.MeshSizeFromPoints": 0, "Mesh.MeshSizeExtendFromBoundary": 0, "Mesh.Algorithm3D": 1}
     # a session the caller started keeps its model, options and log afterwards
