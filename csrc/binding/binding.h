@@ -108,6 +108,7 @@ PyObject* mspy_ensemble_type(PyObject* module);
 /* The attributes that are not options, mspy_system_attribute_count of them. */
 extern const PyGetSetDef mspy_system_attributes[];
 extern const size_t mspy_system_attribute_count;
+PyObject* mspy_owned_array(PyObject* owner, void* data, int ndim, npy_intp* dims, int typenum, int writeable);
 PyObject* mspy_make_view(SystemObject* self, void* data, int ndim, npy_intp d0, npy_intp d1, int typenum,
                          int writeable);
 int mspy_views_alive(PyObject* views);

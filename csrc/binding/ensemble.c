@@ -115,15 +115,7 @@ static PyObject* make_view(EnsembleObject* self, void* data, int ndim, npy_intp 
                            int typenum, int writeable) {
     if (require_ready(self) < 0) return NULL;
     npy_intp dims[3] = {d0, d1, d2};
-    PyObject* array = PyArray_New(&PyArray_Type, ndim, dims, typenum, NULL, data, 0,
-                                  writeable ? NPY_ARRAY_CARRAY : NPY_ARRAY_CARRAY_RO, NULL);
-    if (array == NULL) return NULL;
-    Py_INCREF(self);
-    if (PyArray_SetBaseObject((PyArrayObject*)array, (PyObject*)self) < 0) {
-        Py_DECREF(array);
-        return NULL;
-    }
-    return array;
+    return mspy_owned_array((PyObject*)self, data, ndim, dims, typenum, writeable);
 }
 
 #define E (self->ensemble)

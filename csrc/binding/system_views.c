@@ -8,20 +8,26 @@
 #define NO_IMPORT_ARRAY
 #include "binding.h"
 
-/* A NumPy array of the given shape over C memory owned by self. */
-PyObject* mspy_make_view(SystemObject* self, void* data, int ndim, npy_intp d0, npy_intp d1, int typenum,
-                         int writeable) {
-    npy_intp dims[2] = {d0, d1};
+/* A C-contiguous NumPy array of ndim dimensions over C memory owned by owner, which the
+   array keeps alive (its base). */
+PyObject* mspy_owned_array(PyObject* owner, void* data, int ndim, npy_intp* dims, int typenum, int writeable) {
     PyObject* array = PyArray_New(&PyArray_Type, ndim, dims, typenum, NULL, data, 0,
                                   writeable ? NPY_ARRAY_CARRAY : NPY_ARRAY_CARRAY_RO, NULL);
     if (array == NULL) return NULL;
-    Py_INCREF(self);
-    if (PyArray_SetBaseObject((PyArrayObject*)array, (PyObject*)self) < 0) {
-        /* SetBaseObject steals the reference to self even when it fails. */
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject*)array, owner) < 0) {
+        /* SetBaseObject steals the reference to owner even when it fails. */
         Py_DECREF(array);
         return NULL;
     }
     return array;
+}
+
+/* A NumPy array of the given shape over C memory owned by self. */
+PyObject* mspy_make_view(SystemObject* self, void* data, int ndim, npy_intp d0, npy_intp d1, int typenum,
+                         int writeable) {
+    npy_intp dims[2] = {d0, d1};
+    return mspy_owned_array((PyObject*)self, data, ndim, dims, typenum, writeable);
 }
 
 /* Whether one of the views in a list of weak references (energy_views, parameter_views)
