@@ -22,7 +22,7 @@ from .trajectory import Trajectory
 
 if TYPE_CHECKING:
     from .ensemble import Ensemble
-    from .plot.widgets import LiveControls
+    from .plot.widgets import Comparison, LiveControls
 
 __version__ = "0.1.0"
 
@@ -57,11 +57,22 @@ def interact(system: System, **options: object) -> "LiveControls":
     """Live controls for ``system`` in a notebook (needs the ``widgets`` extra: ipywidgets,
     anywidget): play/pause/step/reset, sliders for dt (with the critical step marked), the
     integrator, k and damping per spring family, gravity and wind, energy bars, a running
-    ledger plot, and a view that turns and lets you drag nodes.  See
-    :func:`msprings.widgets.interact` for the options."""
+    ledger plot, and a view that turns and lets you drag nodes.  It plays in real time (a
+    ``speed`` control gives slow motion).  See :func:`msprings.widgets.interact` for the
+    options, and :func:`msprings.compare` for two systems side by side on one clock."""
     from .plot.widgets import interact as live_controls
 
     return live_controls(system, **options)
+
+
+def compare(*systems: System, **options: object) -> "Comparison":
+    """Two or more systems side by side in a notebook on one clock, with one Play, Step,
+    Reset and speed (needs the ``widgets`` extra), e.g. one scene at two time steps: the one
+    that blows up stops with its message while the other plays on.  See
+    :func:`msprings.widgets.compare` for the options and an example."""
+    from .plot.widgets import compare as side_by_side
+
+    return side_by_side(*systems, **options)
 
 
 def __getattr__(name: str) -> object:
@@ -87,6 +98,7 @@ __all__ = [
     "Tangent",
     "Trajectory",
     "__version__",
+    "compare",
     "damping_for_ratio",
     "get_num_threads",
     "interact",

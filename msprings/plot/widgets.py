@@ -30,10 +30,11 @@ This module is also reachable as :mod:`msprings.widgets`, the same module object
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import math
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ import traitlets
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
 
-__all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "LiveControls", "SystemView", "interact"]
+__all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls",
+           "Playback", "SystemView", "compare", "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
@@ -58,6 +60,13 @@ WORK_PARTS = Ledger._fields[len(DISSIPATION_PARTS):]
 
 HISTORY_LIMIT = 20_000
 """Samples of the ledger kept in Python (the oldest are dropped beyond it)."""
+
+SPEEDS = {"1×": 1.0, "½×": 0.5, "¼×": 0.25, "1/10×": 0.1}
+"""The choices of the ``speed`` control: simulated seconds per second of wall time."""
+
+IN_FLIGHT_SECONDS = 1.0
+"""While playing, the kernel sends at most this many seconds' worth of frames (at ``fps``,
+and at least 4) that the page has not acknowledged yet; past that it waits."""
 
 _CHART_SAMPLES = 600  # samples of the ledger history sent to the strip chart
 _LABELS = {
@@ -83,9 +92,16 @@ class SystemView(anywidget.AnyWidget):
 
     Binary traits hold little-endian arrays: ``positions`` float32 (n, 3) in m, ``springs``
     int32 (m, 2), ``faces`` int32 (F, 3), ``pinned`` uint8 (n,), ``strain`` float32 (m,)
-    and ``history`` float32 (H, 6): time (s) and the :data:`ENERGY_BARS` (J).  The view
-    sends ``{"type": "tick"}`` while ``playing``, and ``{"type": "drag", "node": i,
-    "position": [x, y, z]}`` / ``{"type": "release", "node": i}`` when a node is grabbed.
+    and ``history`` float32 (H, 6): time (s) and the :data:`ENERGY_BARS` (J).
+
+    While ``playing`` the kernel streams frames as custom messages (see :class:`Playback`):
+    ``{"type": "frame", "run", "seq", "clock", "t", "rate", "energy", "status", "sample"}``
+    with the positions and strains (float32) as two binary buffers, or none when the frame
+    did not step.  The view draws them at their simulated time and answers each with
+    ``{"type": "ack", "run", "seq"}``.  Views with the same ``clock`` id share one clock
+    on the page.  The view also sends ``{"type": "drag", "node": i, "position": [x, y, z]}``
+    / ``{"type": "release", "node": i}`` when a node is grabbed, and ``{"type": "key",
+    "action": "play" | "step" | "reset"}`` for the keys space, → and r on the canvas.
     """
 
     _esm = Path(__file__).with_name("static") / "interact.js"
@@ -103,10 +119,138 @@ class SystemView(anywidget.AnyWidget):
     frame = traitlets.Int(0).tag(sync=True)
     generation = traitlets.Int(0).tag(sync=True)
     fps = traitlets.Float(30.0).tag(sync=True)
+    clock = traitlets.Unicode("").tag(sync=True)
     azimuth = traitlets.Float(0.0).tag(sync=True)
     elevation = traitlets.Float(0.0).tag(sync=True)
     width = traitlets.Int(640).tag(sync=True)
     height = traitlets.Int(480).tag(sync=True)
+
+
+class Playback:
+    """The kernel's clock while playing: it steps one or more :class:`LiveControls` (lanes)
+    on one simulated clock and pushes their frames to the page.
+
+    Every ``1 / fps`` s of wall time (a timer on the kernel's asyncio loop) the clock moves
+    on by ``speed * period()`` simulated seconds and each playing lane takes the whole steps
+    of its ``dt`` that bring its time to the clock or just past it, then sends one frame.
+    A frame the page has not acknowledged is in flight; while a lane has :attr:`window`
+    frames in flight the clock waits (neither steps nor sends), so a slow page or relay
+    slows the playback down instead of piling up messages.  A slow kernel drops the time it
+    is late by instead of catching up in a burst.  Without a running event loop (plain
+    Python) nothing is scheduled: :meth:`pump` moves the clock one frame by hand.
+
+    Parameters
+    ----------
+    lanes : sequence of LiveControls
+        What the clock steps; a lane plays while its ``play`` toggle is on.
+    period : callable
+        Simulated seconds (s) per frame at ``speed`` 1.
+    fps : float
+        Frames per second of wall time.
+    """
+
+    def __init__(self, lanes: Sequence[LiveControls], period: Callable[[], float], fps: float) -> None:
+        self.lanes = list(lanes)
+        self.period = period
+        self.fps = float(fps)
+        self.speed = 1.0
+        self.playing = False
+        self.run = 0  # numbers each play, so that late frames and acks of an earlier one are ignored
+        self.clock = 0.0  # s, simulated
+        self.sent: dict[int, int] = {}
+        self.acked: dict[int, int] = {}
+        self.stalls = 0  # frames of wall time the clock waited for acknowledgements
+        self._due = 0.0
+        self._timer: asyncio.TimerHandle | None = None
+
+    @property
+    def window(self) -> int:
+        """Most frames a lane may have in flight (unacknowledged)."""
+        return max(4, math.ceil(self.fps * IN_FLIGHT_SECONDS))
+
+    @property
+    def rate(self) -> float:
+        """Simulated seconds per second of wall time."""
+        return self.speed * self.period() * self.fps
+
+    def active(self) -> list[LiveControls]:
+        return [lane for lane in self.lanes if lane.play.value]
+
+    def in_flight(self, lane: LiveControls) -> int:
+        return self.sent.get(id(lane), 0) - self.acked.get(id(lane), 0)
+
+    def start(self) -> None:
+        """A new run: the clock starts at the earliest time of the playing lanes."""
+        if self.playing:
+            return
+        active = self.active()
+        if not active:
+            return
+        self.playing = True
+        self.run += 1
+        self.sent.clear()
+        self.acked.clear()
+        self.clock = min(float(lane.system.t) for lane in active)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # plain Python: the caller pumps
+            return
+        self._due = loop.time() + 1.0 / self.fps
+        self._timer = loop.call_at(self._due, self._on_timer, loop)
+
+    def stop(self) -> None:
+        self.playing = False
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def ack(self, lane: LiveControls, run: int, seq: int) -> None:
+        """The page has the lane's frame ``seq`` of run ``run`` (and every one before it)."""
+        if run == self.run and seq <= self.sent.get(id(lane), 0):
+            self.acked[id(lane)] = max(self.acked.get(id(lane), 0), seq)
+
+    def pump(self) -> bool:
+        """One frame of the clock.  Returns False when it waited (a lane had :attr:`window`
+        frames in flight) or nothing plays any more."""
+        active = self.active()
+        if not active:
+            self.stop()
+            return False
+        if any(self.in_flight(lane) >= self.window for lane in active):
+            self.stalls += 1
+            return False
+        self.clock += self.speed * self.period()
+        rate = self.rate
+        for lane in active:
+            dt = lane.dt.value
+            steps = min(max(math.ceil((self.clock - lane.system.t) / dt - 1e-6), 0), 100_000)
+            if steps and not lane._advance(steps):
+                continue  # it paused itself with its message
+            self.sent[id(lane)] = self.sent.get(id(lane), 0) + 1
+            lane._stream(self.run, self.sent[id(lane)], self.clock, rate, stepped=steps > 0)
+        if not self.active():
+            self.stop()
+        return True
+
+    def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        if not self.playing:
+            return
+        try:
+            self.pump()
+        except Exception as error:  # noqa: BLE001  (a timer's exception would only be logged)
+            for lane in self.active():
+                lane.play.value = False
+                lane._set_message("Playing stopped:", f"{type(error).__name__}: {error}")
+            self.stop()
+            return
+        if not self.playing:
+            return
+        now = loop.time()
+        self._due += 1.0 / self.fps
+        if self._due < now - 2.0 / self.fps:  # late (a slow step): go on from now, no burst
+            self._due = now
+        self._timer = loop.call_at(self._due, self._on_timer, loop)
 
 
 def _positive_number(value: Any, name: str, *, allow_none: bool = False) -> float | None:
@@ -144,13 +288,15 @@ class LiveControls(ipywidgets.Box):
     ``reset_button``, ``dt``, ``steps_per_frame``, ``integrator``, ``stiffness`` and
     ``damping`` (dicts of sliders by spring family), ``gravity``, ``wind`` (None when the
     system has nothing the wind acts on), ``breakdown`` (the ledger by mechanism),
-    ``message`` and ``view`` (:class:`SystemView`).
+    ``message``, ``view`` (:class:`SystemView`), ``speed`` (simulated seconds per wall
+    second while playing, one of :data:`SPEEDS`) and ``player`` (:class:`Playback`).
     """
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
                  damping: str, fps: float, azimuth: float | None, elevation: float | None,
-                 width: int, height: int) -> None:
+                 width: int, height: int, shared: Comparison | None = None) -> None:
         self.system = system
+        self._shared = shared
         self.damping_mode = damping
         self._held: dict[int, tuple[np.ndarray, bool]] = {}
         self._history: list[tuple[float, ...]] = []
@@ -162,6 +308,7 @@ class LiveControls(ipywidgets.Box):
             faces=np.ascontiguousarray(system.faces, dtype="<i4").tobytes(),
             fps=fps, width=width, height=height, **self._default_camera(azimuth, elevation))
         self.view.on_msg(self._on_view_message)
+        self.view.clock = f"msprings-{id(shared if shared is not None else self):x}"
 
         self.play = ipywidgets.ToggleButton(description="Play", icon="play", tooltip="Play or pause",
                                             layout={"width": "96px"})
@@ -170,6 +317,8 @@ class LiveControls(ipywidgets.Box):
         self.reset_button = ipywidgets.Button(description="Reset", icon="undo",
                                               tooltip="Back to the initial positions and velocities, t = 0",
                                               layout={"width": "96px"})
+        self.speed = ipywidgets.Dropdown(options=list(SPEEDS.items()), value=1.0, tooltip="Slow motion",
+                                         layout={"width": "84px"})
         self.message = ipywidgets.HTML("")
         self.breakdown = ipywidgets.HTML("", layout={"margin": "6px 0 0 8px"})
 
@@ -188,6 +337,7 @@ class LiveControls(ipywidgets.Box):
             value=dt, base=10.0, min=math.log10(low), max=math.log10(high), step=0.001,
             description="dt (s)", readout_format=".3g", style=dict(_DESCRIPTION_STYLE), layout=_SLIDER_LAYOUT)
         self.critical = ipywidgets.HTML("")
+        steps_per_frame_given = steps_per_frame
         if steps_per_frame is None:
             steps_per_frame = max(1, min(200, round(1.0 / (fps * dt))))
         self.steps_per_frame = ipywidgets.IntSlider(
@@ -232,12 +382,17 @@ class LiveControls(ipywidgets.Box):
                 value=speed, min=0.0, max=max(20.0, 2.0 * speed), step=0.1, description="wind (m/s)",
                 readout_format=".1f", style=_DESCRIPTION_STYLE, layout=_SLIDER_LAYOUT)
 
+        # Real time while the steps per frame are the default; else steps_per_frame * dt a frame.
+        self._real_time = steps_per_frame_given is None
+        self.player = Playback([self], self._frame_period, fps)
+        self.speed.observe(lambda change: setattr(self.player, "speed", float(change["new"])), "value")
         self.play.observe(self._on_play, "value")
         self.view.observe(self._on_view_playing, "playing")
         self.step_button.on_click(lambda _button: self.tick())
         self.reset_button.on_click(lambda _button: self.reset())
         self.integrator.observe(self._on_integrator, "value")
         self.dt.observe(self._on_dt, "value")
+        self.steps_per_frame.observe(lambda _change: setattr(self, "_real_time", False), "value")
         for family, slider in self.stiffness.items():
             slider.observe(lambda change, family=family: self._on_stiffness(family, change["new"]), "value")
         for family, slider in self.damping.items():
@@ -253,8 +408,8 @@ class LiveControls(ipywidgets.Box):
         sliders.append(self.gravity)
         if self.wind is not None:
             sliders.append(self.wind)
-        buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button])
-        panel = ipywidgets.VBox([buttons, *sliders, self.breakdown, self.message],
+        self.buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button, self.speed])
+        panel = ipywidgets.VBox([self.buttons, *sliders, self.breakdown, self.message],
                                 layout={"padding": "0 0 0 12px", "width": "424px"})
         super().__init__([self.view, panel], layout={"display": "flex", "flex_flow": "row wrap",
                                                      "align_items": "flex-start"})
@@ -294,6 +449,20 @@ class LiveControls(ipywidgets.Box):
         if playing:
             self._set_message("")
         self.view.playing = playing
+        if self._shared is not None:
+            self._shared._lane_played(self, playing)
+        elif playing:
+            self.player.start()
+        else:
+            self.player.stop()
+            self._publish()  # the kernel's latest state, ahead of the frames the page drew
+
+    def _frame_period(self) -> float:
+        """Simulated seconds per frame while playing at speed 1: ``1 / fps`` (real time)
+        until ``steps_per_frame`` is set, then ``steps_per_frame * dt``."""
+        if self._real_time:
+            return 1.0 / self.player.fps
+        return self.steps_per_frame.value * self.dt.value
 
     def _on_view_playing(self, change: Mapping[str, Any]) -> None:
         self.play.value = bool(change["new"])
@@ -411,6 +580,14 @@ class LiveControls(ipywidgets.Box):
         """One frame: ``steps_per_frame`` steps of ``dt``, then a new picture.  Returns False
         (and pauses with a message) when the step diverged; the system is then as it was
         before the frame's steps, as :meth:`System.step` leaves it."""
+        if not self._advance(self.steps_per_frame.value):
+            return False
+        self._publish()
+        return True
+
+    def _advance(self, steps: int) -> bool:
+        """``steps`` steps of ``dt`` with the held nodes held; False (paused, with the
+        message, the system rolled back and published) when they diverged."""
         system = self.system
         for node, (position, _was_pinned) in self._held.items():
             system.x[node] = position
@@ -419,7 +596,7 @@ class LiveControls(ipywidgets.Box):
             with warnings.catch_warnings():
                 # The controls show the stability verdict beside the dt slider.
                 warnings.simplefilter("ignore", StabilityWarning)
-                system.step(self.dt.value, self.steps_per_frame.value)
+                system.step(self.dt.value, steps)
         except _core.DivergenceError as error:
             self.play.value = False
             label = _LABELS.get(system.integrator, system.integrator)
@@ -436,7 +613,6 @@ class LiveControls(ipywidgets.Box):
             self.play.value = False
             self._set_message("Cannot step:", str(error))
             return False
-        self._publish()
         return True
 
     def run(self, frames: int) -> bool:
@@ -468,7 +644,8 @@ class LiveControls(ipywidgets.Box):
         self._held[node] = (where, self._held[node][1])
         self.system.x[node] = where
         self.system.v[node] = 0.0
-        self._publish()
+        if not self.player.playing:  # while playing, the next frame carries it
+            self._publish()
 
     def release(self, node: int) -> None:
         """Let go of a node held by :meth:`drag`: it is free again (unless it was pinned)."""
@@ -484,7 +661,19 @@ class LiveControls(ipywidgets.Box):
 
     def _on_view_message(self, _widget: Any, content: Mapping[str, Any], _buffers: Any) -> None:
         kind = content.get("type")
-        if kind == "tick":
+        if kind == "ack":
+            self.player.ack(self, int(content.get("run", -1)), int(content.get("seq", 0)))
+        elif kind == "key":
+            owner = self._shared if self._shared is not None else self
+            action = content.get("action")
+            if action == "play":
+                owner.play.value = not owner.play.value
+            elif action == "step":
+                owner.play.value = False
+                owner.tick()
+            elif action == "reset":
+                owner.reset()
+        elif kind == "tick":
             if self.view.playing:
                 self.tick()
             else:
@@ -499,33 +688,63 @@ class LiveControls(ipywidgets.Box):
         if not hasattr(self, "view"):
             return
         system = self.system
-        energy = system.energy()
-        values = tuple(float(getattr(energy, name)) for name in ENERGY_BARS)
-        # JSON has no inf or NaN: a blown-up value goes to the view as null ("overflow").
-        shown = {name: value if math.isfinite(value) else None for name, value in zip(ENERGY_BARS, values)}
-        sample = (float(system.t), *values)
-        if not self._history or self._history[-1][0] != sample[0]:
-            self._history.append(sample)
-            del self._history[:-HISTORY_LIMIT]
-        with np.errstate(invalid="ignore", over="ignore"):
-            strain = np.nan_to_num(system.strain(), nan=0.0, posinf=1e30, neginf=-1e30)
+        shown, _sample = self._record()
+        strain = self._strain()
         # float32 holds up to 3.4e38; a blown-up ledger is drawn at the edge of that range.
         recent = np.clip(np.asarray(self._history[-_CHART_SAMPLES:]), -1e30, 1e30).astype("<f4")
-        critical = self._critical
         self.breakdown.value = self._breakdown_table()
         with self.view.hold_sync():
             if full:
                 self.view.pinned = np.ascontiguousarray(system.pinned, dtype=np.uint8).tobytes()
             self.view.positions = np.ascontiguousarray(np.clip(system.x, -1e30, 1e30), dtype="<f4").tobytes()
-            self.view.strain = np.clip(strain, -1e30, 1e30).astype("<f4").tobytes()
+            self.view.strain = strain.tobytes()
             self.view.history = recent.tobytes()
             self.view.energy = shown
-            self.view.status = {
-                "time": float(system.t), "steps": int(system.steps), "dt": float(self.dt.value),
-                "critical": critical if math.isfinite(critical) else None,
-                "integrator": _LABELS.get(system.integrator, system.integrator),
-            }
+            self.view.status = self._status()
             self.view.frame += 1
+
+    def _record(self) -> tuple[dict[str, float | None], tuple[float, ...]]:
+        """The energy fields now, for the view (None where not finite: JSON has no inf or
+        NaN), and the ledger sample (t and the fields), added to the history if new."""
+        system = self.system
+        energy = system.energy()
+        values = tuple(float(getattr(energy, name)) for name in ENERGY_BARS)
+        shown = {name: value if math.isfinite(value) else None for name, value in zip(ENERGY_BARS, values)}
+        sample = (float(system.t), *values)
+        if not self._history or self._history[-1][0] != sample[0]:
+            self._history.append(sample)
+            del self._history[:-HISTORY_LIMIT]
+        return shown, sample
+
+    def _strain(self) -> np.ndarray:
+        with np.errstate(invalid="ignore", over="ignore"):
+            strain = np.nan_to_num(self.system.strain(), nan=0.0, posinf=1e30, neginf=-1e30)
+        return np.clip(strain, -1e30, 1e30).astype("<f4")
+
+    def _status(self) -> dict[str, Any]:
+        system, critical = self.system, self._critical
+        return {
+            "time": float(system.t), "steps": int(system.steps), "dt": float(self.dt.value),
+            "critical": critical if math.isfinite(critical) else None,
+            "integrator": _LABELS.get(system.integrator, system.integrator),
+        }
+
+    def _stream(self, run: int, seq: int, clock: float, rate: float, stepped: bool = True) -> None:
+        """Sends one frame of playback to the page as a custom message: positions and strains
+        as float32 buffers (none when the frame did not step), the rest as JSON."""
+        content: dict[str, Any] = {"type": "frame", "run": run, "seq": seq, "clock": clock,
+                                   "t": float(self.system.t), "rate": rate}
+        buffers: list[bytes] = []
+        if stepped:
+            shown, sample = self._record()
+            content.update(energy=shown, status=self._status(),
+                           sample=[min(max(value, -1e30), 1e30) if math.isfinite(value) else 1e30
+                                   for value in sample])
+            buffers = [np.ascontiguousarray(np.clip(self.system.x, -1e30, 1e30), dtype="<f4").tobytes(),
+                       self._strain().tobytes()]
+            if seq % max(1, round(self.player.fps / 4)) == 0:  # the ledger table, a few times a second
+                self.breakdown.value = self._breakdown_table()
+        self.view.send(content, buffers)
 
 
 def interact(system: System, *, dt: float | None = None, integrator: str | None = None,
@@ -534,7 +753,14 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
              height: int = 480) -> LiveControls:
     """Live controls for ``system`` in a notebook: play/pause/step/reset, sliders and a view.
 
-    Each frame runs ``system.step(dt, steps_per_frame)`` in the kernel and redraws.  The
+    While playing, the kernel steps the system on a simulated clock and pushes frames to
+    the page ``fps`` times a second, each ``speed * steps_per_frame * dt`` simulated seconds
+    further on: with the default ``steps_per_frame`` the simulation runs in real time, and
+    the ``speed`` control (1, ½, ¼, 1/10 ×) gives slow motion, every frame advancing less.
+    The page draws each frame at its simulated time (between two frames it interpolates the
+    positions), so the motion is smooth whatever the delay between kernel and page; a page
+    or kernel that cannot keep up slows the clock down rather than piling up frames.  Space,
+    → and r on the canvas (click it first) play/pause, step and reset.  The
     sliders write straight into the system: ``dt`` (its critical step for the chosen
     integrator is marked beside it, red once crossed), the integrator, ``k`` and the
     damping ratio ζ (or ``c``) per spring family (``system.families``), gravity, and wind
@@ -560,7 +786,7 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
         Damping sliders set the damping ratio ζ (``c = damping_for_ratio(ζ)``, kept when k
         changes) or ``c`` (N s/m) itself.
     fps : float
-        Most frames per second while playing, in (0, 60].
+        Frames per second while playing, in (0, 60].
     azimuth, elevation : float, optional
         Initial view angles (degrees); default face-on for a network in the x-y plane.
     width, height : int
@@ -572,9 +798,24 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
         An ipywidgets box; display it (last expression of a cell) to see it.  Drive it from
         Python with ``.tick()``, ``.run(frames)``, ``.reset()``, ``.drag(node, position)``
         or by setting its sliders' ``value``.
+
+    See Also
+    --------
+    compare : two or more systems side by side on one clock (``msprings.compare``), e.g.
+        one scene with two integrators or two time steps: when one blows up, it stops with
+        its message while the other plays on.
     """
+    options = _checked(system, dt=dt, integrator=integrator, steps_per_frame=steps_per_frame, damping=damping,
+                       fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height)
+    return LiveControls(system, **options)
+
+
+def _checked(system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
+             damping: str, fps: float, azimuth: float | None, elevation: float | None, width: int,
+             height: int, name: str = "system") -> dict[str, Any]:
+    """The options of :func:`interact`, checked (errors name the argument)."""
     if not isinstance(system, System):
-        raise TypeError(f"system must be an msprings.System, not {type(system).__name__}")
+        raise TypeError(f"{name} must be an msprings.System, not {type(system).__name__}")
     _positive_number(dt, "dt", allow_none=True)
     if integrator is not None and integrator not in _core.INTEGRATORS:
         raise ValueError(f"integrator {integrator!r} is unknown; choose one of {', '.join(_core.INTEGRATORS)}")
@@ -585,13 +826,186 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     fps = _positive_number(fps, "fps")
     if fps > 60:
         raise ValueError(f"fps must be at most 60, got {fps}")
-    for name, angle in (("azimuth", azimuth), ("elevation", elevation)):
+    for label, angle in (("azimuth", azimuth), ("elevation", elevation)):
         if angle is not None:
             if isinstance(angle, bool) or not isinstance(angle, (int, float, np.integer, np.floating)):
-                raise TypeError(f"{name} must be a number of degrees, not {type(angle).__name__}")
+                raise TypeError(f"{label} must be a number of degrees, not {type(angle).__name__}")
             if not math.isfinite(angle):
-                raise ValueError(f"{name} must be finite, got {angle!r}")
+                raise ValueError(f"{label} must be finite, got {angle!r}")
     width = _integer(width, "width", 320, 2000)
     height = _integer(height, "height", 320, 2000)
-    return LiveControls(system, dt=dt, integrator=integrator, steps_per_frame=steps_per_frame, damping=damping,
-                        fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height)
+    return {"dt": dt, "integrator": integrator, "steps_per_frame": steps_per_frame, "damping": damping, "fps": fps,
+            "azimuth": azimuth, "elevation": elevation, "width": width, "height": height}
+
+
+class Comparison(ipywidgets.VBox):
+    """The widget returned by :func:`compare`; see there.  ``lanes`` are the
+    :class:`LiveControls` of the systems (their own sliders work as in :func:`interact`);
+    ``play``, ``step_button``, ``reset_button`` and ``speed`` act on all of them, and
+    ``player`` is the :class:`Playback` whose clock they share."""
+
+    def __init__(self, systems: Sequence[System], options: Sequence[dict[str, Any]], labels: Sequence[str],
+                 fps: float) -> None:
+        self.fps = fps
+        self.lanes = [LiveControls(system, shared=self, **lane_options) for system, lane_options in zip(systems, options)]
+        self.player = Playback(self.lanes, lambda: 1.0 / self.fps, fps)
+        self._halted: set[int] = set()  # lanes that blew up since the last Play or Reset
+        self.play = ipywidgets.ToggleButton(description="Play", icon="play", tooltip="Play or pause all (space)",
+                                            layout={"width": "96px"})
+        self.step_button = ipywidgets.Button(description="Step", icon="step-forward", layout={"width": "96px"},
+                                             tooltip="One frame of the shared clock (→)")
+        self.reset_button = ipywidgets.Button(description="Reset", icon="undo", layout={"width": "96px"},
+                                              tooltip="All back to t = 0 (r)")
+        self.speed = ipywidgets.Dropdown(options=list(SPEEDS.items()), value=1.0, tooltip="Slow motion",
+                                         layout={"width": "84px"})
+        self.play.observe(self._on_play, "value")
+        self.step_button.on_click(lambda _button: self.tick())
+        self.reset_button.on_click(lambda _button: self.reset())
+        self.speed.observe(lambda change: setattr(self.player, "speed", float(change["new"])), "value")
+        columns = []
+        for lane, label in zip(self.lanes, labels):
+            lane.player = self.player
+            lane.buttons.layout.display = "none"
+            lane.layout.flex_flow = "column"
+            title = ipywidgets.HTML(f"<b>{html.escape(label)}</b>")
+            columns.append(ipywidgets.VBox([title, lane], layout={"margin": "0 16px 0 0"}))
+        buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button, self.speed])
+        super().__init__([buttons, ipywidgets.HBox(columns, layout={"flex_flow": "row wrap",
+                                                                    "align_items": "flex-start"})])
+
+    @property
+    def systems(self) -> list[System]:
+        return [lane.system for lane in self.lanes]
+
+    def _on_play(self, change: Mapping[str, Any]) -> None:
+        playing = bool(change["new"])
+        self.play.description, self.play.icon = ("Pause", "pause") if playing else ("Play", "play")
+        if playing:
+            self._halted.clear()
+        for lane in self.lanes:
+            lane.play.value = playing
+        if playing:
+            self.player.start()
+        else:
+            self.player.stop()
+            for lane in self.lanes:
+                lane._publish()
+
+    def _lane_played(self, _lane: LiveControls, playing: bool) -> None:
+        """A lane stopped by itself (it blew up): the others play on, and when none plays
+        the shared Play button pauses."""
+        if not playing and self.play.value:
+            if _lane.system.t < self.player.clock - _lane.dt.value:  # it stopped short of the clock
+                self._halted.add(id(_lane))
+            if not any(lane.play.value for lane in self.lanes):
+                self.play.value = False
+
+    def tick(self) -> bool:
+        """One frame of the shared clock (``1 / fps`` s): every lane takes the steps of its
+        ``dt`` that bring it to the clock.  A lane that blew up shows why and stays where it
+        was until Play or Reset; the others go on.  False when a lane has blown up."""
+        self.play.value = False
+        waiting = [lane for lane in self.lanes if id(lane) not in self._halted]
+        if waiting:
+            # The lanes are at most one step past the clock, unless stepped on their own.
+            behind = min(lane.system.t - lane.dt.value for lane in waiting)
+            self.player.clock = max(self.player.clock, behind) + 1.0 / self.fps
+        for lane in waiting:
+            steps = max(math.ceil((self.player.clock - lane.system.t) / lane.dt.value - 1e-6), 0)
+            if not steps:
+                continue
+            if lane._advance(steps):
+                lane._publish()
+            else:
+                self._halted.add(id(lane))
+        return not self._halted
+
+    def run(self, frames: int) -> bool:
+        """``frames`` frames of the shared clock; False when a lane blew up (the others ran on)."""
+        frames = _integer(frames, "frames", 0, 10**9)
+        for _ in range(frames):
+            self.tick()
+        return not self._halted
+
+    def reset(self) -> None:
+        """Every system back to t = 0."""
+        self.play.value = False
+        for lane in self.lanes:
+            lane.reset()
+        self._halted.clear()
+        self.player.clock = 0.0
+
+
+def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | Sequence[float | None] | None = None,
+            integrator: str | Sequence[str | None] | None = None,
+            steps_per_frame: int | Sequence[int | None] | None = None, damping: str = "zeta", fps: float = 30.0,
+            azimuth: float | None = None, elevation: float | None = None, width: int = 500,
+            height: int = 460) -> Comparison:
+    """Two or more systems side by side on one clock, with one Play, Step, Reset and speed:
+    the way to see numerical stability.  Each system gets the live controls of
+    :func:`interact` (its own sliders); playing, every system steps with its own ``dt`` to
+    the same simulated time, in real time (or slow motion).  When one blows up, it pauses
+    with its message, rolled back to before that frame, while the others play on.
+
+    Parameters
+    ----------
+    *systems : System
+        Two or more distinct systems (``system.copy()`` makes a second one of a scene).
+    labels : sequence of str, optional
+        A title above each; default "A", "B", ...
+    dt, integrator, steps_per_frame : value or sequence of values, optional
+        As in :func:`interact`; one value for all, or one per system (None: the default).
+        ``steps_per_frame`` is used by each system's own Step only: the shared clock moves
+        ``1 / fps`` simulated seconds per frame at speed 1.
+    damping, fps, azimuth, elevation, width, height
+        As in :func:`interact`, for every system (default canvas 500 x 460 px).
+
+    Returns
+    -------
+    Comparison
+        A widget; ``.lanes[i]`` are the systems' :class:`LiveControls`, and ``.tick()``,
+        ``.run(frames)``, ``.reset()`` drive all of them from Python.
+
+    Examples
+    --------
+    Symplectic Euler stays bounded while explicit Euler, at the same ``dt``, gains energy
+    until it blows up:
+
+    >>> import msprings
+    >>> from msprings import scenes
+    >>> cloth = scenes.cloth(20)
+    >>> limit = cloth.critical_dt()  # s, symplectic Euler's critical step
+    >>> view = msprings.compare(cloth, cloth.copy(), dt=[0.5 * limit, 1.5 * limit],
+    ...                         labels=["dt = 0.5 × critical", "dt = 1.5 × critical"])
+    >>> view.run(150)  # 5 s on the shared clock; in a notebook, show `view` and press Play
+    False
+    >>> [round(system.t, 1) for system in view.systems]  # B blew up, rolled back, stopped
+    [5.0, 2.8]
+    """
+    if len(systems) < 2:
+        raise ValueError(f"compare needs at least two systems, got {len(systems)}")
+    for index, system in enumerate(systems):
+        if not isinstance(system, System):
+            raise TypeError(f"systems[{index}] must be an msprings.System, not {type(system).__name__}")
+    if len({id(system) for system in systems}) != len(systems):
+        raise ValueError("compare needs distinct systems: pass system.copy() for a second copy of one")
+    count = len(systems)
+
+    def each(value: Any, name: str) -> list[Any]:
+        if isinstance(value, (list, tuple)):
+            if len(value) != count:
+                raise ValueError(f"{name} must be one value or {count} values (one per system), got {len(value)}")
+            return list(value)
+        return [value] * count
+
+    if labels is None:
+        labels = [chr(ord("A") + index) if index < 26 else str(index + 1) for index in range(count)]
+    labels = each(list(labels) if not isinstance(labels, str) else labels, "labels")
+    if not all(isinstance(label, str) for label in labels):
+        raise TypeError("labels must be strings")
+    options = [_checked(system, dt=step, integrator=name, steps_per_frame=frames, damping=damping, fps=fps,
+                        azimuth=azimuth, elevation=elevation, width=width, height=height, name=f"systems[{index}]")
+               for index, (system, step, name, frames) in enumerate(
+                   zip(systems, each(dt, "dt"), each(integrator, "integrator"),
+                       each(steps_per_frame, "steps_per_frame")))]
+    return Comparison(systems, options, labels, options[0]["fps"])

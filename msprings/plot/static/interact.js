@@ -1,5 +1,9 @@
 // The canvas of msprings.interact: draws what the kernel publishes and reports the mouse.
-// No physics here: a tick, a drag and a release are messages to Python.
+// No physics here: a drag, a release and a key are messages to Python.  While playing the
+// kernel pushes frames (custom messages, positions and strains as binary buffers); the view
+// keeps a short buffer of them and draws each at its simulated time on a clock that it
+// shares with the other views of the same player (msprings.compare), and acknowledges
+// every frame so that the kernel never has more than a window of them in flight.
 
 const ENERGY = [
   ["kinetic", "kinetic", "#e4572e"],
@@ -14,6 +18,20 @@ const SMALL = "11px system-ui, -apple-system, 'Segoe UI', sans-serif";
 const PICK_RADIUS = 12; // px
 const CHART_HEIGHT = 150; // px, the ledger strip chart under the scene
 const BARS_WIDTH = 230; // px, the energy bars beside the scene
+const DELAY = 120; // ms of frames buffered before the clock starts: absorbs the relay's jitter
+const MAX_LAG = 0.6; // s of wall time the shown time may trail the newest frame before it skips ahead
+const KEYS = { " ": "play", Spacebar: "play", ArrowRight: "step", r: "reset", R: "reset" };
+
+// Clocks shared by the views of one player (one id per interact or compare), on this page.
+const CLOCKS = new Map();
+function sharedClock(id) {
+  let clock = CLOCKS.get(id);
+  if (!clock) {
+    clock = { run: -1, time: 0, wall: 0, rate: 1, views: new Set() };
+    CLOCKS.set(id, clock);
+  }
+  return clock;
+}
 
 function copyOf(view, Type) {
   if (!view || view.byteLength === 0) return new Type(0);
@@ -68,7 +86,12 @@ function render({ model, el }) {
   canvas.style.touchAction = "none";
   canvas.className = "msprings-interact";
   canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label", "mass-spring system, energy bars and energy ledger");
+  canvas.setAttribute("aria-label",
+    "mass-spring system, energy bars and energy ledger; keys: space play or pause, right arrow step, r reset");
+  // Focusable, and the front end's own shortcuts (JupyterLab's) left alone while it has focus.
+  canvas.tabIndex = 0;
+  canvas.setAttribute("data-lm-suppress-shortcuts", "true");
+  canvas.dataset.frames = "0";
   el.appendChild(canvas);
   const g = canvas.getContext("2d");
   g.scale(ratio, ratio);
@@ -82,7 +105,7 @@ function render({ model, el }) {
   let fit = null; // {center, radius, limit}: grows to keep the motion in view, never shrinks
   let strainScale = 1e-3;
   let energyRange = [0, 0];
-  let held = -1, hover = -1, rotating = null, lastDragSent = 0;
+  let held = -1, hover = -1, rotating = null, lastDragSent = 0, dragTarget = null, drawn = 0;
 
   function refit() {
     const n = positions.length / 3;
@@ -305,7 +328,7 @@ function render({ model, el }) {
   }
 
   function drawStatus() {
-    const status = model.get("status") || {};
+    const status = current("status") || {};
     g.font = FONT;
     g.textBaseline = "top";
     g.textAlign = "left";
@@ -358,7 +381,7 @@ function render({ model, el }) {
     g.textAlign = "left";
     g.textBaseline = "top";
     g.fillText("Energy (J)", x0 + 12, 10);
-    const energy = model.get("energy") || {};
+    const energy = current("energy") || {};
     const values = ENERGY.map(([key]) => energy[key] ?? NaN);
     widen(energyRange, [0, ...values]);
     const [lo, hi] = energyRange;
@@ -479,10 +502,16 @@ function render({ model, el }) {
   }
 
   function draw() {
+    const began = performance.now();
     g.clearRect(0, 0, width, height);
     drawScene();
     drawBars();
     drawChart();
+    drawn += 1;
+    const status = current("status") || {};
+    canvas.dataset.frames = String(drawn);
+    canvas.dataset.drawMs = (performance.now() - began).toFixed(1);
+    if (status.time !== undefined) canvas.dataset.time = String(status.time);
   }
 
   function refresh() {
@@ -494,29 +523,134 @@ function render({ model, el }) {
     draw();
   }
 
-  model.on("change:frame", () => { refresh(); waiting = false; });
+  model.on("change:frame", refresh);
   model.on("change:generation", () => { fit = null; strainScale = 1e-3; energyRange = [0, 0]; refresh(); });
   model.on("change:azimuth", draw);
   model.on("change:elevation", draw);
   model.on("change:message", draw);
 
-  // Playing: ask for the next tick only once the last frame has arrived, at most fps a second.
-  let waiting = false, timer = null, lastTick = 0;
-  function loop() {
-    timer = null;
-    if (!model.get("playing")) return;
-    const now = performance.now(), interval = 1000 / Math.max(1, model.get("fps"));
-    if (!waiting || now - lastTick > 5000) {
-      if (now - lastTick >= interval) {
-        waiting = true;
-        lastTick = now;
-        model.send({ type: "tick" });
+  // -- playing: frames pushed by the kernel, drawn on the shared clock ------------------
+  const clock = sharedClock(model.get("clock") || `view-${Math.random()}`);
+  let frames = []; // {t, positions, strain, energy, status}, oldest first
+  let run = -1, shown = null, received = 0, underruns = 0, lastDraw = -Infinity, raf = null;
+
+  function current(key) {
+    return shown !== null && model.get("playing") ? shown[key] : model.get(key);
+  }
+
+  function newest() {
+    return frames.length ? frames[frames.length - 1].t : -Infinity;
+  }
+
+  function startPlaying() {
+    // The picture before the first frame: the clock moves on from there.
+    frames = [{ t: (model.get("status") || {}).time ?? 0, positions: positions.slice(), strain: strain.slice(),
+      energy: model.get("energy"), status: model.get("status") }];
+    run = -1;
+    shown = null;
+    clock.views.add(view);
+    if (raf === null) raf = requestAnimationFrame(animate);
+  }
+
+  function stopPlaying() {
+    clock.views.delete(view);
+    frames = [];
+    shown = null;
+    canvas.dataset.playing = "false";
+  }
+
+  model.on("msg:custom", (content, buffers) => {
+    if (!content || content.type !== "frame" || !model.get("playing")) return;
+    if (content.run !== run) {
+      run = content.run;
+      if (clock.run !== run) {
+        // The first view to hear of a run starts the clock, DELAY ms from now.
+        clock.run = run;
+        clock.time = frames.length ? frames[0].t : content.t;
+        clock.wall = performance.now() + DELAY;
       }
     }
-    timer = setTimeout(loop, Math.max(4, interval / 4));
+    clock.rate = content.rate;
+    const last = frames[frames.length - 1];
+    const stepped = buffers && buffers.length >= 2;
+    if (!stepped && last && last.t === content.t) {
+      // A frame without a step (slow motion): nothing new to draw.
+    } else {
+      frames.push({
+        t: content.t,
+        positions: stepped ? copyOf(buffers[0], Float32Array) : last.positions,
+        strain: stepped ? copyOf(buffers[1], Float32Array) : last.strain,
+        energy: content.energy ?? (last && last.energy), status: content.status ?? (last && last.status),
+      });
+    }
+    if (content.sample) {
+      const rows = history.length / 6, keep = Math.min(rows, 599);
+      const next = new Float32Array(6 * (keep + 1));
+      next.set(history.subarray(6 * (rows - keep)));
+      next.set(content.sample, 6 * keep);
+      history = next;
+    }
+    received += 1;
+    canvas.dataset.received = String(received);
+    model.send({ type: "ack", run: content.run, seq: content.seq });
+  });
+
+  const view = { newest };
+
+  function advanceClock(now) {
+    if (now > clock.wall) {
+      clock.time += (clock.rate * (now - clock.wall)) / 1000;
+      clock.wall = now;
+    }
+    // Not past what every playing view of this clock has, nor far behind it.
+    let limit = Infinity, ahead = -Infinity;
+    for (const other of clock.views) { limit = Math.min(limit, other.newest()); ahead = Math.max(ahead, other.newest()); }
+    if (clock.time > limit && isFinite(limit)) { clock.time = limit; underruns += 1; }
+    if (isFinite(ahead) && ahead - clock.time > clock.rate * MAX_LAG) clock.time = ahead - (clock.rate * DELAY) / 1000;
   }
-  model.on("change:playing", () => { waiting = false; if (model.get("playing") && timer === null) loop(); });
-  if (model.get("playing")) loop();
+
+  function animate(now) {
+    raf = null;
+    if (!model.get("playing")) { stopPlaying(); return; }
+    raf = requestAnimationFrame(animate);
+    // fps draws a second on average: the next is due one interval after the last was due.
+    const interval = 1000 / Math.max(1, model.get("fps"));
+    if (frames.length === 0 || now < lastDraw + interval - 6) return;
+    lastDraw = Math.max(lastDraw + interval, now - interval);
+    advanceClock(now);
+    const time = clock.time;
+    while (frames.length > 1 && frames[1].t <= time) frames.shift();
+    const a = frames[0], b = frames[1];
+    const s = b && time > a.t ? Math.min(1, (time - a.t) / (b.t - a.t)) : 0;
+    positions = b ? mix(a.positions, b.positions, s) : a.positions.slice();
+    strain = b ? mix(a.strain, b.strain, s) : a.strain;
+    if (held >= 0 && dragTarget !== null) {
+      positions[3 * held] = dragTarget[0]; positions[3 * held + 1] = dragTarget[1]; positions[3 * held + 2] = dragTarget[2];
+    }
+    shown = { energy: a.energy, status: { ...(a.status || {}), time: Math.max(a.t, Math.min(time, b ? b.t : a.t)) } };
+    canvas.dataset.playing = "true";
+    canvas.dataset.underruns = String(underruns);
+    refit();
+    draw();
+  }
+
+  function mix(p, q, s) {
+    if (p.length !== q.length) return q;
+    const out = new Float32Array(p.length);
+    for (let i = 0; i < p.length; i++) out[i] = p[i] + s * (q[i] - p[i]);
+    return out;
+  }
+
+  model.on("change:playing", () => { if (model.get("playing")) startPlaying(); else stopPlaying(); });
+  if (model.get("playing")) startPlaying();
+
+  canvas.addEventListener("keydown", (event) => {
+    const action = KEYS[event.key];
+    if (!action || event.ctrlKey || event.metaKey || event.altKey) return;
+    event.preventDefault();
+    event.stopPropagation();
+    model.send({ type: "key", action });
+  });
 
   function pointer(event) {
     const box = canvas.getBoundingClientRect();
@@ -535,6 +669,7 @@ function render({ model, el }) {
   }
 
   canvas.addEventListener("pointerdown", (event) => {
+    canvas.focus({ preventScroll: true });
     const [x, y] = pointer(event);
     if (x > scene.w || y > scene.h) return;
     canvas.setPointerCapture(event.pointerId);
@@ -559,6 +694,7 @@ function render({ model, el }) {
       const dx = (x - s[0]) / cam.scale, dy = -(y - s[1]) / cam.scale;
       const target = [0, 1, 2].map((a) => p[a] + dx * cam.right[a] + dy * cam.up[a]);
       positions[3 * held] = target[0]; positions[3 * held + 1] = target[1]; positions[3 * held + 2] = target[2];
+      dragTarget = target;
       const now = performance.now();
       if (now - lastDragSent > 30) {
         lastDragSent = now;
@@ -584,6 +720,7 @@ function render({ model, el }) {
       model.send({ type: "drag", node, position: [positions[3 * node], positions[3 * node + 1], positions[3 * node + 2]] });
       model.send({ type: "release", node });
       held = -1;
+      dragTarget = null;
     }
     if (rotating) {
       rotating = null;
@@ -597,7 +734,7 @@ function render({ model, el }) {
   canvas.addEventListener("pointercancel", finish);
 
   refresh();
-  return () => { if (timer !== null) clearTimeout(timer); };
+  return () => { if (raf !== null) cancelAnimationFrame(raf); clock.views.delete(view); };
 }
 
 export default { render };
