@@ -110,8 +110,9 @@ class LabServer:
 
 
 @contextlib.contextmanager
-def serve_lab(directory: Path, timeout: float = 90.0) -> Iterator[LabServer]:
-    """``jupyter lab`` on 127.0.0.1 serving ``directory`` (its notebooks) until the block ends."""
+def serve_lab(directory: Path, timeout: float = 90.0, pythonpath: str | None = None) -> Iterator[LabServer]:
+    """``jupyter lab`` on 127.0.0.1 serving ``directory`` (its notebooks) until the block ends;
+    its kernels import msprings from ``pythonpath`` (default the one under test)."""
     directory = Path(directory)
     root = directory / "notebooks"
     root.mkdir(parents=True, exist_ok=True)
@@ -123,7 +124,7 @@ def serve_lab(directory: Path, timeout: float = 90.0) -> Iterator[LabServer]:
     token = secrets.token_hex(16)
     port = _free_port()
     environment = dict(
-        os.environ, PYTHONPATH=python_path(), JUPYTER_RUNTIME_DIR=str(directory / "runtime"),
+        os.environ, PYTHONPATH=pythonpath or python_path(), JUPYTER_RUNTIME_DIR=str(directory / "runtime"),
         JUPYTER_CONFIG_DIR=str(directory / "config"), JUPYTERLAB_SETTINGS_DIR=str(settings),
         JUPYTERLAB_WORKSPACES_DIR=str(directory / "workspaces"), JUPYTER_DATA_DIR=str(directory / "data"),
         JUPYTER_PLATFORM_DIRS="1")

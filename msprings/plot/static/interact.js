@@ -22,6 +22,13 @@ const DELAY = 120; // ms of frames buffered before the clock starts: absorbs the
 const MAX_LAG = 0.6; // s of wall time the shown time may trail the newest frame before it skips ahead
 const KEYS = { " ": "play", Spacebar: "play", ArrowRight: "step", r: "reset", R: "reset" };
 
+const STRAIN_STEPS = 41; // colours of the strain scale for many springs (an odd count: grey at rest)
+const FACE_SHADES = 32;
+const FACE_COLOURS = Array.from({ length: FACE_SHADES }, (_, k) => {
+  const brightness = 0.45 + (0.55 * k) / (FACE_SHADES - 1);
+  return `rgb(${Math.round(120 * brightness + 40)},${Math.round(170 * brightness + 40)},${Math.round(215 * brightness + 35)})`;
+});
+
 // Clocks shared by the views of one player (one id per interact or compare), on this page.
 const CLOCKS = new Map();
 function sharedClock(id) {
@@ -213,32 +220,35 @@ function render({ model, el }) {
     if (nf > 0) {
       const light = [cam.toward[0] + 0.4 * cam.up[0], cam.toward[1] + 0.4 * cam.up[1], cam.toward[2] + 0.4 * cam.up[2]];
       const norm = Math.hypot(...light);
-      const order = [], depth = new Float64Array(nf), shade = new Float64Array(nf);
+      const order = [], depth = new Float64Array(nf), shade = new Uint8Array(nf);
+      const P = positions;
       for (let f = 0; f < nf; f++) {
-        const a = faces[3 * f], b = faces[3 * f + 1], c = faces[3 * f + 2];
-        depth[f] = screen[3 * a + 2] + screen[3 * b + 2] + screen[3 * c + 2];
-        const e1 = [0, 1, 2].map((q) => positions[3 * b + q] - positions[3 * a + q]);
-        const e2 = [0, 1, 2].map((q) => positions[3 * c + q] - positions[3 * a + q]);
-        const normal = [e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2], e1[0] * e2[1] - e1[1] * e2[0]];
-        const size = Math.hypot(...normal) || 1;
-        shade[f] = Math.abs(normal[0] * light[0] + normal[1] * light[1] + normal[2] * light[2]) / (size * norm);
-        if (isFinite(depth[f])) order.push(f);
+        const a = 3 * faces[3 * f], b = 3 * faces[3 * f + 1], c = 3 * faces[3 * f + 2];
+        depth[f] = screen[a + 2] + screen[b + 2] + screen[c + 2];
+        const u0 = P[b] - P[a], u1 = P[b + 1] - P[a + 1], u2 = P[b + 2] - P[a + 2];
+        const w0 = P[c] - P[a], w1 = P[c + 1] - P[a + 1], w2 = P[c + 2] - P[a + 2];
+        const n0 = u1 * w2 - u2 * w1, n1 = u2 * w0 - u0 * w2, n2 = u0 * w1 - u1 * w0;
+        const size = Math.hypot(n0, n1, n2) || 1;
+        // The shade in FACE_SHADES steps, so that runs of faces of one colour fill as one path.
+        const lit = Math.abs(n0 * light[0] + n1 * light[1] + n2 * light[2]) / (size * norm);
+        shade[f] = Math.round(Math.min(1, lit) * (FACE_SHADES - 1));
+        if (isFinite(depth[f]) && onCanvas(screen[a], screen[a + 1]) && onCanvas(screen[b], screen[b + 1]) &&
+            onCanvas(screen[c], screen[c + 1])) order.push(f);
       }
       order.sort((p, q) => depth[p] - depth[q]);
-      for (const f of order) {
-        const a = faces[3 * f], b = faces[3 * f + 1], c = faces[3 * f + 2];
-        if (!onCanvas(screen[3 * a], screen[3 * a + 1]) || !onCanvas(screen[3 * b], screen[3 * b + 1]) ||
-            !onCanvas(screen[3 * c], screen[3 * c + 1])) continue;
-        const brightness = 0.45 + 0.55 * shade[f];
-        const colour = `rgb(${Math.round(120 * brightness + 40)},${Math.round(170 * brightness + 40)},${Math.round(215 * brightness + 35)})`;
+      g.lineWidth = 0.6;
+      for (let k = 0; k < order.length;) {
+        const colour = FACE_COLOURS[shade[order[k]]];
         g.beginPath();
-        g.moveTo(screen[3 * a], screen[3 * a + 1]);
-        g.lineTo(screen[3 * b], screen[3 * b + 1]);
-        g.lineTo(screen[3 * c], screen[3 * c + 1]);
-        g.closePath();
+        for (; k < order.length && FACE_COLOURS[shade[order[k]]] === colour; k++) {
+          const f = order[k], a = 3 * faces[3 * f], b = 3 * faces[3 * f + 1], c = 3 * faces[3 * f + 2];
+          g.moveTo(screen[a], screen[a + 1]);
+          g.lineTo(screen[b], screen[b + 1]);
+          g.lineTo(screen[c], screen[c + 1]);
+          g.closePath();
+        }
         g.fillStyle = colour;
         g.strokeStyle = colour;
-        g.lineWidth = 0.6;
         g.fill();
         g.stroke();
       }
@@ -253,20 +263,29 @@ function render({ model, el }) {
     const coils = m <= 3 && nf === 0;
     const lineWidth = m > 2000 ? 0.7 : m > 200 ? 1.2 : 3;
     g.globalAlpha = nf > 0 ? 0.75 : 1;
+    // Lines in STRAIN_STEPS colours, one path per colour: a few strokes for thousands of springs.
+    const buckets = coils ? null : Array.from({ length: STRAIN_STEPS }, () => []);
     for (let s = 0; s < m; s++) {
       const i = springs[2 * s], j = springs[2 * s + 1];
       const x0 = screen[3 * i], y0 = screen[3 * i + 1], x1 = screen[3 * j], y1 = screen[3 * j + 1];
       if (!onCanvas(x0, y0) || !onCanvas(x1, y1)) continue;
-      const colour = strainColour(strain[s] / strainScale);
-      if (coils) drawCoil(x0, y0, x1, y1, colour, 2);
-      else {
+      if (coils) { drawCoil(x0, y0, x1, y1, strainColour(strain[s] / strainScale), 2); continue; }
+      const r = Math.max(-1, Math.min(1, strain[s] / strainScale)) || 0;
+      buckets[Math.round(((r + 1) / 2) * (STRAIN_STEPS - 1))].push(s);
+    }
+    if (!coils) {
+      g.lineWidth = lineWidth;
+      buckets.forEach((members, k) => {
+        if (members.length === 0) return;
         g.beginPath();
-        g.moveTo(x0, y0);
-        g.lineTo(x1, y1);
-        g.strokeStyle = colour;
-        g.lineWidth = lineWidth;
+        for (const s of members) {
+          const i = springs[2 * s], j = springs[2 * s + 1];
+          g.moveTo(screen[3 * i], screen[3 * i + 1]);
+          g.lineTo(screen[3 * j], screen[3 * j + 1]);
+        }
+        g.strokeStyle = strainColour((2 * k) / (STRAIN_STEPS - 1) - 1);
         g.stroke();
-      }
+      });
     }
     g.globalAlpha = 1;
 
@@ -532,7 +551,7 @@ function render({ model, el }) {
   // -- playing: frames pushed by the kernel, drawn on the shared clock ------------------
   const clock = sharedClock(model.get("clock") || `view-${Math.random()}`);
   let frames = []; // {t, positions, strain, energy, status}, oldest first
-  let run = -1, shown = null, received = 0, underruns = 0, lastDraw = -Infinity, raf = null;
+  let run = -1, shown = null, received = 0, underruns = 0, raf = null;
 
   function current(key) {
     return shown !== null && model.get("playing") ? shown[key] : model.get(key);
@@ -590,6 +609,8 @@ function render({ model, el }) {
       next.set(content.sample, 6 * keep);
       history = next;
     }
+    // Bounded while nothing draws (a hidden tab): frames far behind the newest are dropped.
+    while (frames.length > 2 && frames[1].t < content.t - clock.rate * 2 * MAX_LAG) frames.shift();
     received += 1;
     canvas.dataset.received = String(received);
     model.send({ type: "ack", run: content.run, seq: content.seq });
@@ -613,10 +634,9 @@ function render({ model, el }) {
     raf = null;
     if (!model.get("playing")) { stopPlaying(); return; }
     raf = requestAnimationFrame(animate);
-    // fps draws a second on average: the next is due one interval after the last was due.
-    const interval = 1000 / Math.max(1, model.get("fps"));
-    if (frames.length === 0 || now < lastDraw + interval - 6) return;
-    lastDraw = Math.max(lastDraw + interval, now - interval);
+    // A picture at every animation frame of the browser (its refresh rate): between the
+    // kernel's frames (fps a second) the positions are interpolated in simulated time.
+    if (frames.length === 0) return;
     advanceClock(now);
     const time = clock.time;
     while (frames.length > 1 && frames[1].t <= time) frames.shift();
