@@ -939,7 +939,7 @@ class Comparison(ipywidgets.VBox):
 def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | Sequence[float | None] | None = None,
             integrator: str | Sequence[str | None] | None = None,
             steps_per_frame: int | Sequence[int | None] | None = None, damping: str = "zeta", fps: float = 30.0,
-            azimuth: float | None = None, elevation: float | None = None, width: int = 500,
+            azimuth: float | None = None, elevation: float | None = None, width: int = 560,
             height: int = 460) -> Comparison:
     """Two or more systems side by side on one clock, with one Play, Step, Reset and speed:
     the way to see numerical stability.  Each system gets the live controls of
@@ -958,7 +958,7 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
         ``steps_per_frame`` is used by each system's own Step only: the shared clock moves
         ``1 / fps`` simulated seconds per frame at speed 1.
     damping, fps, azimuth, elevation, width, height
-        As in :func:`interact`, for every system (default canvas 500 x 460 px).
+        As in :func:`interact`, for every system (default canvas 560 x 460 px).
 
     Returns
     -------
