@@ -9,7 +9,12 @@ and after a warm-up of 2 s the benchmark counts, over ``--seconds`` of wall time
   canvas has no such attribute draws one picture per frame the kernel published, so its
   count is the view's ``frame`` trait read from the kernel);
 * sim/wall: simulated seconds shown per second of wall time (the canvas's ``data-time``, or
-  the kernel's ``system.t`` for a version without it); 1.0 is real time.
+  the kernel's ``system.t`` for a version without it); 1.0 is real time;
+* kernel frames/s: frames the page received from the kernel (``data-received``), where the
+  canvas counts them.
+
+``--relay-delay S`` adds rows for which every message between page and server is held S
+seconds each way in the page (a slow relay: a remote JupyterHub, a busy proxy).
 
 Scenes: ``scenes.chain(11)``, ``scenes.cloth(20)``, ``scenes.cloth(40)``.  ``--against
 PATH`` measures another checkout (its msprings, built in place, serves the kernel) beside
@@ -54,22 +59,25 @@ def _reading(page) -> tuple[float, float, str]:
     return float(frames), float(t), "kernel"
 
 
-def measure(server, scene: str, seconds: float) -> dict[str, object]:
+def measure(server, scene: str, seconds: float, relay_delay: float = 0.0) -> dict[str, object]:
     from lab_browser import open_notebook
 
     cells = ["import msprings\nfrom msprings import scenes", f"live = msprings.interact(scenes.{scene})\nlive"]
-    with open_notebook(server, cells) as page:
+    with open_notebook(server, cells, relay_delay=relay_delay) as page:
         page.wait(lambda: page.buttons("Play"), 30, "the Play button")
         time.sleep(0.5)
         page.click("Play")
         time.sleep(WARM_UP)
         frames0, t0, source = _reading(page)
+        received0 = page.number("received")
         start = time.monotonic()
         time.sleep(seconds)
         frames1, t1, _ = _reading(page)
         wall = time.monotonic() - start
         data = page.data()
+        received = (page.number("received") - received0) / wall
         return {"fps": (frames1 - frames0) / wall, "ratio": (t1 - t0) / wall, "source": source,
+                "received": "–" if math.isnan(received) else f"{received:.1f}",
                 "draw": data.get("drawMs", "–"), "underruns": data.get("underruns", "–")}
 
 
@@ -80,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--against", type=Path, action="append", default=[],
                         help="another checkout (msprings built in place) to measure beside this one")
     parser.add_argument("--scenes", nargs="+", default=list(SCENES))
+    parser.add_argument("--relay-delay", type=float, action="append", default=[],
+                        help="also measure with the page's messages held this many seconds each way")
     options = parser.parse_args(argv)
     seconds = 3.0 if options.quick else options.seconds
 
@@ -97,19 +107,21 @@ def main(argv: list[str] | None = None) -> int:
         "from the kernel (view.frame, system.t)"])
     rows = []
     with tempfile.TemporaryDirectory() as folder:
-        for scene in options.scenes:
-            for index, (name, path) in enumerate(versions):
-                pythonpath = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
-                with lab_browser.serve_lab(Path(folder) / f"{index}-{scene}", pythonpath=pythonpath) as server:
-                    result = measure(server, scene, seconds)
-                rows.append([scene, name, f"{result['fps']:.1f}", f"{result['ratio']:.3f}", result["source"],
-                             result["draw"], result["underruns"]])
-                print(f"{scene} {name}: {result}", file=sys.stderr, flush=True)
-    lines += ["", *harness.table(["scene", "version", ">drawn frames/s", ">sim/wall", "read on", ">last draw (ms)",
-                                  ">underruns"], rows)]
+        for delay in [0.0, *options.relay_delay]:
+            for scene in options.scenes:
+                for index, (name, path) in enumerate(versions):
+                    pythonpath = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
+                    with lab_browser.serve_lab(Path(folder) / f"{index}-{scene}-{delay}", pythonpath=pythonpath) as server:
+                        result = measure(server, scene, seconds, delay)
+                    rows.append([scene, name, f"+{1000 * delay:.0f} ms" if delay else "as is", f"{result['fps']:.1f}",
+                                 f"{result['ratio']:.3f}", result["received"], result["source"], result["draw"],
+                                 result["underruns"]])
+                    print(f"{scene} {name} delay {delay}: {result}", file=sys.stderr, flush=True)
+    lines += ["", *harness.table(["scene", "version", "relay", ">drawn frames/s", ">sim/wall", ">kernel frames/s",
+                                  "read on", ">last draw (ms)", ">underruns"], rows)]
     lines += ["", f"load average at the end: {harness.load_average()}"]
     print("\n".join(lines))
-    return 0 if all(math.isfinite(float(row[2])) for row in rows) else 1
+    return 0 if all(math.isfinite(float(row[3])) for row in rows) else 1
 
 
 if __name__ == "__main__":

@@ -302,6 +302,29 @@ app.commands.execute("notebook:run-all-cells").then(() => done("ran"), (failure)
 """
 
 
+# Delays every WebSocket message of the page by the same time each way (order kept): a slow
+# relay between page and kernel, for measuring playback against latency.
+_SLOW_RELAY = """
+(() => {
+  const delay = %f;
+  const Native = window.WebSocket;
+  class Delayed extends Native {
+    send(data) { setTimeout(() => { if (this.readyState === Native.OPEN) super.send(data); }, delay); }
+    set onmessage(handler) {
+      this._handler = handler;
+      super.onmessage = handler ? (event) => setTimeout(() => handler.call(this, event), delay) : null;
+    }
+    get onmessage() { return this._handler || null; }
+    addEventListener(type, listener, options) {
+      if (type !== "message" || typeof listener !== "function") return super.addEventListener(type, listener, options);
+      return super.addEventListener(type, (event) => setTimeout(() => listener.call(this, event), delay), options);
+    }
+  }
+  window.WebSocket = Delayed;
+})();
+"""
+
+
 def _driver(width: int = 1400, height: int = 1100) -> Any:
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -321,11 +344,12 @@ def _driver(width: int = 1400, height: int = 1100) -> Any:
 @contextlib.contextmanager
 def open_notebook(server: LabServer, cells: str | Sequence[str], name: str | None = None,
                   canvases: int = 1, timeout: float = 120.0, width: int = 1400,
-                  height: int = 1100) -> Iterator[LabPage]:
+                  height: int = 1100, relay_delay: float = 0.0) -> Iterator[LabPage]:
     """Writes ``cells`` (code, one string per cell) as a notebook in the server's folder,
-    opens it in headless Chromium, runs all cells and waits for ``canvases`` live controls'
-    canvases (0: wait for none).  An assertion that fails inside names the server's last
-    errors.  The kernel is shut down at the end."""
+    opens it in headless Chromium (``width`` x ``height`` px), runs all cells and waits for
+    ``canvases`` live controls' canvases (0: wait for none).  ``relay_delay`` (s) delays
+    every message between page and server by that much each way.  An assertion that fails
+    inside names the server's last errors.  The kernel is shut down at the end."""
     import nbformat
 
     sources = [cells] if isinstance(cells, str) else list(cells)
@@ -337,6 +361,8 @@ def open_notebook(server: LabServer, cells: str | Sequence[str], name: str | Non
     driver = _driver(width, height)
     page = LabPage(driver, server, name)
     try:
+        if relay_delay > 0:
+            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _SLOW_RELAY % (1000 * relay_delay)})
         driver.set_page_load_timeout(60)
         driver.get(server.url(f"lab/tree/{name}?reset&token={server.token}"))
         last = ["not asked"]

@@ -5,7 +5,7 @@ Design
 ------
 All physics stays in Python and C.  A tick runs ``system.step(dt, steps_per_frame)`` in the
 kernel and publishes one frame: positions and spring strains as float32 bytes, the energy
-ledger and a bounded history of it.  The browser only draws and reports the mouse.
+ledger and a bounded history of it.  The browser only draws and reports the mouse and keys.
 
 Libraries (the ``widgets`` extra):
 
@@ -21,10 +21,31 @@ Libraries (the ``widgets`` extra):
   small.  The plotly figures of :func:`msprings.plot.view` were not reused for it: a
   plotly update carries its numbers as JSON, and plotly has no way to drag a single node.
 
-The view's own timer drives playing rather than an ``ipywidgets.Play``: it asks the kernel
-for the next tick only after the previous frame has arrived, so a slow step slows the
-animation down instead of piling up ticks in the kernel's queue, and the frame rate stays
-bounded by ``fps``.
+Playing is pushed by the kernel and paced by a simulated clock (:class:`Playback`).  A page
+that asked for one frame at a time and waited for it (as this module did before) spends a
+round trip per frame: JupyterLab's relay takes some 45 ms each way, so the views drew 12 to
+18 frames a second and the simulation ran at 0.4 to 0.6 of real time, though a frame costs
+the kernel 1 to 2 ms.  Now, while playing, a timer on the kernel's asyncio loop moves the
+clock on by ``speed * period`` simulated seconds ``fps`` times a second (``period`` is
+``1 / fps``, real time, until ``steps_per_frame`` is set, then ``steps_per_frame * dt``);
+each system takes the whole steps of its ``dt`` that bring it to the clock, and its frame
+goes out as a custom message, positions and strains as binary buffers (``widget.send``),
+the energies and status as JSON, and the ledger sample, which the page appends to its chart.
+The page buffers frames briefly (120 ms, against the relay's jitter), draws the state at its
+clock's simulated time at every animation frame of the browser, interpolating positions
+between the two frames around it, and acknowledges each frame as it arrives.  The kernel
+sends no more while a second's worth of frames are unacknowledged, so a slow relay or page
+slows the clock (the page's clock waits at the newest frame) instead of piling up messages,
+and a late kernel drops the time it lost rather than catching up in a burst.  Slow motion
+(``speed``) slows the clock, not the frames.  Pausing publishes the kernel's state through
+the traits, so the picture ends where the system is.  Views of one :func:`compare` share the
+kernel's clock and one clock on the page.  A divergence during playback pauses, rolls back
+and explains exactly as :meth:`LiveControls.tick` does; ``tick()`` and ``run()`` from Python
+step without any of this, which is how tests and notebooks drive the controls.
+
+Drawing a cloth of thousands of springs is kept to a few milliseconds by stroking the
+springs as one path per strain colour (41 colours) and filling the faces, far to near, in
+runs of one shade (32 shades).
 
 This module is also reachable as :mod:`msprings.widgets`, the same module object.
 """

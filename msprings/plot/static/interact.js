@@ -567,6 +567,7 @@ function render({ model, el }) {
       energy: model.get("energy"), status: model.get("status") }];
     run = -1;
     shown = null;
+    charted = frames[0].t;
     clock.views.add(view);
     if (raf === null) raf = requestAnimationFrame(animate);
   }
@@ -600,17 +601,11 @@ function render({ model, el }) {
         positions: stepped ? copyOf(buffers[0], Float32Array) : last.positions,
         strain: stepped ? copyOf(buffers[1], Float32Array) : last.strain,
         energy: content.energy ?? (last && last.energy), status: content.status ?? (last && last.status),
+        sample: content.sample,
       });
     }
-    if (content.sample) {
-      const rows = history.length / 6, keep = Math.min(rows, 599);
-      const next = new Float32Array(6 * (keep + 1));
-      next.set(history.subarray(6 * (rows - keep)));
-      next.set(content.sample, 6 * keep);
-      history = next;
-    }
     // Bounded while nothing draws (a hidden tab): frames far behind the newest are dropped.
-    while (frames.length > 2 && frames[1].t < content.t - clock.rate * 2 * MAX_LAG) frames.shift();
+    while (frames.length > 2 && frames[1].t < content.t - clock.rate * 2 * MAX_LAG) { frames.shift(); chart(frames[0]); }
     received += 1;
     canvas.dataset.received = String(received);
     model.send({ type: "ack", run: content.run, seq: content.seq });
@@ -639,7 +634,7 @@ function render({ model, el }) {
     if (frames.length === 0) return;
     advanceClock(now);
     const time = clock.time;
-    while (frames.length > 1 && frames[1].t <= time) frames.shift();
+    while (frames.length > 1 && frames[1].t <= time) { frames.shift(); chart(frames[0]); }
     const a = frames[0], b = frames[1];
     const s = b && time > a.t ? Math.min(1, (time - a.t) / (b.t - a.t)) : 0;
     positions = b ? mix(a.positions, b.positions, s) : a.positions.slice();
@@ -652,6 +647,18 @@ function render({ model, el }) {
     canvas.dataset.underruns = String(underruns);
     refit();
     draw();
+  }
+
+  // The ledger chart gets a frame's sample once the clock has reached the frame.
+  let charted = -Infinity;
+  function chart(frame) {
+    if (!frame.sample || !(frame.t > charted)) return;
+    charted = frame.t;
+    const rows = history.length / 6, keep = Math.min(rows, 599);
+    const next = new Float32Array(6 * (keep + 1));
+    next.set(history.subarray(6 * (rows - keep)));
+    next.set(frame.sample, 6 * keep);
+    history = next;
   }
 
   function mix(p, q, s) {
