@@ -16,7 +16,7 @@ pytest.importorskip("anywidget")
 
 import msprings  # noqa: E402
 from msprings import scenes  # noqa: E402
-from msprings.widgets import SPEEDS, Comparison, LiveControls, Playback  # noqa: E402
+from msprings.widgets import CATCH_UP, SPEEDS, Comparison, LiveControls, Playback  # noqa: E402
 
 
 def recording(live: LiveControls) -> list[tuple[dict, list]]:
@@ -106,6 +106,20 @@ def test_default_playback_is_real_time_on_the_simulated_clock() -> None:
         assert math.isclose(live.player.clock, 2.0, rel_tol=1e-9)
         assert at_clock(system.t, 2.0, live.dt.value)
         assert sent[-1][0]["rate"] == pytest.approx(1.0)
+
+
+def test_a_late_timer_makes_a_longer_frame_up_to_the_catch_up_limit() -> None:
+    system = scenes.chain(6)
+    live = msprings.interact(system)
+    sent = recording(live)
+    live.play.value = True
+    live.player.pump(elapsed=0.1)  # three frames' worth of wall time
+    assert math.isclose(live.player.clock, 0.1) and len(sent) == 1
+    live.player.pump(elapsed=60.0)  # a long stall is not made up in one burst
+    assert math.isclose(live.player.clock, 0.1 + CATCH_UP)
+    live.player.pump(elapsed=-1.0)
+    assert math.isclose(live.player.clock, 0.1 + CATCH_UP) and len(sent) == 3
+    assert at_clock(system.t, live.player.clock, live.dt.value)
 
 
 def test_set_steps_per_frame_sets_how_far_a_frame_goes_while_playing() -> None:

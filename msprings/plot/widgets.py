@@ -35,8 +35,10 @@ The page buffers frames briefly (120 ms, against the relay's jitter), draws the 
 clock's simulated time at every animation frame of the browser, interpolating positions
 between the two frames around it, and acknowledges each frame as it arrives.  The kernel
 sends no more while a second's worth of frames are unacknowledged, so a slow relay or page
-slows the clock (the page's clock waits at the newest frame) instead of piling up messages,
-and a late kernel drops the time it lost rather than catching up in a burst.  Slow motion
+slows the clock (the page's clock waits at the newest frame) instead of piling up messages.
+A timer that fires late (a busy machine) makes a longer frame, up to ``CATCH_UP`` s of wall
+time; a kernel slower than real time for longer drops time rather than catching up in a
+burst.  Slow motion
 (``speed``) slows the clock, not the frames.  Pausing publishes the kernel's state through
 the traits, so the picture ends where the system is.  Views of one :func:`compare` share the
 kernel's clock and one clock on the page.  A divergence during playback pauses, rolls back
@@ -67,7 +69,7 @@ import traitlets
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
 
-__all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls",
+__all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls",
            "Playback", "SystemView", "compare", "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
@@ -84,6 +86,9 @@ HISTORY_LIMIT = 20_000
 
 SPEEDS = {"1×": 1.0, "½×": 0.5, "¼×": 0.25, "1/10×": 0.1}
 """The choices of the ``speed`` control: simulated seconds per second of wall time."""
+
+CATCH_UP = 0.25
+"""Most wall time (s) one frame of playback makes up for when the kernel's timer was late."""
 
 IN_FLIGHT_SECONDS = 1.0
 """While playing, the kernel sends at most this many seconds' worth of frames (at ``fps``,
@@ -152,13 +157,16 @@ class Playback:
     on one simulated clock and pushes their frames to the page.
 
     Every ``1 / fps`` s of wall time (a timer on the kernel's asyncio loop) the clock moves
-    on by ``speed * period()`` simulated seconds and each playing lane takes the whole steps
-    of its ``dt`` that bring its time to the clock or just past it, then sends one frame.
-    A frame the page has not acknowledged is in flight; while a lane has :attr:`window`
-    frames in flight the clock waits (neither steps nor sends), so a slow page or relay
-    slows the playback down instead of piling up messages.  A slow kernel drops the time it
-    is late by instead of catching up in a burst.  Without a running event loop (plain
-    Python) nothing is scheduled: :meth:`pump` moves the clock one frame by hand.
+    on by ``speed * period()`` simulated seconds per ``1 / fps`` s of wall time since the
+    last frame, and each playing lane takes the whole steps of its ``dt`` that bring its
+    time to the clock or just past it, then sends one frame.  A timer that fires late (a
+    busy machine) makes a longer frame, up to :data:`CATCH_UP` s of wall time; a kernel
+    slower than that for longer drops the time instead of catching up in a burst.  A frame
+    the page has not acknowledged is in flight; while a lane has :attr:`window` frames in
+    flight the clock waits (neither steps nor sends, and the wall time passes unused), so a
+    slow page or relay slows the playback down instead of piling up messages.  Without a
+    running event loop (plain Python) nothing is scheduled: :meth:`pump` moves the clock
+    one frame by hand.
 
     Parameters
     ----------
@@ -182,6 +190,7 @@ class Playback:
         self.acked: dict[int, int] = {}
         self.stalls = 0  # frames of wall time the clock waited for acknowledgements
         self._due = 0.0
+        self._last = 0.0  # loop time of the last frame
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -216,7 +225,8 @@ class Playback:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # plain Python: the caller pumps
             return
-        self._due = loop.time() + 1.0 / self.fps
+        self._last = loop.time()
+        self._due = self._last + 1.0 / self.fps
         self._timer = loop.call_at(self._due, self._on_timer, loop)
 
     def stop(self) -> None:
@@ -230,8 +240,9 @@ class Playback:
         if run == self.run and seq <= self.sent.get(id(lane), 0):
             self.acked[id(lane)] = max(self.acked.get(id(lane), 0), seq)
 
-    def pump(self) -> bool:
-        """One frame of the clock.  Returns False when it waited (a lane had :attr:`window`
+    def pump(self, elapsed: float | None = None) -> bool:
+        """One frame of the clock, for ``elapsed`` s of wall time (default ``1 / fps``; at
+        most :data:`CATCH_UP`).  Returns False when it waited (a lane had :attr:`window`
         frames in flight) or nothing plays any more."""
         active = self.active()
         if not active:
@@ -240,7 +251,8 @@ class Playback:
         if any(self.in_flight(lane) >= self.window for lane in active):
             self.stalls += 1
             return False
-        self.clock += self.speed * self.period()
+        frames = 1.0 if elapsed is None else min(max(elapsed, 0.0), CATCH_UP) * self.fps
+        self.clock += self.speed * self.period() * frames
         rate = self.rate
         for lane in active:
             dt = lane.dt.value
@@ -257,8 +269,10 @@ class Playback:
         self._timer = None
         if not self.playing:
             return
+        now = loop.time()
+        elapsed, self._last = now - self._last, now
         try:
-            self.pump()
+            self.pump(elapsed)
         except Exception as error:  # noqa: BLE001  (a timer's exception would only be logged)
             for lane in self.active():
                 lane.play.value = False
@@ -269,8 +283,8 @@ class Playback:
             return
         now = loop.time()
         self._due += 1.0 / self.fps
-        if self._due < now - 2.0 / self.fps:  # late (a slow step): go on from now, no burst
-            self._due = now
+        if self._due < now:  # late (a slow step or a busy machine): the next frame is longer
+            self._due = now + 0.5 / self.fps
         self._timer = loop.call_at(self._due, self._on_timer, loop)
 
 
