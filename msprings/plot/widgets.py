@@ -901,6 +901,7 @@ class Comparison(ipywidgets.VBox):
         for lane, label in zip(self.lanes, labels):
             lane.player = self.player
             lane.buttons.layout.display = "none"
+            lane.steps_per_frame.layout.display = "none"  # the shared clock sets the frames
             lane.layout.flex_flow = "column"
             title = ipywidgets.HTML(f"<b>{html.escape(label)}</b>")
             columns.append(ipywidgets.VBox([title, lane], layout={"margin": "0 16px 0 0"}))
@@ -972,8 +973,7 @@ class Comparison(ipywidgets.VBox):
 
 
 def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | Sequence[float | None] | None = None,
-            integrator: str | Sequence[str | None] | None = None,
-            steps_per_frame: int | Sequence[int | None] | None = None, damping: str = "zeta", fps: float = 30.0,
+            integrator: str | Sequence[str | None] | None = None, damping: str = "zeta", fps: float = 30.0,
             azimuth: float | None = None, elevation: float | None = None, width: int = 560,
             height: int = 460) -> Comparison:
     """Two or more systems side by side on one clock, with one Play, Step, Reset and speed:
@@ -988,10 +988,10 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
         Two or more distinct systems (``system.copy()`` makes a second one of a scene).
     labels : sequence of str, optional
         A title above each; default "A", "B", ...
-    dt, integrator, steps_per_frame : value or sequence of values, optional
+    dt, integrator : value or sequence of values, optional
         As in :func:`interact`; one value for all, or one per system (None: the default).
-        ``steps_per_frame`` is used by each system's own Step only: the shared clock moves
-        ``1 / fps`` simulated seconds per frame at speed 1.
+        There is no ``steps_per_frame``: the shared clock moves ``1 / fps`` simulated seconds
+        a frame at speed 1 (real time), and each system takes the steps of its own ``dt``.
     damping, fps, azimuth, elevation, width, height
         As in :func:`interact`, for every system (default canvas 560 x 460 px).
 
@@ -1038,9 +1038,7 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
     labels = each(list(labels) if not isinstance(labels, str) else labels, "labels")
     if not all(isinstance(label, str) for label in labels):
         raise TypeError("labels must be strings")
-    options = [_checked(system, dt=step, integrator=name, steps_per_frame=frames, damping=damping, fps=fps,
+    options = [_checked(system, dt=step, integrator=name, steps_per_frame=None, damping=damping, fps=fps,
                         azimuth=azimuth, elevation=elevation, width=width, height=height, name=f"systems[{index}]")
-               for index, (system, step, name, frames) in enumerate(
-                   zip(systems, each(dt, "dt"), each(integrator, "integrator"),
-                       each(steps_per_frame, "steps_per_frame")))]
+               for index, (system, step, name) in enumerate(zip(systems, each(dt, "dt"), each(integrator, "integrator")))]
     return Comparison(systems, options, labels, options[0]["fps"])
