@@ -67,10 +67,14 @@ def test_play_moves_the_picture_and_the_counters_on_the_canvas(lab: Lab, tmp_pat
         assert int(_kernel(page, "live.player.stalls")) == 0
 
 
-def test_dragging_a_node_with_the_mouse_moves_it(lab: Lab, tmp_path: Path) -> None:
+@pytest.mark.parametrize("playing", [False, True], ids=["paused", "playing"])
+def test_dragging_a_node_with_the_mouse_moves_it(lab: Lab, tmp_path: Path, playing: bool) -> None:
     cell = "live = msprings.interact(scenes.single_spring(gravity=(0.0, 0.0, 0.0)))\nlive"
     with lab.open([SETUP, cell]) as page:
         page.wait(lambda: len(_masses(page.picture())) > 300, 30, "the spring to be drawn")
+        if playing:  # at rest without gravity: nothing moves until the hand pulls
+            page.click("Play")
+            page.wait(lambda: page.number("time") > 0.2, 30, "the clock to run")
         before = _masses(page.picture())
         middle = 0.5 * (before[:, 1].min() + before[:, 1].max())
         ball = before[before[:, 1] > middle].mean(axis=0)
@@ -85,6 +89,11 @@ def test_dragging_a_node_with_the_mouse_moves_it(lab: Lab, tmp_path: Path) -> No
         page.wait(lifted, 20, "the ball to follow the mouse up")
         page.screenshot(tmp_path / "dragged.png", page.canvas)
         assert float(_kernel(page, "live.system.x[1, 1]")) > y0 + 0.1  # the kernel's node moved up
+        if playing:  # let go: the stretched spring pulls the freed ball toward the pin
+            page.wait(lambda: _kernel(page, "bool(live.system.pinned[1])") == "False", 20, "the ball to be let go")
+            first = _kernel(page, "live.system.x[1].tolist()")
+            page.wait(lambda: _kernel(page, "live.system.x[1].tolist()") != first, 20, "the freed ball to move")
+            assert _kernel(page, "live.play.value") == "True"
 
 
 def test_keys_on_the_canvas_play_step_and_reset_and_the_buttons_take_focus(lab: Lab) -> None:
