@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
             for scene in options.scenes:
                 for index, (name, path) in enumerate(versions):
                     pythonpath = os.pathsep.join(filter(None, [path, os.environ.get("PYTHONPATH")]))
-                    with lab_browser.serve_lab(Path(folder) / f"{index}-{scene}-{delay}", pythonpath=pythonpath) as server:
+                    where = Path(folder) / f"{index}-{scene}-{delay}"
+                    with lab_browser.serve_lab(where, pythonpath=pythonpath) as server:
                         result = measure(server, scene, seconds, delay)
                     rows.append([scene, name, f"+{1000 * delay:.0f} ms" if delay else "as is", f"{result['fps']:.1f}",
                                  f"{result['ratio']:.3f}", result["received"], result["source"], result["draw"],

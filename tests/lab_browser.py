@@ -362,7 +362,8 @@ def open_notebook(server: LabServer, cells: str | Sequence[str], name: str | Non
     page = LabPage(driver, server, name)
     try:
         if relay_delay > 0:
-            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": _SLOW_RELAY % (1000 * relay_delay)})
+            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument",
+                                   {"source": _SLOW_RELAY % (1000 * relay_delay)})
         driver.set_page_load_timeout(60)
         driver.get(server.url(f"lab/tree/{name}?reset&token={server.token}"))
         last = ["not asked"]

@@ -69,8 +69,8 @@ import traitlets
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
 
-__all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls",
-           "Playback", "SystemView", "compare", "interact"]
+__all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS", "SPEEDS",
+           "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare", "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
@@ -882,7 +882,8 @@ class Comparison(ipywidgets.VBox):
     def __init__(self, systems: Sequence[System], options: Sequence[dict[str, Any]], labels: Sequence[str],
                  fps: float) -> None:
         self.fps = fps
-        self.lanes = [LiveControls(system, shared=self, **lane_options) for system, lane_options in zip(systems, options)]
+        self.lanes = [LiveControls(system, shared=self, **lane_options)
+                      for system, lane_options in zip(systems, options)]
         self.player = Playback(self.lanes, lambda: 1.0 / self.fps, fps)
         self._halted: set[int] = set()  # lanes that blew up since the last Play or Reset
         self.play = ipywidgets.ToggleButton(description="Play", icon="play", tooltip="Play or pause all (space)",
@@ -1040,5 +1041,6 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
         raise TypeError("labels must be strings")
     options = [_checked(system, dt=step, integrator=name, steps_per_frame=None, damping=damping, fps=fps,
                         azimuth=azimuth, elevation=elevation, width=width, height=height, name=f"systems[{index}]")
-               for index, (system, step, name) in enumerate(zip(systems, each(dt, "dt"), each(integrator, "integrator")))]
+               for index, (system, step, name) in enumerate(
+                   zip(systems, each(dt, "dt"), each(integrator, "integrator")))]
     return Comparison(systems, options, labels, options[0]["fps"])
