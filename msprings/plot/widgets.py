@@ -789,9 +789,10 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     """Live controls for ``system`` in a notebook: play/pause/step/reset, sliders and a view.
 
     While playing, the kernel steps the system on a simulated clock and pushes frames to
-    the page ``fps`` times a second, each ``speed * steps_per_frame * dt`` simulated seconds
-    further on: with the default ``steps_per_frame`` the simulation runs in real time, and
-    the ``speed`` control (1, ½, ¼, 1/10 ×) gives slow motion, every frame advancing less.
+    the page ``fps`` times a second, each ``speed / fps`` simulated seconds further on (real
+    time at speed 1; once ``steps_per_frame`` is given or its slider moved, ``speed *
+    steps_per_frame * dt``), taking the whole steps of ``dt`` that reach the clock.  The
+    ``speed`` control (1, ½, ¼, 1/10 ×) gives slow motion, every frame advancing less.
     The page draws each frame at its simulated time (between two frames it interpolates the
     positions), so the motion is smooth whatever the delay between kernel and page; a page
     or kernel that cannot keep up slows the clock down rather than piling up frames.  Space,
@@ -816,7 +817,9 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     integrator : str, optional
         One of :data:`msprings.INTEGRATORS`; default the system's own.
     steps_per_frame : int, optional
-        Steps per frame, 1 to 100000; default about real time at ``fps``.
+        Steps of a Step (and of ``tick()``), 1 to 100000; default about ``1 / (fps dt)``.
+        Given, it also sets how far a frame goes while playing (``steps_per_frame * dt``);
+        not given, playing runs in real time.
     damping : {"zeta", "c"}
         Damping sliders set the damping ratio ζ (``c = damping_for_ratio(ζ)``, kept when k
         changes) or ``c`` (N s/m) itself.
