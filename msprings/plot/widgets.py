@@ -44,6 +44,7 @@ import traitlets
 
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
+from ._lab import Lab, LabViewTraits
 
 __all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "LiveControls", "SystemView", "interact"]
 
@@ -78,7 +79,7 @@ _SAFE_COLOUR = "#2e7d32"
 _DANGER_COLOUR = "#c62828"
 
 
-class SystemView(anywidget.AnyWidget):
+class SystemView(anywidget.AnyWidget, LabViewTraits):
     """The canvas: a projected 3-D drawing of the network, energy bars and a ledger strip chart.
 
     Binary traits hold little-endian arrays: ``positions`` float32 (n, 3) in m, ``springs``
@@ -86,6 +87,8 @@ class SystemView(anywidget.AnyWidget):
     and ``history`` float32 (H, 6): time (s) and the :data:`ENERGY_BARS` (J).  The view
     sends ``{"type": "tick"}`` while ``playing``, and ``{"type": "drag", "node": i,
     "position": [x, y, z]}`` / ``{"type": "release", "node": i}`` when a node is grabbed.
+    The lab bench's traits (arrows, ruler, lines, trace) are those of
+    :class:`~msprings.plot._lab.LabViewTraits`.
     """
 
     _esm = Path(__file__).with_name("static") / "interact.js"
@@ -149,7 +152,8 @@ class LiveControls(ipywidgets.Box):
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
                  damping: str, fps: float, azimuth: float | None, elevation: float | None,
-                 width: int, height: int) -> None:
+                 width: int, height: int, node: int | None = None, mystery_mass: float | None = None,
+                 mystery_gravity: float | None = None, show: Mapping[str, bool] | None = None) -> None:
         self.system = system
         self.damping_mode = damping
         self._held: dict[int, tuple[np.ndarray, bool]] = {}
@@ -246,15 +250,20 @@ class LiveControls(ipywidgets.Box):
         if self.wind is not None:
             self.wind.observe(self._on_wind, "value")
 
+        self.lab = Lab(self, node=node, mystery_mass=mystery_mass, mystery_gravity=mystery_gravity, show=show)
+        self.show, self.node, self.mass, self.masses = self.lab.show, self.lab.node, self.lab.mass, self.lab.masses
+        self.planet, self.readout = self.lab.planet, self.lab.readout
+        self.stopwatch_button, self.stopwatch_reset = self.lab.stopwatch_button, self.lab.stopwatch_reset
+
         sliders: list[ipywidgets.Widget] = [self.integrator, ipywidgets.VBox([self.dt, self.critical]),
                                             self.steps_per_frame]
         for family in self.stiffness:
             sliders += [self.stiffness[family], self.damping[family]]
-        sliders.append(self.gravity)
+        sliders += [self.gravity, self.planet]
         if self.wind is not None:
             sliders.append(self.wind)
         buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button])
-        panel = ipywidgets.VBox([buttons, *sliders, self.breakdown, self.message],
+        panel = ipywidgets.VBox([buttons, *sliders, *self.lab.panel(), self.breakdown, self.message],
                                 layout={"padding": "0 0 0 12px", "width": "424px"})
         super().__init__([self.view, panel], layout={"display": "flex", "flex_flow": "row wrap",
                                                      "align_items": "flex-start"})
@@ -429,12 +438,19 @@ class LiveControls(ipywidgets.Box):
             self._set_message(
                 f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
                 f"it was before this frame (t = {system.t:.4g} s): lower dt or change the integrator and play "
-                "on, or press Reset.")
+                f"on, or press Reset. {self.lab.blow_up_note()}".strip())
             self._publish()
             return False
         except ValueError as error:
             self.play.value = False
             self._set_message("Cannot step:", str(error))
+            return False
+        if not self.lab.after_step():
+            self.play.value = False
+            self._publish()
+            self._set_message(
+                "The motion blew up", f"at t = {system.t:.4g} s: a spring stretched to over a hundred times its "
+                f"rest length. {self.lab.blow_up_note()} Lower dt or change the integrator, then press Reset.")
             return False
         self._publish()
         return True
@@ -450,6 +466,7 @@ class LiveControls(ipywidgets.Box):
         self.play.value = False
         self._release_all()
         self.system.reset()
+        self.lab.reset()
         self._history.clear()
         self._set_message("")
         self.view.generation += 1
@@ -525,13 +542,16 @@ class LiveControls(ipywidgets.Box):
                 "critical": critical if math.isfinite(critical) else None,
                 "integrator": _LABELS.get(system.integrator, system.integrator),
             }
+            if hasattr(self, "lab"):
+                self.lab.publish()
             self.view.frame += 1
 
 
 def interact(system: System, *, dt: float | None = None, integrator: str | None = None,
              steps_per_frame: int | None = None, damping: str = "zeta", fps: float = 30.0,
              azimuth: float | None = None, elevation: float | None = None, width: int = 640,
-             height: int = 480) -> LiveControls:
+             height: int = 480, node: int | None = None, mystery_mass: float | None = None,
+             mystery_gravity: float | None = None, show: Mapping[str, bool] | None = None) -> LiveControls:
     """Live controls for ``system`` in a notebook: play/pause/step/reset, sliders and a view.
 
     Each frame runs ``system.step(dt, steps_per_frame)`` in the kernel and redraws.  The
@@ -593,5 +613,10 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
                 raise ValueError(f"{name} must be finite, got {angle!r}")
     width = _integer(width, "width", 320, 2000)
     height = _integer(height, "height", 320, 2000)
+    if node is not None:
+        node = _integer(node, "node", 0, system.n_nodes - 1)
+    if show is not None and not isinstance(show, Mapping):
+        raise TypeError(f"show must be a dict of toggle names to True/False, not {type(show).__name__}")
     return LiveControls(system, dt=dt, integrator=integrator, steps_per_frame=steps_per_frame, damping=damping,
-                        fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height)
+                        fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height, node=node,
+                        mystery_mass=mystery_mass, mystery_gravity=mystery_gravity, show=show)
