@@ -37,6 +37,7 @@ __all__ = [
     "flag",
     "grid_springs",
     "jelly_cube",
+    "lab_spring",
     "lattice_springs",
     "pyramid",
     "single_spring",
@@ -336,6 +337,22 @@ def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c:
     along x (displaced by ``stretch`` m), mass 1 kg, k = 20 N/m, c = 0.3 N s/m, gravity on."""
     length = _positive(length, "length")
     positions = np.array([[0.0, 0.0, 0.0], [length + float(stretch), 0.0, 0.0]])
+    options.setdefault("pinned", [0])
+    system = System(positions, [[0, 1]], mass=mass, k=k, c=c, rest=length, **options)
+    system.families["structural"] = np.array([0])
+    return system
+
+
+@_checks_keywords()
+def lab_spring(length: float = 0.3, *, mass: float = 0.1, k: float = 10.0, c: float = 0.01, stretch: float = 0.0,
+               **options: Any) -> System:
+    """A lab spring hanging from a stand, as on a school bench: node 0 pinned at the origin,
+    the mass (node 1) ``length`` m straight below it (pulled ``stretch`` m further down), a
+    100 g mass on a 10 N/m spring of 30 cm, lightly damped (c = 0.01 N s/m, damping ratio
+    0.005).  Let go at rest length, it bounces about its equilibrium ``m g / k`` = 9.8 cm
+    lower with that amplitude and a period ``2 pi sqrt(m / k)`` = 0.63 s."""
+    length = _positive(length, "length")
+    positions = np.array([[0.0, 0.0, 0.0], [0.0, -(length + float(stretch)), 0.0]])
     options.setdefault("pinned", [0])
     system = System(positions, [[0, 1]], mass=mass, k=k, c=c, rest=length, **options)
     system.families["structural"] = np.array([0])

@@ -290,7 +290,7 @@ class Lab:
         self.planet.observe(self._on_planet, "value")
         live.gravity.observe(self._on_gravity_slider, "value")
         for slider in live.stiffness.values():
-            slider.observe(lambda _change: self._changed(), "value")
+            slider.observe(lambda _change: self._changed(publish=True), "value")
         self.stopwatch_button.observe(self._on_watch, "value")
         self.stopwatch_reset.on_click(lambda _button: self.zero_stopwatch())
         self._place_ruler()
@@ -358,11 +358,14 @@ class Lab:
         self.live.view.arrow_nodes = self._sample.astype("<i4").tobytes()
 
     # -- controls ------------------------------------------------------------------------
-    def _changed(self) -> None:
-        """The settings changed: the readout starts again and the equilibrium is recomputed."""
+    def _changed(self, publish: bool = False) -> None:
+        """The settings changed: the readout starts again and the equilibrium is recomputed
+        (and shown at once with ``publish``: the controls' own observer published before)."""
         self._records.clear()
         self._equilibrium = False
         self._lowest = None
+        if publish:
+            self.publish_alone()
 
     def _on_node(self, change: Mapping[str, Any]) -> None:
         node = int(change["new"])
@@ -431,9 +434,9 @@ class Lab:
             live.gravity.value = GRAVITY_PRESETS[name]
 
     def _on_gravity_slider(self, change: Mapping[str, Any]) -> None:
-        self._changed()
         if self.planet.value != PLANET_X:
             self._match_planet(change["new"])
+        self._changed(publish=True)
 
     def _on_watch(self, change: Mapping[str, Any]) -> None:
         if change["new"]:

@@ -448,12 +448,21 @@ class LiveControls(ipywidgets.Box):
         if not self.lab.after_step():
             self.play.value = False
             self._publish()
+            label = _LABELS.get(system.integrator, system.integrator)
+            critical = system.critical_dt()
+            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
+                      if self.dt.value > critical else "a spring stretched to over a hundred times its rest length")
             self._set_message(
-                "The motion blew up", f"at t = {system.t:.4g} s: a spring stretched to over a hundred times its "
-                f"rest length. {self.lab.blow_up_note()} Lower dt or change the integrator, then press Reset.")
+                f"{label} blew up", f"by t = {system.t:.4g} s: {reason}. {self.lab.blow_up_note()} Lower dt or "
+                "change the integrator, then press Reset.")
             return False
         self._publish()
         return True
+
+    def reveal(self) -> dict[str, float]:
+        """The hidden values of the lab bench, shown under its controls too: ``{"mass": kg
+        of the mystery mass, "gravity": m/s² of the mystery planet}``."""
+        return self.lab.reveal()
 
     def run(self, frames: int) -> bool:
         """``frames`` ticks, as if playing; stops early (False) at a divergence."""
