@@ -54,6 +54,7 @@ ARROW_SAMPLE = 24  # nodes with arrows on a mesh or cloth (all free nodes up to 
 TRACE_SAMPLES = 400  # samples of the trace sent to the view
 RECORD_LIMIT = 4000  # samples of the chosen node's motion kept for the readout
 BLOW_UP_STRAIN = 100.0  # a spring 100 times longer than at rest: the picture is no longer the model
+BLOW_UP_DRIFT = 1.0  # the energy balance off by as much as the energies themselves: not physics any more
 
 _LABELS = {"spring": "spring", "damper": "damper", "gravity": "gravity", "other": "other forces",
            "net": "net force", "velocity": "velocity", "acceleration": "acceleration",
@@ -232,6 +233,7 @@ class Lab:
         self._units: dict[str, float | None] = {"force": None, "velocity": None, "acceleration": None}
         self._sample = np.zeros(0, dtype=np.int64)
         self._sane: dict[str, Any] | None = None
+        self._balance: tuple[float, float] | None = None
         self.blown_up = False
         self._watch_running = False
         self._watch_start = 0.0
@@ -334,7 +336,7 @@ class Lab:
         self.ruler_length = _nice(max(1.2 * max(height, 0.5 * width), 1e-3))
         top = x.max(axis=0)
         centre = 0.5 * (x.max(axis=0) + x.min(axis=0))
-        self.live.view.ruler = [float(top[0] + 0.12 * max(width, height, 1e-3)), float(top[1]), float(centre[2])]
+        self.live.view.ruler = [float(top[0] + 0.6 * max(width, height, 1e-3)), float(top[1]), float(centre[2])]
 
     def _choose_sample(self) -> None:
         """The nodes that carry arrows: every free node up to :data:`ARROW_SAMPLE`, else a
@@ -364,6 +366,7 @@ class Lab:
         self._records.clear()
         self._equilibrium = False
         self._lowest = None
+        self._balance = None  # (total, scale) of the energy balance at the last sane frame
         if publish:
             self.publish_alone()
 
@@ -491,17 +494,35 @@ class Lab:
                 "lowest": self._lowest}
 
     # -- each frame ----------------------------------------------------------------------
+    def _energy_balance(self) -> tuple[float, float]:
+        """kinetic + spring + gravity + dissipated - work (J), conserved by the physics, and
+        the size of the energies in it (J)."""
+        energy = self.system.energy()
+        parts = (energy.kinetic, energy.spring, energy.gravity, energy.dissipated, -energy.work)
+        return float(sum(parts)), float(sum(abs(part) for part in parts))
+
     def after_step(self) -> bool:
-        """Records the measured node after a frame's steps; False when the state has blown up
-        (a non-finite value, or a spring stretched :data:`BLOW_UP_STRAIN` times its rest length)."""
+        """Records the measured node after a frame's steps; False when the state has blown up:
+        a non-finite value, a spring stretched :data:`BLOW_UP_STRAIN` times its rest length,
+        or an energy balance that has drifted by more than :data:`BLOW_UP_DRIFT` times the
+        energies of the last sane frame (a stable integrator keeps it within a few %)."""
         system = self.system
         with np.errstate(invalid="ignore", over="ignore"):
             strain = np.asarray(system.strain())
             finite = np.isfinite(system.x).all() and np.isfinite(system.v).all()
             wild = bool(np.any(np.abs(strain[np.isfinite(strain)]) > BLOW_UP_STRAIN))
-        if not finite or wild:
+            total, scale = self._energy_balance()
+        if finite and not wild and self._balance is not None and math.isfinite(total):
+            before, size = self._balance
+            wild = abs(total - before) > BLOW_UP_DRIFT * max(size, 1e-12)
+        if not finite or wild or not math.isfinite(total):
             self.blown_up = True
             return False
+        if self._balance is None:
+            self._balance = (total, scale)
+        elif abs(total - self._balance[0]) < 0.1 * self._balance[1]:
+            # The energies may grow (a drag, the wind) while the balance holds; not while it drifts.
+            self._balance = (self._balance[0], max(self._balance[1], scale))
         node = int(self.node.value)
         position = np.asarray(system.x[node], dtype=float)
         self._records.append((float(system.t), *position))
@@ -572,8 +593,23 @@ class Lab:
             "lines": {name: lines.get(name) for name in LINES}, "up": [float(u) for u in self._up()],
             "stopwatch": {"time": self.stopwatch, "running": self._watch_running},
             "period": period, "amplitude": amplitude, "ruler_length": self.ruler_length,
-            "blown_up": not sane,
+            "blown_up": not sane, "extent": self._extent(),
         }
+
+    def _extent(self) -> list[list[float]]:
+        """Points the view keeps in the picture from the start (m): for a small network the
+        measured node's lowest point when let go at rest length (twice the way down to its
+        equilibrium), and the ruler's ends."""
+        points = [list(self.live.view.ruler),
+                  [self.live.view.ruler[0], self.live.view.ruler[1] - self.ruler_length, self.live.view.ruler[2]]]
+        if self.system.n_nodes <= 50:
+            if self._equilibrium is False:
+                self._equilibrium = equilibrium(self.system)
+            if self._equilibrium is not None and self._equilibrium is not False:
+                node = int(self.node.value)
+                low = 2.0 * self._equilibrium[node] - self._initial[node]
+                points.append([float(value) for value in low])
+        return points
 
     def _rescale(self, block: np.ndarray) -> None:
         """Chooses the arrow units (a unit arrow is 40 px long): a round value about half the

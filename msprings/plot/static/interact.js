@@ -117,6 +117,8 @@ function rulerHit(cam, top, length, x, y) {
 
 function drawLines(g, cam, scene, lab, point) {
   const up = lab.up || [0, 1, 0];
+  const [nodeX] = cam.project(point[0], point[1], point[2]);
+  const labelX = Math.max(scene.x + 90, Math.min(scene.x + scene.w - 8, nodeX - 30));
   const height = point[0] * up[0] + point[1] * up[1] + point[2] * up[2];
   let labelled = [];
   for (const name of ["rest", "equilibrium", "lowest"]) {
@@ -133,11 +135,11 @@ function drawLines(g, cam, scene, lab, point) {
     let ly = y - 3;
     while (labelled.some((other) => Math.abs(other - ly) < 13)) ly -= 13;
     labelled.push(ly);
-    g.font = SMALL; g.textAlign = "left"; g.textBaseline = "bottom";
+    g.font = SMALL; g.textAlign = "right"; g.textBaseline = "bottom";
     g.lineWidth = 3; g.strokeStyle = "rgba(255,255,255,0.9)";
-    g.strokeText(label, scene.x + 8, ly);
+    g.strokeText(label, labelX, ly);
     g.fillStyle = colour;
-    g.fillText(label, scene.x + 8, ly);
+    g.fillText(label, labelX, ly);
   }
 }
 
@@ -176,7 +178,7 @@ function drawArrowKey(g, scene, lab) {
   const shown = ARROWS.filter(([name, , , , , group]) => lab.show[name] && units[group]);
   if (!shown.length) return;
   const rowHeight = 17, x = scene.x + 12;
-  let y = scene.y + scene.h - 52 - rowHeight * shown.length;
+  let y = scene.y + 50;
   g.fillStyle = "rgba(255,255,255,0.85)";
   g.fillRect(x - 6, y - 6, 190, rowHeight * shown.length + 8);
   g.font = SMALL; g.textBaseline = "middle"; g.textAlign = "left";
@@ -213,7 +215,7 @@ function drawLab(g, cam, screen, scene, lab, arrows, arrowNodes, positions, rule
   }
   if (lab.show.ruler && lab.ruler_length) drawRuler(g, cam, ruler, lab.ruler_length);
   if (!lab.blown_up) drawNodeArrows(g, cam, screen, lab, arrows, arrowNodes);
-  drawArrowKey(g, scene, lab);
+  if (!lab.blown_up) drawArrowKey(g, scene, lab);
   if (lab.show.stopwatch) drawStopwatch(g, scene, lab);
 }
 
@@ -360,6 +362,10 @@ function render({ model, el }) {
         if (Math.abs(v) < 1e29) { lo[a] = Math.min(lo[a], v); hi[a] = Math.max(hi[a], v); }
       }
       if (!lo.every(isFinite)) { lo.fill(-1); hi.fill(1); }
+      // The lab bench's hint: points the motion will reach (a spring let go at rest length).
+      for (const p of ((model.get("lab") || {}).extent || [])) {
+        for (let a = 0; a < 3; a++) if (isFinite(p[a])) { lo[a] = Math.min(lo[a], p[a]); hi[a] = Math.max(hi[a], p[a]); }
+      }
       const center = lo.map((l, a) => 0.5 * (l + hi[a]));
       const radius = Math.max(0.5 * Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-3);
       fit = { lo, hi, center, radius, limit: 25 * radius };
