@@ -271,9 +271,11 @@ class Lab:
             max=math.log10(reference) + 1.5, step=0.01, description="mass (kg)", readout_format=".3g",
             style=style, layout={"width": "370px"})
         self.masses = ipywidgets.ToggleButtons(options=[*self.presets, MYSTERY], value=_grams(reference),
-                                               description="swap mass", style={**style, "button_width": "58px"})
+                                               description="swap mass", style={**style, "button_width": "64px"})
         self.planet = ipywidgets.ToggleButtons(options=[*GRAVITY_PRESETS, PLANET_X], value=None,
-                                               description="planet", style={**style, "button_width": "58px"})
+                                               description="planet", style={**style, "button_width": "76px"},
+                                               tooltips=[f"g = {g} m/s²" for g in GRAVITY_PRESETS.values()]
+                                               + ["g hidden: measure it"])
         self._match_planet(live.gravity.value)
         self.stopwatch_button = ipywidgets.ToggleButton(description="Start", icon="clock-o",
                                                         tooltip="Start or stop the stopwatch (simulated time)",
@@ -305,7 +307,7 @@ class Lab:
                                      layout={"grid_template_columns": "repeat(3, 124px)", "margin": "4px 0 0 8px"})
         watch = ipywidgets.HBox([self.stopwatch_button, self.stopwatch_reset, self.watch_label],
                                 layout={"align_items": "center"})
-        return [self.node, self.mass, self.masses, self.planet, toggles, watch, self.readout, self.revealed]
+        return [self.node, self.mass, self.masses, toggles, watch, self.readout, self.revealed]
 
     # -- set-up helpers ------------------------------------------------------------------
     def _default_node(self, free: np.ndarray) -> int:
@@ -381,8 +383,10 @@ class Lab:
     def _on_mass(self, change: Mapping[str, Any]) -> None:
         if self.masses.value == MYSTERY:
             return
-        self.system.mass[int(self.node.value)] = float(change["new"])
-        matching = [name for name, value in self.presets.items() if math.isclose(value, change["new"], rel_tol=1e-6)]
+        # A browser's slider rounds its value to the slider's step (2.3 % apart on the log
+        # scale): a value within half a step of a labelled mass is that mass.
+        matching = [name for name, value in self.presets.items() if math.isclose(value, change["new"], rel_tol=0.012)]
+        self.system.mass[int(self.node.value)] = self.presets[matching[0]] if matching else float(change["new"])
         self.masses.value = matching[0] if matching else None
         self._changed()
         self.live._update_critical()
