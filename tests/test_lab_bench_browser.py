@@ -50,8 +50,8 @@ def test_every_bench_control_renders_and_works_in_jupyterlab(lab: Lab, tmp_path:
         start = float(page.python("print(live.view.ruler[0])"))
         middle = ruler.mean(axis=0)
         page.js("arguments[0].scrollIntoView();", page.canvas)
-        page.drag((middle[1], middle[0]), [(-30, 0), (-30, 0)])
-        page.wait(lambda: float(page.python("print(live.view.ruler[0])")) < start - 0.02, 20,
+        page.drag((middle[1], middle[0]), [(-15, 0), (-15, 0)])
+        page.wait(lambda: float(page.python("print(live.view.ruler[0])")) < start - 0.01, 20,
                   "the ruler to follow the mouse")
         page.screenshot(tmp_path / "lab-1-arrows-ruler.png")
 

@@ -249,8 +249,12 @@ class Lab:
         rng = np.random.default_rng()
         self._mystery_mass = (float(np.round(reference * rng.uniform(1.3, 2.2), 4)) if mystery_mass is None
                               else _checked_positive(mystery_mass, "mystery_mass"))
-        self._mystery_gravity = (float(np.round(rng.uniform(4.0, 20.0), 2)) if mystery_gravity is None
-                                 else _checked_positive(mystery_gravity, "mystery_gravity"))
+        planets = np.array(list(GRAVITY_PRESETS.values()))
+        guess = float(np.round(rng.uniform(3.0, 22.0), 2))
+        while np.min(np.abs(planets - guess)) < 1.5:  # not to be mistaken for a labelled planet
+            guess = float(np.round(rng.uniform(3.0, 22.0), 2))
+        self._mystery_gravity = guess if mystery_gravity is None else _checked_positive(mystery_gravity,
+                                                                                        "mystery_gravity")
 
         row = {"width": "118px"}
         self.show: dict[str, ipywidgets.Checkbox] = {
@@ -485,6 +489,14 @@ class Lab:
         record = np.asarray(self._records)
         period, amplitude, _ = measure_oscillation(record[:, 0], record[:, 1:])
         return period, amplitude
+
+    def trace(self) -> tuple[np.ndarray, np.ndarray]:
+        """The measured node's recorded motion since the settings last changed: times (s)
+        and displacement (m) along the direction it moves most, as the trace draws it."""
+        if not self._records:
+            return np.zeros(0), np.zeros(0)
+        record = np.asarray(self._records)
+        return record[:, 0].copy(), measure_oscillation(record[:, 0], record[:, 1:])[2]
 
     def lines(self) -> dict[str, float | None]:
         """The heights (m, along -gravity) of the reference lines through the measured node."""

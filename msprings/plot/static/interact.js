@@ -207,13 +207,19 @@ function drawStopwatch(g, scene, lab) {
   g.fillText(watch.running ? "running" : "stopwatch", x + 8, y + h / 2 + 1);
 }
 
-function drawLab(g, cam, screen, scene, lab, arrows, arrowNodes, positions, ruler) {
+// Behind the model: the reference lines and the ruler, as on a bench.
+function drawLabBehind(g, cam, scene, lab, positions, ruler) {
   if (!lab || !lab.show) return;
   const node = lab.node;
   if (node !== undefined && 3 * node + 2 < positions.length) {
     drawLines(g, cam, scene, lab, [positions[3 * node], positions[3 * node + 1], positions[3 * node + 2]]);
   }
   if (lab.show.ruler && lab.ruler_length) drawRuler(g, cam, ruler, lab.ruler_length);
+}
+
+// In front of the model: the arrows, their key and the stopwatch.
+function drawLab(g, cam, screen, scene, lab, arrows, arrowNodes) {
+  if (!lab || !lab.show) return;
   if (!lab.blown_up) drawNodeArrows(g, cam, screen, lab, arrows, arrowNodes);
   if (!lab.blown_up) drawArrowKey(g, scene, lab);
   if (lab.show.stopwatch) drawStopwatch(g, scene, lab);
@@ -455,6 +461,7 @@ function render({ model, el }) {
     if (n === 0 || fit === null) { g.restore(); return; }
     const cam = camera();
     const screen = projectAll(cam);
+    drawLabBehind(g, cam, scene, model.get("lab"), positions, model.get("ruler"));
 
     // Faces, far to near, lit by a light over the viewer's shoulder.
     const nf = faces.length / 3;
@@ -546,7 +553,7 @@ function render({ model, el }) {
       g.lineWidth = 2.5;
       g.stroke();
     }
-    drawLab(g, cam, screen, scene, model.get("lab"), arrows, arrowNodes, positions, model.get("ruler"));
+    drawLab(g, cam, screen, scene, model.get("lab"), arrows, arrowNodes);
     drawStrainKey();
     drawStatus();
     g.restore();
