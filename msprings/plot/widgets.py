@@ -21,6 +21,10 @@ Libraries (the ``widgets`` extra):
   small.  The plotly figures of :func:`msprings.plot.view` were not reused for it: a
   plotly update carries its numbers as JSON, and plotly has no way to drag a single node.
 
+The lab bench (arrows, ruler, stopwatch, reference lines, period readout, trace, mass swap,
+gravity presets) is computed in :mod:`msprings.plot._lab` and drawn by its own functions in
+the same ES module.
+
 The view's own timer drives playing rather than an ``ipywidgets.Play``: it asks the kernel
 for the next tick only after the previous frame has arrived, so a slow step slows the
 animation down instead of piling up ticks in the kernel's queue, and the frame rate stays
@@ -147,7 +151,12 @@ class LiveControls(ipywidgets.Box):
     ``reset_button``, ``dt``, ``steps_per_frame``, ``integrator``, ``stiffness`` and
     ``damping`` (dicts of sliders by spring family), ``gravity``, ``wind`` (None when the
     system has nothing the wind acts on), ``breakdown`` (the ledger by mechanism),
-    ``message`` and ``view`` (:class:`SystemView`).
+    ``message`` and ``view`` (:class:`SystemView`).  The lab bench (``lab``, a
+    :class:`~msprings.plot._lab.Lab`) adds ``show`` (a dict of tick boxes by name:
+    :data:`~msprings.plot._lab.SHOW`), ``node`` (the measured node), ``mass`` (its mass,
+    kg), ``masses`` (masses to swap, one of them the hidden ``"mystery"``), ``planet``
+    (gravity presets), ``stopwatch_button``, ``stopwatch_reset`` and ``readout`` (period and
+    amplitude).
     """
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
@@ -573,7 +582,20 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     says which mechanisms dissipated energy and which did work.  Drag a node to move it (it is held with
     zero velocity while the button is down); drag empty space to turn the view.  A step that
     diverges (:class:`msprings.DivergenceError`) pauses the controls and says why; the system
-    is as it was before that frame's steps.
+    is as it was before that frame's steps.  A frame that leaves a spring stretched a
+    hundredfold, or an energy balance (kinetic + spring + gravity + dissipated - work) that
+    has drifted by most of the energy, is a blow-up too: the controls pause, and the view
+    keeps showing the last sane frame and its energies.
+
+    The lab bench, each part a named control that starts off as in PhET's "Masses and
+    Springs": force and motion arrows on the nodes (spring, damper, gravity, other forces,
+    net force, velocity, acceleration; on a sample of about 24 nodes of a large network) with
+    a key of round values; a ruler to drag; a stopwatch counting simulated time; reference
+    lines through the measured node (rest length, equilibrium, lowest point so far); a
+    trace of its displacement and its period and amplitude measured from zero crossings; a
+    mass slider and masses to swap onto it (half, once and 2.5 times its mass, and a
+    mystery mass, hidden until :meth:`LiveControls.reveal`); gravity presets (Earth 9.81,
+    Moon 1.62, Jupiter 24.79 m/s² and a hidden Planet X).
 
     Parameters
     ----------
@@ -594,6 +616,19 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
         Initial view angles (degrees); default face-on for a network in the x-y plane.
     width, height : int
         Canvas size in CSS pixels (320 to 2000).
+    node : int, optional
+        The measured node: its mass is the mass slider's, the lines, trace and readout are
+        its.  Default the free node farthest from the pinned ones (a spring's mass, a
+        chain's end).
+    mystery_mass : float, optional
+        The hidden mass (kg) of the ``"mystery"`` choice; default drawn at random between
+        1.3 and 2.2 times the measured node's mass.
+    mystery_gravity : float, optional
+        The hidden gravity (m/s²) of Planet X; default drawn at random in 3 to 22 m/s², not
+        within 1.5 m/s² of a labelled planet.
+    show : dict of str to bool, optional
+        Lab bench parts to show at once, by name (``{"ruler": True, "net": True}``); the
+        names are :data:`msprings.plot._lab.SHOW`.
 
     Returns
     -------
