@@ -52,6 +52,18 @@ def test_forces_in_the_arrows_add_up_to_m_a_and_to_what_a_step_does() -> None:
     assert np.allclose(forces["spring"][1], expected)
 
 
+@pytest.mark.parametrize("integrator", msprings.INTEGRATORS)
+def test_showing_the_arrows_does_not_change_the_motion(integrator: str) -> None:
+    # The arrows evaluate the forces between frames; every integrator steps on bit for bit.
+    shown = msprings.interact(scenes.cloth(6, integrator=integrator), show={"net": True, "acceleration": True})
+    plain = msprings.interact(scenes.cloth(6, integrator=integrator))
+    shown.run(10)
+    plain.run(10)
+    assert np.array_equal(shown.system.x, plain.system.x) and np.array_equal(shown.system.v, plain.system.v)
+    assert shown.system.ledger() == plain.system.ledger()
+    assert len(shown.view.arrows) > 0 and plain.view.arrows == b""
+
+
 def test_other_forces_hold_wind_and_contacts() -> None:
     flag = scenes.flag(5, 6)
     flag.step(1e-3, 100)

@@ -234,7 +234,7 @@ function drawTrace(canvas, lab, trace) {
   g.clearRect(0, 0, width, height);
   g.fillStyle = "#fff";
   g.fillRect(0, 0, width, height);
-  const left = 78, right = width - 20, top = 28, bottom = height - 22;
+  const left = 92, right = width - 20, top = 28, bottom = height - 22;
   g.font = FONT; g.fillStyle = "#222"; g.textAlign = "left"; g.textBaseline = "top";
   const period = lab.period === null || lab.period === undefined ? "period: after two full swings"
     : `period T = ${lab.period.toFixed(3)} s`;
