@@ -233,7 +233,7 @@ class Lab:
         self._units: dict[str, float | None] = {"force": None, "velocity": None, "acceleration": None}
         self._sample = np.zeros(0, dtype=np.int64)
         self._sane: dict[str, Any] | None = None
-        self._balance: tuple[float, float] | None = None
+        self._balance: tuple[float, float] | None = self._start_balance()
         self.blown_up = False
         self._watch_running = False
         self._watch_start = 0.0
@@ -338,11 +338,14 @@ class Lab:
         x = self._initial
         up = np.array([0.0, 1.0, 0.0])
         height = float(np.ptp(x @ up))
-        width = float(np.ptp(x, axis=0).max())
+        width = float(max(np.ptp(x[:, 0]), np.ptp(x[:, 2])))
         self.ruler_length = _nice(max(1.2 * max(height, 0.5 * width), 1e-3))
         top = x.max(axis=0)
         centre = 0.5 * (x.max(axis=0) + x.min(axis=0))
-        self.live.view.ruler = [float(top[0] + 0.6 * max(width, height, 1e-3)), float(top[1]), float(centre[2])]
+        # Beside a tall, narrow model; at the right edge of a wide one (which swings or hangs
+        # down from its pins, away from that edge), so as not to widen the picture much.
+        offset = 0.3 * max(height, 1e-3) if width < 0.5 * height else 0.05 * width
+        self.live.view.ruler = [float(top[0] + offset), float(top[1]), float(centre[2])]
 
     def _choose_sample(self) -> None:
         """The nodes that carry arrows: every free node up to :data:`ARROW_SAMPLE`, else a
@@ -372,7 +375,7 @@ class Lab:
         self._records.clear()
         self._equilibrium = False
         self._lowest = None
-        self._balance = None  # (total, scale) of the energy balance at the last sane frame
+        self._balance = self._start_balance()
         if publish:
             self.publish_alone()
 
@@ -516,6 +519,14 @@ class Lab:
         energy = self.system.energy()
         parts = (energy.kinetic, energy.spring, energy.gravity, energy.dissipated, -energy.work)
         return float(sum(parts)), float(sum(abs(part) for part in parts))
+
+    def _start_balance(self) -> tuple[float, float] | None:
+        """The energy balance the next frames are held to, taken now: a change of the settings
+        (gravity, a mass, k) leaves it as it was, since the ledger books the change as the
+        work of the user."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            total, scale = self._energy_balance()
+        return (total, scale) if math.isfinite(total) and math.isfinite(scale) else None
 
     def after_step(self) -> bool:
         """Records the measured node after a frame's steps; False when the state has blown up:
