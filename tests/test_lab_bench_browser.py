@@ -80,10 +80,27 @@ def test_every_bench_control_renders_and_works_in_jupyterlab(lab: Lab, tmp_path:
         page.click("Moon")
         page.wait(lambda: page.python("print(round(live.system.gravity[1], 9))").strip() == "-1.62", 20,
                   "the Moon's gravity")
+        page.js("arguments[0].scrollIntoView();", page.canvas)
+        page.screenshot(tmp_path / "lab-3-moon.png")
+        page.click("Planet X")
+        page.wait(lambda: page.python("print(live.gravity.disabled)").strip() == "True", 20, "Planet X")
+        page.click("Zero")
+        page.wait(lambda: float(page.python("print(live.lab.stopwatch)")) == 0.0, 20, "the stopwatch at 0 s")
+        # The remaining arrows: velocity and acceleration of the moving mass, in their colours.
+        for label in ("velocity", "acceleration", "spring", "damper", "other forces"):
+            tick_box(page, label)
+        page.click("Play")
+        page.wait(lambda: float(page.python("print(live.system.t)")) > 3.0, 60, "more motion")
+        page.click("Pause")
+        page.js("arguments[0].scrollIntoView();", page.canvas)
+        picture = page.picture()
+        assert len(colour_pixels(picture, (228, 87, 46), 20)) > 100  # velocity
+        assert len(colour_pixels(picture, (216, 27, 96), 20)) > 100  # acceleration
+        page.screenshot(tmp_path / "lab-3-all-arrows.png")
         page.click("mystery")
         page.wait(lambda: page.python("print(live.system.mass[1])").strip() == "0.1734", 20, "the mystery mass")
         outputs = page.js("return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
                           ".map((e) => e.innerText).join(' ');")
         assert "0.1734" not in outputs and "173" not in outputs and "mass (kg): ?" in outputs
         page.js("arguments[0].scrollIntoView();", page.canvas)
-        page.screenshot(tmp_path / "lab-3-mystery-moon.png")
+        page.screenshot(tmp_path / "lab-4-mystery-planet-x.png")

@@ -117,8 +117,7 @@ function rulerHit(cam, top, length, x, y) {
 
 function drawLines(g, cam, scene, lab, point) {
   const up = lab.up || [0, 1, 0];
-  const [nodeX] = cam.project(point[0], point[1], point[2]);
-  const labelX = Math.max(scene.x + 90, Math.min(scene.x + scene.w - 8, nodeX - 30));
+  const labelX = scene.x + scene.w - 8; // at the right end: clear of the model and of the arrow key
   const height = point[0] * up[0] + point[1] * up[1] + point[2] * up[2];
   let labelled = [];
   for (const name of ["rest", "equilibrium", "lowest"]) {
@@ -172,20 +171,51 @@ function drawNodeArrows(g, cam, screen, lab, arrows, arrowNodes) {
   });
 }
 
-// The key of the arrows shown: a unit arrow and its value for each kind.
+// The key of the arrows shown, compact: for each unit group a unit arrow and its round
+// value, and the colours of the forces shown, named in their colours.
 function drawArrowKey(g, scene, lab) {
   const units = lab.units || {};
   const shown = ARROWS.filter(([name, , , , , group]) => lab.show[name] && units[group]);
   if (!shown.length) return;
-  const rowHeight = 17, x = scene.x + 12;
+  const x = scene.x + 12, width = 158, rowHeight = 15;
+  const rows = [];
+  const forces = shown.filter(([, , , , , group]) => group === "force");
+  if (forces.length) {
+    rows.push(["unit", forces.length === 1 ? forces[0][2] : "#455a64", `${labNumber(units.force)} N`,
+               forces.length === 1 ? forces[0][1] : "force"]);
+    // The names of the forces, wrapped to the key's width.
+    g.font = SMALL;
+    let line = [];
+    let used = 0;
+    for (const [, label, colour] of forces) {
+      const w = g.measureText(label).width + 8;
+      if (used + w > width && line.length) { rows.push(["names", line]); line = []; used = 0; }
+      line.push([label, colour]);
+      used += w;
+    }
+    if (forces.length > 1 && line.length) rows.push(["names", line]);
+  }
+  for (const [, label, colour, , , group] of shown) {
+    if (group !== "force") rows.push(["unit", colour, `${labNumber(units[group])} ${UNIT_NAMES[group]}`, label]);
+  }
   let y = scene.y + 50;
   g.fillStyle = "rgba(255,255,255,0.85)";
-  g.fillRect(x - 6, y - 6, 190, rowHeight * shown.length + 8);
+  g.fillRect(x - 6, y - 4, width + 10, rowHeight * rows.length + 6);
   g.font = SMALL; g.textBaseline = "middle"; g.textAlign = "left";
-  for (const [, label, colour, width, , group] of shown) {
-    drawArrow(g, x, y + 4, x + ARROW_UNIT_PX, y + 4, colour, Math.min(width, 3));
-    g.fillStyle = "#333";
-    g.fillText(`${label}: ${labNumber(units[group])} ${UNIT_NAMES[group]}`, x + ARROW_UNIT_PX + 8, y + 4);
+  for (const row of rows) {
+    if (row[0] === "unit") {
+      const [, colour, value, label] = row;
+      drawArrow(g, x, y + 5, x + ARROW_UNIT_PX, y + 5, colour, 2.5);
+      g.fillStyle = "#333";
+      g.fillText(`${label} ${value}`, x + ARROW_UNIT_PX + 6, y + 5);
+    } else {
+      let at = x;
+      for (const [label, colour] of row[1]) {
+        g.fillStyle = colour;
+        g.fillText(label, at, y + 5);
+        at += g.measureText(label).width + 8;
+      }
+    }
     y += rowHeight;
   }
 }
