@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 
 import numpy as np
 import pytest
@@ -224,6 +225,36 @@ def test_stopwatch_counts_simulated_time() -> None:
     live.run(2)
     assert live.lab.stopwatch == pytest.approx(0.06)
     assert "0.06 s" in live.lab.watch_label.value
+
+
+def test_choosing_the_measured_node_moves_the_bench_without_changing_masses() -> None:
+    system = scenes.chain(5, mass=0.2)
+    system.mass[2] = 30.0
+    live = msprings.interact(system, show={"rest": True})
+    assert live.node.value == 4  # the free end
+    masses = system.mass.copy()
+    live.node.value = 2
+    assert np.array_equal(system.mass, masses)
+    assert live.mass.value == 30.0 and live.masses.value is None
+    assert live.view.lab["node"] == 2 and live.view.lab["lines"]["rest"] == 0.0
+    live.mass.value = 20.0
+    assert system.mass[2] == 20.0 and np.array_equal(np.delete(system.mass, 2), np.delete(masses, 2))
+
+
+def test_the_equilibrium_line_gives_up_rather_than_freeze_or_mislead() -> None:
+    from msprings.plot._lab import equilibrium
+
+    start = time.perf_counter()
+    assert equilibrium(scenes.cloth(40)) is None  # one implicit step of a large cloth takes seconds
+    assert equilibrium(scenes.cloth(20), budget=0.0) is None  # out of time
+    assert time.perf_counter() - start < 3.0
+    hanging = equilibrium(scenes.cloth(12))
+    assert hanging is not None and hanging[:, 1].min() < -5.0  # it hangs from its corners
+    # A long implicit step would drop the tablecloth through the table: no line at all.
+    assert equilibrium(scenes.tablecloth(6)) is None
+    # On a ground plane, the jelly rests on the ground.
+    resting = equilibrium(scenes.jelly_cube(3))
+    assert resting is not None and resting[:, 1].min() == pytest.approx(0.0, abs=0.05)
 
 
 def test_lowest_point_and_the_ruler() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import html
 import math
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +54,7 @@ PLANET_X = "Planet X"
 ARROW_SAMPLE = 24  # nodes with arrows on a mesh or cloth (all free nodes up to this many)
 TRACE_SAMPLES = 400  # samples of the trace sent to the view
 RECORD_LIMIT = 4000  # samples of the chosen node's motion kept for the readout
+EQUILIBRIUM_NODES = 500  # the largest network whose equilibrium line is solved for (a 22 x 22 cloth)
 BLOW_UP_STRAIN = 100.0  # a spring 100 times longer than at rest: the picture is no longer the model
 BLOW_UP_DRIFT = 3.0  # the energy balance off by three times the energies of sane frames: not physics any more
 
@@ -181,9 +183,13 @@ def measure_oscillation(times: np.ndarray, positions: np.ndarray) -> tuple[float
     return period, amplitude, s
 
 
-def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200) -> np.ndarray | None:
+def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200,
+                budget: float = 1.0) -> np.ndarray | None:
     """Where the nodes would rest under the system's forces (m), shape (n, 3), or None when
-    they do not come to rest (a free body falls for ever).
+    they do not come to rest (a free body falls for ever), rest on a collider other than a
+    plane (a long step would pass through it), have more than :data:`EQUILIBRIUM_NODES`
+    nodes or do not settle within ``budget`` seconds of computing, so the controls never
+    freeze.
 
     A copy of the system is stepped by implicit Euler with 10 s steps (each strongly damps
     every mode) from the current positions at rest, until no node moves more than
@@ -191,6 +197,10 @@ def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200
     """
     if not np.any(system.pinned) and not system.colliders and not np.any(system.external):
         return None
+    if any(collider.kind != "plane" for collider in system.colliders):
+        return None  # a long step would pass through a table or a ball: no line rather than a wrong one
+    if system.n_nodes > EQUILIBRIUM_NODES:
+        return None  # one implicit step of a large network alone can take seconds
     probe = system.copy()
     probe.v[:] = 0.0
     probe.integrator = "implicit_euler"
@@ -198,8 +208,11 @@ def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200
     scale = max(float(np.ptp(probe.x, axis=0).max()), 1e-3)
     dt = 10.0
     moved = math.inf
+    deadline = time.perf_counter() + budget
     try:
         for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                return None
             probe.step(dt)
             moved = float(np.abs(probe.v).max()) * dt
             if moved < tolerance * scale:
@@ -239,6 +252,7 @@ class Lab:
         self._watch_start = 0.0
         self._watch_total = 0.0
         self._revealed = False
+        self._quiet = False
 
         typical = float(np.median(system.mass[free])) if free.size else 1.0
         self._reference_mass = float(system.mass[node]) if system.mass[node] > 0 else typical
@@ -383,12 +397,25 @@ class Lab:
         node = int(change["new"])
         self._changed()
         self._choose_sample()
-        if self.masses.value != MYSTERY:
-            self.mass.value = float(self.system.mass[node]) if self.system.mass[node] > 0 else self.mass.value
+        mass = float(self.system.mass[node])
+        if mass > 0 and self.masses.value != MYSTERY:
+            # Show the new node's mass on the slider without writing it back.
+            self._quiet = True
+            try:
+                low, high = math.log10(mass) - 1.5, math.log10(mass) + 1.5
+                if low > self.mass.max:  # keep min <= max at every assignment
+                    self.mass.max, self.mass.min = high, low
+                else:
+                    self.mass.min, self.mass.max = low, high
+                self.mass.value = mass
+            finally:
+                self._quiet = False
+            matching = [name for name, value in self.presets.items() if math.isclose(value, mass, rel_tol=1e-9)]
+            self.masses.value = matching[0] if matching else None
         self.publish_alone()
 
     def _on_mass(self, change: Mapping[str, Any]) -> None:
-        if self.masses.value == MYSTERY:
+        if self.masses.value == MYSTERY or self._quiet:
             return
         # A browser's slider rounds its value to the slider's step (2.3 % apart on the log
         # scale): a value within half a step of a labelled mass is that mass.
