@@ -83,7 +83,8 @@ def test_the_view_gets_the_arrows_of_a_sample_with_round_units() -> None:
     rows, columns = sample // 12, sample % 12
     for low_row in (0, 6):
         for low_column in (0, 6):
-            assert np.any((rows >= low_row) & (rows < low_row + 6) & (columns >= low_column) & (columns < low_column + 6))
+            inside = (rows >= low_row) & (rows < low_row + 6) & (columns >= low_column) & (columns < low_column + 6)
+            assert np.any(inside)
     block = arrows_of(live)
     forces = node_forces(system)
     for column, name in enumerate(ARROWS):

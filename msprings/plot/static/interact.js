@@ -76,7 +76,8 @@ function drawRuler(g, cam, top, length) {
   const [ax, ay] = r.a, w = RULER_WIDTH;
   const corner = (s, t) => [ax + r.along[0] * s + r.across[0] * t, ay + r.along[1] * s + r.across[1] * t];
   g.beginPath();
-  [corner(0, 0), corner(r.span, 0), corner(r.span, w), corner(0, w)].forEach(([x, y], k) => (k ? g.lineTo(x, y) : g.moveTo(x, y)));
+  const outline = [corner(0, 0), corner(r.span, 0), corner(r.span, w), corner(0, w)];
+  outline.forEach(([x, y], k) => (k ? g.lineTo(x, y) : g.moveTo(x, y)));
   g.closePath();
   g.fillStyle = "rgba(255,236,179,0.92)";
   g.strokeStyle = "#a1887f";
@@ -268,7 +269,8 @@ function drawTrace(canvas, lab, trace) {
   g.font = FONT; g.fillStyle = "#222"; g.textAlign = "left"; g.textBaseline = "top";
   const period = lab.period === null || lab.period === undefined ? "period: after two full swings"
     : `period T = ${lab.period.toFixed(3)} s`;
-  const amplitude = lab.amplitude === null || lab.amplitude === undefined ? "" : `   amplitude A = ${labNumber(lab.amplitude)} m`;
+  const amplitude = lab.amplitude === null || lab.amplitude === undefined ? ""
+    : `   amplitude A = ${labNumber(lab.amplitude)} m`;
   g.fillText(`node ${lab.node}: ${period}${amplitude}`, left, 7);
   const rows = trace.length / 2;
   g.strokeStyle = "#ccc";
@@ -400,7 +402,9 @@ function render({ model, el }) {
       if (!lo.every(isFinite)) { lo.fill(-1); hi.fill(1); }
       // The lab bench's hint: points the motion will reach (a spring let go at rest length).
       for (const p of ((model.get("lab") || {}).extent || [])) {
-        for (let a = 0; a < 3; a++) if (isFinite(p[a])) { lo[a] = Math.min(lo[a], p[a]); hi[a] = Math.max(hi[a], p[a]); }
+        for (let a = 0; a < 3; a++) {
+          if (isFinite(p[a])) { lo[a] = Math.min(lo[a], p[a]); hi[a] = Math.max(hi[a], p[a]); }
+        }
       }
       const center = lo.map((l, a) => 0.5 * (l + hi[a]));
       const radius = Math.max(0.5 * Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-3);
