@@ -898,7 +898,7 @@ function render({ model, el }) {
     } else if (x <= scene.w && y <= scene.h) {
       const node = nearest(x, y);
       if (node !== hover) { hover = node; draw(); }
-      canvas.style.cursor = node >= 0 ? "grab" : "move";
+      canvas.style.cursor = node >= 0 || overRuler(x, y) ? "grab" : "move";
     }
   });
 
@@ -920,12 +920,16 @@ function render({ model, el }) {
   }
   // The ruler: grabbed where the pointer lands on it, moved in the plane of the screen.
   function grabRuler(x, y) {
-    const lab = model.get("lab") || {};
-    if (fit === null || !lab.show || !lab.show.ruler || !lab.ruler_length) return false;
-    if (!rulerHit(camera(), model.get("ruler"), lab.ruler_length, x, y)) return false;
+    if (!overRuler(x, y)) return false;
     movingRuler = { x, y, top: model.get("ruler").slice() };
     canvas.style.cursor = "grabbing";
     return true;
+  }
+
+  function overRuler(x, y) {
+    const lab = model.get("lab") || {};
+    return fit !== null && Boolean(lab.show && lab.show.ruler && lab.ruler_length)
+      && rulerHit(camera(), model.get("ruler"), lab.ruler_length, x, y);
   }
 
   function moveRuler(x, y) {
