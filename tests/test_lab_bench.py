@@ -154,6 +154,24 @@ def test_swapping_masses_changes_the_period_as_the_square_root_of_the_mass() -> 
     assert system.mass[1] == pytest.approx(0.17) and live.masses.value is None
 
 
+def test_a_browsers_late_answers_to_a_quick_run_of_swaps_leave_the_last_one() -> None:
+    # A cell swaps three masses in turn; after it has run, the browser's slider sends back
+    # its rounding of each value it was sent (0.05 -> 0.0501 kg ...).  The last swap stands.
+    system = scenes.lab_spring()
+    live = msprings.interact(system)
+    for name in ("50 g", "250 g", "100 g"):
+        live.masses.value = name
+    live.run(3)
+    records = len(live.lab._records)
+    for answer in (10 ** -1.30, 10 ** -0.60, 10 ** -1.0):  # on the slider's steps of 0.01 in log10
+        live.mass.value = answer
+        assert system.mass[1] == 0.1 and live.masses.value == "100 g"
+    assert len(live.lab._records) == records  # not taken for a change: the readout goes on
+    # A student's own move of the slider is a change.
+    live.mass.value = 0.16
+    assert system.mass[1] == 0.16 and live.masses.value is None
+
+
 def test_the_mystery_mass_is_hidden_and_can_be_measured() -> None:
     secret = 0.1734
     system = scenes.lab_spring(c=0.0)
@@ -206,6 +224,18 @@ def test_gravity_presets_move_the_equilibrium_by_m_g_over_k() -> None:
     assert live.reveal()["gravity"] == 13.7
     live.planet.value = "Moon"
     assert not live.gravity.disabled and np.allclose(system.gravity, [0.0, -1.62, 0.0])
+
+
+def test_a_browsers_late_answers_to_a_quick_run_of_planets_leave_the_last_one() -> None:
+    system = scenes.lab_spring()
+    live = msprings.interact(system)
+    for planet in ("Moon", "Jupiter", "Earth"):
+        live.planet.value = planet
+    for answer in (1.6200000000000001, 24.790000000000003, 9.81):  # the slider's answers, late
+        live.gravity.value = answer
+    assert np.allclose(system.gravity, [0.0, -9.81, 0.0]) and live.planet.value == "Earth"
+    live.gravity.value = 3.0  # a student's own move
+    assert np.allclose(system.gravity, [0.0, -3.0, 0.0]) and live.planet.value is None
 
 
 def test_stopwatch_counts_simulated_time() -> None:

@@ -5,6 +5,7 @@ Screenshots of each stage are written to the test's temporary folder (``lab-*.pn
 """
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import numpy as np
@@ -102,5 +103,12 @@ def test_every_bench_control_renders_and_works_in_jupyterlab(lab: Lab, tmp_path:
         outputs = page.js("return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
                           ".map((e) => e.innerText).join(' ');")
         assert "0.1734" not in outputs and "173" not in outputs and "mass (kg): ?" in outputs
+
+        # A quick run of swaps from Python: the slider's late answers leave the last one.
+        page.python("for name in ('50 g', '250 g', '100 g'): live.masses.value = name\n"
+                    "for name in ('Moon', 'Jupiter', 'Earth'): live.planet.value = name")
+        time.sleep(3)  # for the browser's answers to arrive
+        assert page.python("print(live.system.mass[1], live.masses.value)").split() == ["0.1", "100", "g"]
+        assert page.python("print(round(live.system.gravity[1], 6), live.planet.value)").split() == ["-9.81", "Earth"]
         page.js("arguments[0].scrollIntoView();", page.canvas)
         page.screenshot(tmp_path / "lab-4-mystery-planet-x.png")

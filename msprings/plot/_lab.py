@@ -54,6 +54,7 @@ PLANET_X = "Planet X"
 ARROW_SAMPLE = 24  # nodes with arrows on a mesh or cloth (all free nodes up to this many)
 TRACE_SAMPLES = 400  # samples of the trace sent to the view
 RECORD_LIMIT = 4000  # samples of the chosen node's motion kept for the readout
+ECHO_SECONDS = 30.0  # how long a browser's late answer to a value set from Python is recognised
 EQUILIBRIUM_NODES = 500  # the largest network whose equilibrium line is solved for (a 22 x 22 cloth)
 BLOW_UP_STRAIN = 100.0  # a spring 100 times longer than at rest: the picture is no longer the model
 BLOW_UP_DRIFT = 3.0  # the energy balance off by three times the energies of sane frames: not physics any more
@@ -253,6 +254,8 @@ class Lab:
         self._watch_total = 0.0
         self._revealed = False
         self._quiet = False
+        self._sent: list[tuple[float, float]] = []  # (monotonic s, kg) put on the mass slider from Python
+        self._sent_gravity: list[tuple[float, float]] = []  # (monotonic s, m/s²) put on the gravity slider
 
         typical = float(np.median(system.mass[free])) if free.size else 1.0
         self._reference_mass = float(system.mass[node]) if system.mass[node] > 0 else typical
@@ -407,20 +410,42 @@ class Lab:
                     self.mass.max, self.mass.min = high, low
                 else:
                     self.mass.min, self.mass.max = low, high
-                self.mass.value = mass
+                self._show_mass(mass)
             finally:
                 self._quiet = False
             matching = [name for name, value in self.presets.items() if math.isclose(value, mass, rel_tol=1e-9)]
             self.masses.value = matching[0] if matching else None
         self.publish_alone()
 
+    def _show_mass(self, value: float) -> None:
+        """Puts ``value`` (kg) on the mass slider from Python, remembering it: a browser's
+        slider answers each such value with its own rounding of it, late."""
+        self._sent.append((time.monotonic(), float(value)))
+        del self._sent[:-16]
+        self.mass.value = value
+
     def _on_mass(self, change: Mapping[str, Any]) -> None:
         if self.masses.value == MYSTERY or self._quiet:
             return
-        # A browser's slider rounds its value to the slider's step (2.3 % apart on the log
-        # scale): a value within half a step of a labelled mass is that mass.
-        matching = [name for name, value in self.presets.items() if math.isclose(value, change["new"], rel_tol=0.012)]
-        self.system.mass[int(self.node.value)] = self.presets[matching[0]] if matching else float(change["new"])
+        new = float(change["new"])
+        # A browser's slider rounds a value it is sent to the slider's step (2.3 % apart on
+        # the log scale) and sends that back, after the cell that set it has run.  The answer
+        # to the latest value stands for it; an answer to an earlier one is stale (a cell set
+        # several masses in turn) and puts the latest back.
+        recent = [value for when, value in self._sent if time.monotonic() - when < ECHO_SECONDS]
+        if recent and new != recent[-1]:
+            if math.isclose(new, recent[-1], rel_tol=0.012):
+                new = recent[-1]
+            elif any(math.isclose(new, value, rel_tol=0.012) for value in recent[:-1]):
+                self._show_mass(recent[-1])
+                return
+        # A value within half a step of a labelled mass is that mass.
+        matching = [name for name, value in self.presets.items() if math.isclose(value, new, rel_tol=0.012)]
+        mass = self.presets[matching[0]] if matching else new
+        node = int(self.node.value)
+        if self.system.mass[node] == mass and self.masses.value == (matching[0] if matching else None):
+            return  # the browser's answer to what is already so
+        self.system.mass[node] = mass
         self.masses.value = matching[0] if matching else None
         self._changed()
         self.live._update_critical()
@@ -445,7 +470,7 @@ class Lab:
             self._changed()
             self.live._update_critical()
         else:
-            self.mass.value = self.presets[name]
+            self._show_mass(self.presets[name])
 
     def _match_planet(self, value: float) -> None:
         matching = [name for name, g in GRAVITY_PRESETS.items() if math.isclose(g, value, abs_tol=5e-3)]
@@ -472,11 +497,20 @@ class Lab:
             self._changed()
             live._publish()
         else:
+            self._sent_gravity.append((time.monotonic(), GRAVITY_PRESETS[name]))
+            del self._sent_gravity[:-16]
             live.gravity.value = GRAVITY_PRESETS[name]
 
     def _on_gravity_slider(self, change: Mapping[str, Any]) -> None:
+        new = float(change["new"])
+        # As for the mass slider: a browser's late answer to a planet chosen before the
+        # latest one (a cell visited several in turn) puts the latest one back.
+        recent = [value for when, value in self._sent_gravity if time.monotonic() - when < ECHO_SECONDS]
+        if recent and abs(new - recent[-1]) > 0.006 and any(abs(new - value) <= 0.006 for value in recent[:-1]):
+            self.live.gravity.value = recent[-1]
+            return
         if self.planet.value != PLANET_X:
-            self._match_planet(change["new"])
+            self._match_planet(new)
         self._changed(publish=True)
 
     def _on_watch(self, change: Mapping[str, Any]) -> None:
