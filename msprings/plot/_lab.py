@@ -252,7 +252,6 @@ class Lab:
         self._watch_running = False
         self._watch_start = 0.0
         self._watch_total = 0.0
-        self._revealed = False
         self._quiet = False
         self._sent: list[tuple[float, float]] = []  # (monotonic s, kg) put on the mass slider from Python
         self._sent_gravity: list[tuple[float, float]] = []  # (monotonic s, m/s²) put on the gravity slider
@@ -541,7 +540,6 @@ class Lab:
     def reveal(self) -> dict[str, float]:
         """The hidden values, shown in the panel too: the mystery mass (kg) and the mystery
         planet's gravity (m/s²)."""
-        self._revealed = True
         self.revealed.value = (f'<div style="font-size:12px;color:#555">mystery mass {self._mystery_mass:.4g} kg, '
                                f'{html.escape(PLANET_X)}: g = {self._mystery_gravity:.4g} m/s²</div>')
         return {"mass": self._mystery_mass, "gravity": self._mystery_gravity}

@@ -48,7 +48,7 @@ import traitlets
 
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
-from ._lab import Lab, LabViewTraits
+from ._lab import SHOW, Lab, LabViewTraits
 
 __all__ = ["DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "WORK_PARTS", "LiveControls", "SystemView", "interact"]
 
@@ -659,8 +659,16 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     height = _integer(height, "height", 320, 2000)
     if node is not None:
         node = _integer(node, "node", 0, system.n_nodes - 1)
-    if show is not None and not isinstance(show, Mapping):
-        raise TypeError(f"show must be a dict of toggle names to True/False, not {type(show).__name__}")
+    _positive_number(mystery_mass, "mystery_mass", allow_none=True)
+    _positive_number(mystery_gravity, "mystery_gravity", allow_none=True)
+    if show is not None:
+        if not isinstance(show, Mapping):
+            raise TypeError(f"show must be a dict of toggle names to True/False, not {type(show).__name__}")
+        for name, value in show.items():
+            if name not in SHOW:
+                raise ValueError(f"show has no toggle {name!r}; choose from {', '.join(SHOW)}")
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"show[{name!r}] must be True or False, not {type(value).__name__}")
     return LiveControls(system, dt=dt, integrator=integrator, steps_per_frame=steps_per_frame, damping=damping,
                         fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height, node=node,
                         mystery_mass=mystery_mass, mystery_gravity=mystery_gravity, show=show)
