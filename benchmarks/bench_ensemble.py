@@ -3,7 +3,7 @@
 * Single springs: B = 10,000 members, each one node of 1 kg hanging 1 m below a pinned node on
   a spring with c = 0.5 N s/m and k spread evenly over 10..100 N/m, gravity on; symplectic
   Euler, h = 1e-3 s, 1,000 steps.
-* Chain-11s: B = 10,000 members of chain-11 (``msprings.scenes.chain(11)``: 1 kg nodes 1 m
+* Chain-11s: B = 10,000 members of chain-11 (``msprings.scenes.chain(11, c=0.3)``: 1 kg nodes 1 m
   apart, k = 20 N/m, c = 0.3 N s/m, node 0 pinned), k spread the same way; same integrator,
   step and count.
 
@@ -43,7 +43,7 @@ def single_springs(msprings: Any, count: int) -> list[Any]:
 
 def chains(msprings: Any, count: int) -> list[Any]:
     """chain-11s with k spread over 10..100 N/m."""
-    return [msprings.scenes.chain(11, k=float(k)) for k in np.linspace(10.0, 100.0, count)]
+    return [msprings.scenes.chain(11, k=float(k), c=0.3) for k in np.linspace(10.0, 100.0, count)]
 
 
 def identical(msprings: Any, systems: list[Any]) -> bool:

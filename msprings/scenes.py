@@ -37,6 +37,7 @@ __all__ = [
     "flag",
     "grid_springs",
     "jelly_cube",
+    "lab_spring",
     "lattice_springs",
     "pyramid",
     "single_spring",
@@ -343,10 +344,30 @@ def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c:
 
 
 @_checks_keywords()
-def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
+def lab_spring(length: float = 0.3, *, mass: float = 0.1, k: float = 10.0, c: float = 0.01, stretch: float = 0.0,
+               **options: Any) -> System:
+    """A lab spring hanging from a stand, as on a school bench: node 0 pinned at the origin,
+    the mass (node 1) ``length`` m straight below it (pulled ``stretch`` m further down), a
+    100 g mass on a 10 N/m spring of 30 cm, lightly damped (c = 0.01 N s/m, damping ratio
+    0.005).  Let go at rest length, it bounces about its equilibrium ``m g / k`` = 9.8 cm
+    lower with that amplitude and a period ``2 pi sqrt(m / k)`` = 0.63 s."""
+    length = _positive(length, "length")
+    positions = np.array([[0.0, 0.0, 0.0], [0.0, -(length + float(stretch)), 0.0]])
+    options.setdefault("pinned", [0])
+    system = System(positions, [[0, 1]], mass=mass, k=k, c=c, rest=length, **options)
+    system.families["structural"] = np.array([0])
+    return system
+
+
+@_checks_keywords()
+def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 5000.0, c: float = 5.0,
           anchor: str | None = "start", direction: ArrayLike = (1.0, 0.0, 0.0), **options: Any) -> System:
     """A string of ``n`` nodes ``spacing`` m apart along ``direction`` from the origin, joined
-    by neighbour springs (the references' chain: 11 nodes, 1 kg, k = 20 N/m, c = 0.3 N s/m).
+    by neighbour springs: 11 nodes of 1 kg on springs of k = 5000 N/m, c = 5 N s/m (damping
+    ratio 0.05 between two nodes).  Let go level, it swings down and hangs with its top spring
+    stretched 2 % (the weight of ten nodes, 98 N, on 5000 N/m) and a little more while it swings.
+    The references' chain (k = 20 N/m, c = 0.3 N s/m) is ``chain(k=20.0, c=0.3)``: its 1 kg
+    nodes stretch those soft springs by up to eleven times their length.
 
     ``anchor`` pins ``"start"`` (node 0), ``"end"``, ``"both"`` ends, the ``"middle"`` node,
     or nothing (None); ``pinned=`` overrides it.

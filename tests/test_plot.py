@@ -851,8 +851,8 @@ def test_compare_integrators_chain_above_the_critical_step_beside_rk4():
 
 
 def largest_kinetic_energy(integrator: str, dt: float, steps: int) -> float:
-    """The largest kinetic energy (J) of the default chain over a run."""
-    chain = scenes.chain(11)
+    """The largest kinetic energy (J) of the references' soft chain over a run."""
+    chain = scenes.chain(11, k=20.0, c=0.3)
     chain.integrator = integrator
     largest = 0.0
     for _ in range(steps):
@@ -866,7 +866,7 @@ def test_compare_integrators_total_of_a_chain_from_rest_at_y_0_on_the_energy_sca
     # Euler keeps it there to round-off (it books its loss as numerical).  The scale is the
     # energy in play over the first twentieth of the run (hundreds of J), not that round-off
     # (1e-12 J), so the run is drawn flat.
-    figure = plot.compare_integrators(lambda: scenes.chain(11), 0.2, 200, ["implicit_euler"])
+    figure = plot.compare_integrators(lambda: scenes.chain(11, k=20.0, c=0.3), 0.2, 200, ["implicit_euler"])
     ax = figure.axes[0]
     values = curve_of(ax, "implicit_euler").get_ydata()
     assert np.abs(values).max() < 1e-9
@@ -877,12 +877,12 @@ def test_compare_integrators_total_of_a_chain_from_rest_at_y_0_on_the_energy_sca
 
 
 def test_compare_integrators_readme_chain_shows_every_stable_run_whole():
-    # The README's call: every integrator on the 11-node chain at dt = 0.2 s (omega h = 1.9
+    # The README's call: every integrator on the references' soft 11-node chain at dt = 0.2 s (omega h = 1.9
     # for its fastest mode).  Only explicit Euler, unstable at any step, leaves the scale; the
     # others are drawn whole on one axis that spans the largest of their swings (symplectic
     # Euler's total swings by some 300 J) and not much more.
     dt, steps = 0.2, 200
-    figure = plot.compare_integrators(lambda: scenes.chain(11), dt, steps)
+    figure = plot.compare_integrators(lambda: scenes.chain(11, k=20.0, c=0.3), dt, steps)
     panels = {ax.get_title().split("\n")[0]: ax for ax in figure.axes if ax.get_visible()}
     assert set(panels) == set(stability.INTEGRATORS)
     low, high = panels["rk4"].get_ylim()

@@ -75,7 +75,8 @@ def test_widget_and_view_blocks_return_their_objects_in_a_plain_process(
         shown.setdefault(value["line"], []).append(value["type"])
     code = [(block.line + offset, line) for block in python_blocks(readme_text)
             for offset, line in enumerate(block.code.splitlines())]
-    interact = [number for number, line in code if "msprings.interact(" in line]
+    # The block that shows the controls (an expression); another assigns them to a name.
+    interact = [number for number, line in code if line.lstrip().startswith("msprings.interact(")]
     views = [number for number, line in code if "plot.view(" in line]
     assert len(interact) == 1 and len(views) == 3
     assert "msprings.plot.widgets.LiveControls" in shown[interact[0]]

@@ -355,9 +355,20 @@ def test_single_spring_defaults() -> None:
 def test_chain_defaults() -> None:
     s = scenes.chain()
     assert s.n_nodes == 11 and s.n_springs == 10
-    assert np.all(s.mass == 1.0) and np.all(s.k == 20.0) and np.all(s.c == 0.3)
+    assert np.all(s.mass == 1.0) and np.all(s.k == 5000.0) and np.all(s.c == 5.0)
     np.testing.assert_allclose(s.rest, 1.0)
     assert list(np.flatnonzero(s.pinned)) == [0]
+    # A physical chain: at rest it hangs with its top spring stretched by the weight of the
+    # ten nodes below, 98.1 N / 5000 N/m = 2 %, and the bottom one by 0.2 %.
+    s.integrator = "implicit_euler"
+    for _ in range(200):
+        s.step(10.0)
+    strain = s.strain()
+    assert strain[0] == pytest.approx(10 * 9.81 / 5000.0, rel=1e-6)
+    assert strain[-1] == pytest.approx(9.81 / 5000.0, rel=1e-6)
+    # The references' soft chain stretches its top spring almost fivefold.
+    soft = scenes.chain(k=20.0, c=0.3)
+    assert soft.mass[1] * 10 * 9.81 / soft.k[0] == pytest.approx(4.905)
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,10 @@ Drawing a cloth of thousands of springs is kept to a few milliseconds by strokin
 springs as one path per strain colour (41 colours) and filling the faces, far to near, in
 runs of one shade (32 shades).
 
+The lab bench (arrows, ruler, stopwatch, reference lines, period readout, trace, mass swap,
+gravity presets) is computed in :mod:`msprings.plot._lab` and drawn by its own functions in
+the same ES module.  While playing, its overlays travel in the frames they belong to.
+
 This module is also reachable as :mod:`msprings.widgets`, the same module object.
 """
 from __future__ import annotations
@@ -68,6 +72,7 @@ import traitlets
 
 from .. import _core
 from .._system import Ledger, StabilityWarning, System
+from ._lab import SHOW, Lab, LabViewTraits
 
 __all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS", "SPEEDS",
            "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare", "interact"]
@@ -113,7 +118,7 @@ _SAFE_COLOUR = "#2e7d32"
 _DANGER_COLOUR = "#c62828"
 
 
-class SystemView(anywidget.AnyWidget):
+class SystemView(anywidget.AnyWidget, LabViewTraits):
     """The canvas: a projected 3-D drawing of the network, energy bars and a ledger strip chart.
 
     Binary traits hold little-endian arrays: ``positions`` float32 (n, 3) in m, ``springs``
@@ -128,6 +133,8 @@ class SystemView(anywidget.AnyWidget):
     on the page.  The view also sends ``{"type": "drag", "node": i, "position": [x, y, z]}``
     / ``{"type": "release", "node": i}`` when a node is grabbed, and ``{"type": "key",
     "action": "play" | "step" | "reset"}`` for the keys space, → and r on the canvas.
+    The lab bench's traits (arrows, ruler, lines, trace) are those of
+    :class:`~msprings.plot._lab.LabViewTraits`.
     """
 
     _esm = Path(__file__).with_name("static") / "interact.js"
@@ -324,12 +331,19 @@ class LiveControls(ipywidgets.Box):
     ``damping`` (dicts of sliders by spring family), ``gravity``, ``wind`` (None when the
     system has nothing the wind acts on), ``breakdown`` (the ledger by mechanism),
     ``message``, ``view`` (:class:`SystemView`), ``speed`` (simulated seconds per wall
-    second while playing, one of :data:`SPEEDS`) and ``player`` (:class:`Playback`).
+    second while playing, one of :data:`SPEEDS`) and ``player`` (:class:`Playback`).  The lab
+    bench (``lab``, a :class:`~msprings.plot._lab.Lab`) adds ``show`` (a dict of tick boxes by
+    name: :data:`~msprings.plot._lab.SHOW`), ``node`` (the measured node), ``mass`` (its mass,
+    kg), ``masses`` (masses to swap, one of them the hidden ``"mystery"``), ``planet``
+    (gravity presets), ``stopwatch_button``, ``stopwatch_reset`` and ``readout`` (period and
+    amplitude).
     """
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
                  damping: str, fps: float, azimuth: float | None, elevation: float | None,
-                 width: int, height: int, shared: Comparison | None = None) -> None:
+                 width: int, height: int, shared: Comparison | None = None, node: int | None = None,
+                 mystery_mass: float | None = None, mystery_gravity: float | None = None,
+                 show: Mapping[str, bool] | None = None) -> None:
         self.system = system
         self._shared = shared
         self.damping_mode = damping
@@ -436,15 +450,20 @@ class LiveControls(ipywidgets.Box):
         if self.wind is not None:
             self.wind.observe(self._on_wind, "value")
 
+        self.lab = Lab(self, node=node, mystery_mass=mystery_mass, mystery_gravity=mystery_gravity, show=show)
+        self.show, self.node, self.mass, self.masses = self.lab.show, self.lab.node, self.lab.mass, self.lab.masses
+        self.planet, self.readout = self.lab.planet, self.lab.readout
+        self.stopwatch_button, self.stopwatch_reset = self.lab.stopwatch_button, self.lab.stopwatch_reset
+
         sliders: list[ipywidgets.Widget] = [self.integrator, ipywidgets.VBox([self.dt, self.critical]),
                                             self.steps_per_frame]
         for family in self.stiffness:
             sliders += [self.stiffness[family], self.damping[family]]
-        sliders.append(self.gravity)
+        sliders += [self.gravity, self.planet]
         if self.wind is not None:
             sliders.append(self.wind)
         self.buttons = ipywidgets.HBox([self.play, self.step_button, self.reset_button, self.speed])
-        panel = ipywidgets.VBox([self.buttons, *sliders, self.breakdown, self.message],
+        panel = ipywidgets.VBox([self.buttons, *sliders, *self.lab.panel(), self.breakdown, self.message],
                                 layout={"padding": "0 0 0 12px", "width": "424px"})
         super().__init__([self.view, panel], layout={"display": "flex", "flex_flow": "row wrap",
                                                      "align_items": "flex-start"})
@@ -641,14 +660,30 @@ class LiveControls(ipywidgets.Box):
             self._set_message(
                 f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
                 f"it was before this frame (t = {system.t:.4g} s): lower dt or change the integrator and play "
-                "on, or press Reset.")
+                f"on, or press Reset. {self.lab.blow_up_note()}".strip())
             self._publish()
             return False
         except ValueError as error:
             self.play.value = False
             self._set_message("Cannot step:", str(error))
             return False
+        if not self.lab.after_step():
+            self.play.value = False
+            self._publish()
+            label = _LABELS.get(system.integrator, system.integrator)
+            critical = system.critical_dt()
+            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
+                      if self.dt.value > critical else "a spring stretched to over a hundred times its rest length")
+            self._set_message(
+                f"{label} blew up", f"by t = {system.t:.4g} s: {reason}. {self.lab.blow_up_note()} Lower dt or "
+                "change the integrator, then press Reset.")
+            return False
         return True
+
+    def reveal(self) -> dict[str, float]:
+        """The hidden values of the lab bench, shown under its controls too: ``{"mass": kg
+        of the mystery mass, "gravity": m/s² of the mystery planet}``."""
+        return self.lab.reveal()
 
     def run(self, frames: int) -> bool:
         """``frames`` ticks, as if playing; stops early (False) at a divergence."""
@@ -661,6 +696,7 @@ class LiveControls(ipywidgets.Box):
         self.play.value = False
         self._release_all()
         self.system.reset()
+        self.lab.reset()
         self._history.clear()
         self._set_message("")
         self.view.generation += 1
@@ -736,6 +772,8 @@ class LiveControls(ipywidgets.Box):
             self.view.history = recent.tobytes()
             self.view.energy = shown
             self.view.status = self._status()
+            if hasattr(self, "lab"):
+                self.lab.publish()
             self.view.frame += 1
 
     def _record(self) -> tuple[dict[str, float | None], tuple[float, ...]]:
@@ -777,6 +815,9 @@ class LiveControls(ipywidgets.Box):
                                    for value in sample])
             buffers = [np.ascontiguousarray(np.clip(self.system.x, -1e30, 1e30), dtype="<f4").tobytes(),
                        self._strain().tobytes()]
+            if hasattr(self, "lab"):  # the lab's overlays travel with the positions they belong to
+                content["lab"], overlays = self.lab.frame(buffers[0], buffers[1], shown)
+                buffers += overlays
             if seq % max(1, round(self.player.fps / 4)) == 0:  # the ledger table, a few times a second
                 self.breakdown.value = self._breakdown_table()
         self.view.send(content, buffers)
@@ -785,7 +826,8 @@ class LiveControls(ipywidgets.Box):
 def interact(system: System, *, dt: float | None = None, integrator: str | None = None,
              steps_per_frame: int | None = None, damping: str = "zeta", fps: float = 30.0,
              azimuth: float | None = None, elevation: float | None = None, width: int = 640,
-             height: int = 480) -> LiveControls:
+             height: int = 480, node: int | None = None, mystery_mass: float | None = None,
+             mystery_gravity: float | None = None, show: Mapping[str, bool] | None = None) -> LiveControls:
     """Live controls for ``system`` in a notebook: play/pause/step/reset, sliders and a view.
 
     While playing, the kernel steps the system on a simulated clock and pushes frames to
@@ -806,7 +848,20 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     says which mechanisms dissipated energy and which did work.  Drag a node to move it (it is held with
     zero velocity while the button is down); drag empty space to turn the view.  A step that
     diverges (:class:`msprings.DivergenceError`) pauses the controls and says why; the system
-    is as it was before that frame's steps.
+    is as it was before that frame's steps.  A frame that leaves a spring stretched a
+    hundredfold, or an energy balance (kinetic + spring + gravity + dissipated - work) that
+    has drifted by most of the energy, is a blow-up too: the controls pause, and the view
+    keeps showing the last sane frame and its energies.
+
+    The lab bench, each part a named control that starts off as in PhET's "Masses and
+    Springs": force and motion arrows on the nodes (spring, damper, gravity, other forces,
+    net force, velocity, acceleration; on a sample of about 24 nodes of a large network) with
+    a key of round values; a ruler to drag; a stopwatch counting simulated time; reference
+    lines through the measured node (rest length, equilibrium, lowest point so far); a
+    trace of its displacement and its period and amplitude measured from zero crossings; a
+    mass slider and masses to swap onto it (half, once and 2.5 times its mass, and a
+    mystery mass, hidden until :meth:`LiveControls.reveal`); gravity presets (Earth 9.81,
+    Moon 1.62, Jupiter 24.79 m/s² and a hidden Planet X).
 
     Parameters
     ----------
@@ -829,6 +884,19 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
         Initial view angles (degrees); default face-on for a network in the x-y plane.
     width, height : int
         Canvas size in CSS pixels (320 to 2000).
+    node : int, optional
+        The measured node: its mass is the mass slider's, the lines, trace and readout are
+        its.  Default the free node farthest from the pinned ones (a spring's mass, a
+        chain's end).
+    mystery_mass : float, optional
+        The hidden mass (kg) of the ``"mystery"`` choice; default drawn at random between
+        1.3 and 2.2 times the measured node's mass.
+    mystery_gravity : float, optional
+        The hidden gravity (m/s²) of Planet X; default drawn at random in 3 to 22 m/s², not
+        within 1.5 m/s² of a labelled planet.
+    show : dict of str to bool, optional
+        Lab bench parts to show at once, by name (``{"ruler": True, "net": True}``); the
+        names are :data:`msprings.plot._lab.SHOW`.
 
     Returns
     -------
@@ -845,7 +913,20 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     """
     options = _checked(system, dt=dt, integrator=integrator, steps_per_frame=steps_per_frame, damping=damping,
                        fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height)
-    return LiveControls(system, **options)
+    if node is not None:
+        node = _integer(node, "node", 0, system.n_nodes - 1)
+    _positive_number(mystery_mass, "mystery_mass", allow_none=True)
+    _positive_number(mystery_gravity, "mystery_gravity", allow_none=True)
+    if show is not None:
+        if not isinstance(show, Mapping):
+            raise TypeError(f"show must be a dict of toggle names to True/False, not {type(show).__name__}")
+        for name, value in show.items():
+            if name not in SHOW:
+                raise ValueError(f"show has no toggle {name!r}; choose from {', '.join(SHOW)}")
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"show[{name!r}] must be True or False, not {type(value).__name__}")
+    return LiveControls(system, **options, node=node, mystery_mass=mystery_mass,
+                        mystery_gravity=mystery_gravity, show=show)
 
 
 def _checked(system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,

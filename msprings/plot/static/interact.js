@@ -40,6 +40,294 @@ function sharedClock(id) {
   return clock;
 }
 
+// ---- The lab bench (msprings/plot/_lab.py): arrows, ruler, stopwatch, lines, trace. ----
+// Arrows in the order of the columns Python sends: [name, label, colour, width, offset px, unit group].
+const ARROWS = [
+  ["spring", "spring", "#1f78b4", 2.5, -8, "force"],
+  ["damper", "damper", "#8e5ea2", 2.5, -4, "force"],
+  ["gravity", "gravity", "#2e7d32", 2.5, 4, "force"],
+  ["other", "other forces", "#e6a100", 2.5, 8, "force"],
+  ["net", "net force", "#111111", 3.5, 0, "force"],
+  ["velocity", "velocity", "#e4572e", 3, 14, "velocity"],
+  ["acceleration", "acceleration", "#d81b60", 3, -14, "acceleration"],
+];
+const ARROW_UNIT_PX = 40; // a unit arrow is this long on screen
+const ARROW_MAX_PX = 150;
+const UNIT_NAMES = { force: "N", velocity: "m/s", acceleration: "m/s²" };
+const LINE_STYLE = {
+  rest: ["rest length", "#1f78b4", [8, 5]],
+  equilibrium: ["equilibrium", "#2e7d32", [8, 5]],
+  lowest: ["lowest point", "#c62828", [2, 4]],
+};
+const RULER_WIDTH = 30; // px
+const TRACE_HEIGHT = 140; // px, the trace canvas under the view
+
+function labNumber(value, digits = 3) {
+  if (value === null || value === undefined || !isFinite(value)) return "–";
+  return Number(value.toPrecision(digits)).toString();
+}
+
+function drawArrow(g, x0, y0, x1, y1, colour, width) {
+  const dx = x1 - x0, dy = y1 - y0, length = Math.hypot(dx, dy);
+  if (length < 1.5) return;
+  const ux = dx / length, uy = dy / length, head = Math.min(10, 0.45 * length) + width;
+  g.beginPath();
+  g.moveTo(x0, y0);
+  g.lineTo(x1 - ux * head * 0.7, y1 - uy * head * 0.7);
+  g.strokeStyle = colour;
+  g.lineWidth = width;
+  g.lineCap = "round";
+  g.stroke();
+  g.beginPath();
+  g.moveTo(x1, y1);
+  g.lineTo(x1 - ux * head - uy * head * 0.45, y1 - uy * head + ux * head * 0.45);
+  g.lineTo(x1 - ux * head + uy * head * 0.45, y1 - uy * head - ux * head * 0.45);
+  g.closePath();
+  g.fillStyle = colour;
+  g.fill();
+  g.lineCap = "butt";
+}
+
+// The ruler's corners on screen: top end, bottom end and the unit vectors along and across it.
+function rulerGeometry(cam, top, length) {
+  const a = cam.project(top[0], top[1], top[2]);
+  const b = cam.project(top[0], top[1] - length, top[2]);
+  const dx = b[0] - a[0], dy = b[1] - a[1], span = Math.hypot(dx, dy) || 1;
+  return { a, b, span, along: [dx / span, dy / span], across: [-dy / span, dx / span] };
+}
+
+function drawRuler(g, cam, top, length) {
+  const r = rulerGeometry(cam, top, length);
+  const [ax, ay] = r.a, w = RULER_WIDTH;
+  const corner = (s, t) => [ax + r.along[0] * s + r.across[0] * t, ay + r.along[1] * s + r.across[1] * t];
+  g.beginPath();
+  const outline = [corner(0, 0), corner(r.span, 0), corner(r.span, w), corner(0, w)];
+  outline.forEach(([x, y], k) => (k ? g.lineTo(x, y) : g.moveTo(x, y)));
+  g.closePath();
+  g.fillStyle = "rgba(255,236,179,0.92)";
+  g.strokeStyle = "#a1887f";
+  g.lineWidth = 1;
+  g.fill();
+  g.stroke();
+  // Ticks: 50 small divisions, labelled every 10, in cm up to 2 m and in m beyond.
+  const centimetres = length <= 2.0;
+  const perTick = r.span / 50;
+  g.font = "10px system-ui, sans-serif";
+  g.fillStyle = "#4e342e";
+  g.textAlign = "left";
+  g.textBaseline = "middle";
+  for (let k = 0; k <= 50; k++) {
+    if (perTick < 3 && k % 5) continue;
+    const major = k % 10 === 0, middle = k % 5 === 0;
+    const [x0, y0] = corner(k * perTick, 0);
+    const [x1, y1] = corner(k * perTick, major ? 12 : middle ? 8 : 4);
+    g.beginPath(); g.moveTo(x0, y0); g.lineTo(x1, y1);
+    g.strokeStyle = "#4e342e"; g.lineWidth = major ? 1.2 : 0.8; g.stroke();
+    if (major && k > 0) {
+      const value = (length * k) / 50;
+      const [lx, ly] = corner(k * perTick, 14);
+      g.fillText(centimetres ? `${labNumber(100 * value)}` : `${labNumber(value)}`, lx, ly);
+    }
+  }
+  const [ux, uy] = corner(2, 14);
+  g.textBaseline = "top";
+  g.fillText(centimetres ? "cm" : "m", ux, uy);
+}
+
+function rulerHit(cam, top, length, x, y) {
+  const r = rulerGeometry(cam, top, length);
+  const px = x - r.a[0], py = y - r.a[1];
+  const s = px * r.along[0] + py * r.along[1], t = px * r.across[0] + py * r.across[1];
+  return s >= -4 && s <= r.span + 4 && t >= -4 && t <= RULER_WIDTH + 4;
+}
+
+function drawLines(g, cam, scene, lab, point) {
+  const up = lab.up || [0, 1, 0];
+  const labelX = scene.x + scene.w - 8; // at the right end: clear of the model and of the arrow key
+  const height = point[0] * up[0] + point[1] * up[1] + point[2] * up[2];
+  let labelled = [];
+  for (const name of ["rest", "equilibrium", "lowest"]) {
+    const h = (lab.lines || {})[name];
+    if (!lab.show[name] || h === null || h === undefined) continue;
+    const p = [0, 1, 2].map((a) => point[a] + (h - height) * up[a]);
+    const [, y] = cam.project(p[0], p[1], p[2]);
+    if (!isFinite(y) || y < scene.y || y > scene.y + scene.h) continue;
+    const [label, colour, dash] = LINE_STYLE[name];
+    g.beginPath();
+    g.moveTo(scene.x, y); g.lineTo(scene.x + scene.w, y);
+    g.setLineDash(dash); g.strokeStyle = colour; g.lineWidth = 1.5; g.stroke(); g.setLineDash([]);
+    // Labels of lines close together are moved apart so they do not overlap.
+    let ly = y - 3;
+    while (labelled.some((other) => Math.abs(other - ly) < 13)) ly -= 13;
+    labelled.push(ly);
+    g.font = SMALL; g.textAlign = "right"; g.textBaseline = "bottom";
+    g.lineWidth = 3; g.strokeStyle = "rgba(255,255,255,0.9)";
+    g.strokeText(label, labelX, ly);
+    g.fillStyle = colour;
+    g.fillText(label, labelX, ly);
+  }
+}
+
+function drawNodeArrows(g, cam, screen, lab, arrows, arrowNodes) {
+  const units = lab.units || {};
+  const count = arrowNodes.length;
+  if (arrows.length !== 21 * count) return;
+  // Screen direction of a world vector: along the camera's right and up.
+  const toScreen = (v) => [
+    v[0] * cam.right[0] + v[1] * cam.right[1] + v[2] * cam.right[2],
+    -(v[0] * cam.up[0] + v[1] * cam.up[1] + v[2] * cam.up[2]),
+  ];
+  ARROWS.forEach(([name, , colour, width, offset, group], column) => {
+    if (!lab.show[name] || !units[group]) return;
+    const perUnit = ARROW_UNIT_PX / units[group];
+    for (let s = 0; s < count; s++) {
+      const node = arrowNodes[s];
+      const x = screen[3 * node], y = screen[3 * node + 1];
+      if (!isFinite(x) || !isFinite(y)) continue;
+      const base = 21 * s + 3 * column;
+      const [dx, dy] = toScreen([arrows[base], arrows[base + 1], arrows[base + 2]]);
+      let lx = dx * perUnit, ly = dy * perUnit;
+      const length = Math.hypot(lx, ly);
+      if (length > ARROW_MAX_PX) { lx *= ARROW_MAX_PX / length; ly *= ARROW_MAX_PX / length; }
+      // A sideways offset keeps the forces on one node from hiding each other.
+      const sx = length > 0 ? -ly / Math.hypot(lx, ly) : 0, sy = length > 0 ? lx / Math.hypot(lx, ly) : 0;
+      const ox = x + sx * offset, oy = y + sy * offset;
+      drawArrow(g, ox, oy, ox + lx, oy + ly, colour, width);
+    }
+  });
+}
+
+// The key of the arrows shown, compact: for each unit group a unit arrow and its round
+// value, and the colours of the forces shown, named in their colours.
+function drawArrowKey(g, scene, lab) {
+  const units = lab.units || {};
+  const shown = ARROWS.filter(([name, , , , , group]) => lab.show[name] && units[group]);
+  if (!shown.length) return;
+  const x = scene.x + 12, width = 158, rowHeight = 15;
+  const rows = [];
+  const forces = shown.filter(([, , , , , group]) => group === "force");
+  if (forces.length) {
+    rows.push(["unit", forces.length === 1 ? forces[0][2] : "#455a64", `${labNumber(units.force)} N`,
+               forces.length === 1 ? forces[0][1] : "force"]);
+    // The names of the forces, wrapped to the key's width.
+    g.font = SMALL;
+    let line = [];
+    let used = 0;
+    for (const [, label, colour] of forces) {
+      const w = g.measureText(label).width + 8;
+      if (used + w > width && line.length) { rows.push(["names", line]); line = []; used = 0; }
+      line.push([label, colour]);
+      used += w;
+    }
+    if (forces.length > 1 && line.length) rows.push(["names", line]);
+  }
+  for (const [, label, colour, , , group] of shown) {
+    if (group !== "force") rows.push(["unit", colour, `${labNumber(units[group])} ${UNIT_NAMES[group]}`, label]);
+  }
+  let y = scene.y + 50;
+  g.fillStyle = "rgba(255,255,255,0.85)";
+  g.fillRect(x - 6, y - 4, width + 10, rowHeight * rows.length + 6);
+  g.font = SMALL; g.textBaseline = "middle"; g.textAlign = "left";
+  for (const row of rows) {
+    if (row[0] === "unit") {
+      const [, colour, value, label] = row;
+      drawArrow(g, x, y + 5, x + ARROW_UNIT_PX, y + 5, colour, 2.5);
+      g.fillStyle = "#333";
+      g.fillText(`${label} ${value}`, x + ARROW_UNIT_PX + 6, y + 5);
+    } else {
+      let at = x;
+      for (const [label, colour] of row[1]) {
+        g.fillStyle = colour;
+        g.fillText(label, at, y + 5);
+        at += g.measureText(label).width + 8;
+      }
+    }
+    y += rowHeight;
+  }
+}
+
+function drawStopwatch(g, scene, lab) {
+  const watch = lab.stopwatch || { time: 0, running: false };
+  const w = 132, h = 34, x = scene.x + scene.w - w - 10, y = scene.y + 8;
+  g.fillStyle = "#263238";
+  g.beginPath();
+  g.roundRect ? g.roundRect(x, y, w, h, 6) : g.rect(x, y, w, h);
+  g.fill();
+  g.fillStyle = watch.running ? "#69f0ae" : "#eceff1";
+  g.font = "bold 16px ui-monospace, SFMono-Regular, Menlo, monospace";
+  g.textAlign = "right"; g.textBaseline = "middle";
+  g.fillText(`${watch.time.toFixed(2)} s`, x + w - 10, y + h / 2 + 1);
+  g.font = "10px system-ui, sans-serif";
+  g.textAlign = "left";
+  g.fillStyle = "#b0bec5";
+  g.fillText(watch.running ? "running" : "stopwatch", x + 8, y + h / 2 + 1);
+}
+
+// Behind the model: the reference lines and the ruler, as on a bench.
+function drawLabBehind(g, cam, scene, lab, positions, ruler) {
+  if (!lab || !lab.show) return;
+  const node = lab.node;
+  if (node !== undefined && 3 * node + 2 < positions.length) {
+    drawLines(g, cam, scene, lab, [positions[3 * node], positions[3 * node + 1], positions[3 * node + 2]]);
+  }
+  if (lab.show.ruler && lab.ruler_length) drawRuler(g, cam, ruler, lab.ruler_length);
+}
+
+// In front of the model: the arrows, their key and the stopwatch.
+function drawLab(g, cam, screen, scene, lab, arrows, arrowNodes) {
+  if (!lab || !lab.show) return;
+  if (!lab.blown_up) drawNodeArrows(g, cam, screen, lab, arrows, arrowNodes);
+  if (!lab.blown_up) drawArrowKey(g, scene, lab);
+  if (lab.show.stopwatch) drawStopwatch(g, scene, lab);
+}
+
+// The trace: the measured node's displacement against time, with the period readout.
+function drawTrace(canvas, lab, trace) {
+  const g = canvas.getContext("2d");
+  const ratio = window.devicePixelRatio || 1;
+  const width = canvas.width / ratio, height = canvas.height / ratio;
+  g.setTransform(ratio, 0, 0, ratio, 0, 0);
+  g.clearRect(0, 0, width, height);
+  g.fillStyle = "#fff";
+  g.fillRect(0, 0, width, height);
+  const left = 92, right = width - 20, top = 28, bottom = height - 22;
+  g.font = FONT; g.fillStyle = "#222"; g.textAlign = "left"; g.textBaseline = "top";
+  const period = lab.period === null || lab.period === undefined ? "period: after two full swings"
+    : `period T = ${lab.period.toFixed(3)} s`;
+  const amplitude = lab.amplitude === null || lab.amplitude === undefined ? ""
+    : `   amplitude A = ${labNumber(lab.amplitude)} m`;
+  g.fillText(`node ${lab.node}: ${period}${amplitude}`, left, 7);
+  const rows = trace.length / 2;
+  g.strokeStyle = "#ccc";
+  g.strokeRect(left + 0.5, top + 0.5, right - left, bottom - top);
+  if (rows < 2) return;
+  const t0 = trace[0], t1 = trace[2 * (rows - 1)];
+  let size = 0;
+  for (let r = 0; r < rows; r++) if (isFinite(trace[2 * r + 1])) size = Math.max(size, Math.abs(trace[2 * r + 1]));
+  size = size || 1e-3;
+  const X = (t) => left + ((t - t0) / (t1 - t0 || 1)) * (right - left);
+  const Y = (s) => (top + bottom) / 2 - (s / size) * 0.46 * (bottom - top);
+  g.beginPath(); g.moveTo(left, Y(0)); g.lineTo(right, Y(0)); g.strokeStyle = "#bbb"; g.lineWidth = 1; g.stroke();
+  g.beginPath();
+  for (let r = 0; r < rows; r++) {
+    const px = X(trace[2 * r]), py = Y(trace[2 * r + 1]);
+    if (r === 0) g.moveTo(px, py); else g.lineTo(px, py);
+  }
+  g.strokeStyle = "#e4572e"; g.lineWidth = 1.8; g.stroke();
+  g.font = SMALL; g.fillStyle = "#444"; g.textAlign = "right"; g.textBaseline = "middle";
+  g.fillText(`+${labNumber(size, 2)} m`, left - 6, Y(size));
+  g.fillText(`−${labNumber(size, 2)} m`, left - 6, Y(-size));
+  g.fillText("0", left - 6, Y(0));
+  g.textBaseline = "top"; g.textAlign = "left";
+  g.fillText(`${labNumber(t0, 4)} s`, left, bottom + 4);
+  g.textAlign = "right";
+  g.fillText(`t = ${labNumber(t1, 4)} s`, right, bottom + 4);
+  g.save();
+  g.translate(12, (top + bottom) / 2); g.rotate(-Math.PI / 2); g.textAlign = "center";
+  g.fillText("displacement", 0, 0);
+  g.restore();
+}
+
 function copyOf(view, Type) {
   if (!view || view.byteLength === 0) return new Type(0);
   const bytes = view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength);
@@ -109,6 +397,23 @@ function render({ model, el }) {
   let positions = copyOf(model.get("positions"), Float32Array);
   let strain = copyOf(model.get("strain"), Float32Array);
   let history = copyOf(model.get("history"), Float32Array);
+  let arrows = copyOf(model.get("arrows"), Float32Array);
+  let arrowNodes = copyOf(model.get("arrow_nodes"), Int32Array);
+  let trace = copyOf(model.get("trace"), Float32Array);
+  let movingRuler = null; // {x, y, top}: the ruler being dragged
+  const traceCanvas = document.createElement("canvas");
+  traceCanvas.width = Math.round(width * ratio);
+  traceCanvas.height = Math.round(TRACE_HEIGHT * ratio);
+  traceCanvas.style.width = `${width}px`;
+  traceCanvas.style.height = `${TRACE_HEIGHT}px`;
+  traceCanvas.style.border = "1px solid #d0d7de";
+  traceCanvas.style.borderRadius = "6px";
+  traceCanvas.style.marginTop = "4px";
+  traceCanvas.style.display = "none";
+  traceCanvas.className = "msprings-trace";
+  traceCanvas.setAttribute("role", "img");
+  traceCanvas.setAttribute("aria-label", "trace of the measured node's displacement over time");
+  el.appendChild(traceCanvas);
   let fit = null; // {center, radius, limit}: grows to keep the motion in view, never shrinks
   let strainScale = 1e-3;
   let energyRange = [0, 0];
@@ -125,6 +430,12 @@ function render({ model, el }) {
         if (Math.abs(v) < 1e29) { lo[a] = Math.min(lo[a], v); hi[a] = Math.max(hi[a], v); }
       }
       if (!lo.every(isFinite)) { lo.fill(-1); hi.fill(1); }
+      // The lab bench's hint: points the motion will reach (a spring let go at rest length).
+      for (const p of ((model.get("lab") || {}).extent || [])) {
+        for (let a = 0; a < 3; a++) {
+          if (isFinite(p[a])) { lo[a] = Math.min(lo[a], p[a]); hi[a] = Math.max(hi[a], p[a]); }
+        }
+      }
       const center = lo.map((l, a) => 0.5 * (l + hi[a]));
       const radius = Math.max(0.5 * Math.hypot(hi[0] - lo[0], hi[1] - lo[1], hi[2] - lo[2]), 1e-3);
       fit = { lo, hi, center, radius, limit: 25 * radius };
@@ -214,6 +525,7 @@ function render({ model, el }) {
     if (n === 0 || fit === null) { g.restore(); return; }
     const cam = camera();
     const screen = projectAll(cam);
+    drawLabBehind(g, cam, scene, current("lab"), positions, model.get("ruler"));
 
     // Faces, far to near, lit by a light over the viewer's shoulder.
     const nf = faces.length / 3;
@@ -317,6 +629,7 @@ function render({ model, el }) {
       g.lineWidth = 2.5;
       g.stroke();
     }
+    drawLab(g, cam, screen, scene, current("lab"), arrows, arrowNodes);
     drawStrainKey();
     drawStatus();
     g.restore();
@@ -526,6 +839,10 @@ function render({ model, el }) {
     drawScene();
     drawBars();
     drawChart();
+    const lab = current("lab") || {};
+    const tracing = Boolean(lab.show && lab.show.trace);
+    traceCanvas.style.display = tracing ? "block" : "none";
+    if (tracing) drawTrace(traceCanvas, lab, trace);
     drawn += 1;
     const status = current("status") || {};
     canvas.dataset.frames = String(drawn);
@@ -538,6 +855,9 @@ function render({ model, el }) {
     strain = copyOf(model.get("strain"), Float32Array);
     history = copyOf(model.get("history"), Float32Array);
     pinned = copyOf(model.get("pinned"), Uint8Array);
+    arrows = copyOf(model.get("arrows"), Float32Array);
+    arrowNodes = copyOf(model.get("arrow_nodes"), Int32Array);
+    trace = copyOf(model.get("trace"), Float32Array);
     refit();
     draw();
   }
@@ -547,6 +867,8 @@ function render({ model, el }) {
   model.on("change:azimuth", draw);
   model.on("change:elevation", draw);
   model.on("change:message", draw);
+  model.on("change:lab", refresh);
+  model.on("change:ruler", draw);
 
   // -- playing: frames pushed by the kernel, drawn on the shared clock ------------------
   const clock = sharedClock(model.get("clock") || `view-${Math.random()}`);
@@ -554,7 +876,7 @@ function render({ model, el }) {
   let run = -1, shown = null, received = 0, underruns = 0, raf = null;
 
   function current(key) {
-    return shown !== null && model.get("playing") ? shown[key] : model.get(key);
+    return shown !== null && model.get("playing") && shown[key] !== undefined ? shown[key] : model.get(key);
   }
 
   function newest() {
@@ -564,7 +886,7 @@ function render({ model, el }) {
   function startPlaying() {
     // The picture before the first frame: the clock moves on from there.
     frames = [{ t: (model.get("status") || {}).time ?? 0, positions: positions.slice(), strain: strain.slice(),
-      energy: model.get("energy"), status: model.get("status") }];
+      energy: model.get("energy"), status: model.get("status"), lab: model.get("lab"), arrows, trace }];
     run = -1;
     shown = null;
     charted = frames[0].t;
@@ -602,6 +924,10 @@ function render({ model, el }) {
         strain: stepped ? copyOf(buffers[1], Float32Array) : last.strain,
         energy: content.energy ?? (last && last.energy), status: content.status ?? (last && last.status),
         sample: content.sample,
+        // The lab bench's overlays of this frame (arrows, trace), drawn with its positions.
+        lab: content.lab ?? (last && last.lab),
+        arrows: stepped && buffers.length >= 4 ? copyOf(buffers[2], Float32Array) : last && last.arrows,
+        trace: stepped && buffers.length >= 4 ? copyOf(buffers[3], Float32Array) : last && last.trace,
       });
     }
     // Bounded while nothing draws (a hidden tab): frames far behind the newest are dropped.
@@ -642,7 +968,9 @@ function render({ model, el }) {
     if (held >= 0 && dragTarget !== null) {
       positions[3 * held] = dragTarget[0]; positions[3 * held + 1] = dragTarget[1]; positions[3 * held + 2] = dragTarget[2];
     }
-    shown = { energy: a.energy, status: { ...(a.status || {}), time: Math.max(a.t, Math.min(time, b ? b.t : a.t)) } };
+    if (a.arrows) arrows = a.arrows;
+    if (a.trace) trace = a.trace;
+    shown = { energy: a.energy, lab: a.lab, status: { ...(a.status || {}), time: Math.max(a.t, Math.min(time, b ? b.t : a.t)) } };
     canvas.dataset.playing = "true";
     canvas.dataset.underruns = String(underruns);
     refit();
@@ -700,6 +1028,7 @@ function render({ model, el }) {
     const [x, y] = pointer(event);
     if (x > scene.w || y > scene.h) return;
     canvas.setPointerCapture(event.pointerId);
+    if (grabRuler(x, y)) return;
     const node = nearest(x, y);
     if (node >= 0) {
       held = node;
@@ -713,6 +1042,7 @@ function render({ model, el }) {
 
   canvas.addEventListener("pointermove", (event) => {
     const [x, y] = pointer(event);
+    if (movingRuler) { moveRuler(x, y); return; }
     if (held >= 0) {
       // Move the node in the plane of the screen through its current position.
       const cam = camera();
@@ -737,11 +1067,12 @@ function render({ model, el }) {
     } else if (x <= scene.w && y <= scene.h) {
       const node = nearest(x, y);
       if (node !== hover) { hover = node; draw(); }
-      canvas.style.cursor = node >= 0 ? "grab" : "move";
+      canvas.style.cursor = node >= 0 || overRuler(x, y) ? "grab" : "move";
     }
   });
 
   function finish(event) {
+    if (movingRuler) { movingRuler = null; model.save_changes(); }
     if (held >= 0) {
       const node = held;
       model.send({ type: "drag", node, position: [positions[3 * node], positions[3 * node + 1], positions[3 * node + 2]] });
@@ -757,6 +1088,27 @@ function render({ model, el }) {
     canvas.style.cursor = "default";
     draw();
   }
+  // The ruler: grabbed where the pointer lands on it, moved in the plane of the screen.
+  function grabRuler(x, y) {
+    if (!overRuler(x, y)) return false;
+    movingRuler = { x, y, top: model.get("ruler").slice() };
+    canvas.style.cursor = "grabbing";
+    return true;
+  }
+
+  function overRuler(x, y) {
+    const lab = model.get("lab") || {};
+    return fit !== null && Boolean(lab.show && lab.show.ruler && lab.ruler_length)
+      && rulerHit(camera(), model.get("ruler"), lab.ruler_length, x, y);
+  }
+
+  function moveRuler(x, y) {
+    const cam = camera();
+    const dx = (x - movingRuler.x) / cam.scale, dy = -(y - movingRuler.y) / cam.scale;
+    model.set("ruler", [0, 1, 2].map((a) => movingRuler.top[a] + dx * cam.right[a] + dy * cam.up[a]));
+    draw();
+  }
+
   canvas.addEventListener("pointerup", finish);
   canvas.addEventListener("pointercancel", finish);
 

@@ -1,0 +1,750 @@
+"""The lab bench of ``msprings.interact``: the instruments a student measures with.
+
+Everything here is computed in Python from the system and sent to the view compactly:
+
+- force and motion arrows on a sample of nodes (spring, damper, gravity, other forces and
+  their sum; velocity and acceleration), one float32 block per frame;
+- a ruler the student drags, a stopwatch that counts simulated time, and reference lines
+  (the chosen node at rest length, at equilibrium, and the lowest it has been);
+- a period and amplitude readout measured from the chosen node's motion, and a trace of
+  its displacement over time;
+- a mass slider for the chosen node and masses to swap onto it, one of them a "mystery"
+  mass whose value is hidden until :meth:`Lab.reveal`;
+- gravity presets (Earth, Moon, Jupiter, a mystery planet) beside the gravity slider;
+- the last sane frame, kept so that a blow-up shows a picture the student recognises.
+
+The view draws them in clearly separated functions of ``static/interact.js``.
+"""
+from __future__ import annotations
+
+import html
+import math
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import ipywidgets
+import numpy as np
+import traitlets
+
+from .._system import System
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .widgets import LiveControls
+
+__all__ = ["ARROWS", "GRAVITY_PRESETS", "LINES", "SHOW", "Lab", "LabViewTraits", "measure_oscillation"]
+
+ARROWS = ("spring", "damper", "gravity", "other", "net", "velocity", "acceleration")
+"""The arrows on nodes, in the order of their columns in :attr:`LabViewTraits.arrows`:
+forces (N) of the springs, of the dampers, of gravity, of everything else (wind, drag,
+contacts, external forces) and their sum, then velocity (m/s) and acceleration (m/s²)."""
+
+LINES = ("rest", "equilibrium", "lowest")
+"""Reference lines through the chosen node: where it sits with every spring at rest length
+(the initial state), where it would rest under gravity, and the lowest it has been."""
+
+SHOW = (*ARROWS, "ruler", "stopwatch", *LINES, "trace")
+"""The names of the show/hide toggles (``live.show[name]``)."""
+
+GRAVITY_PRESETS = {"Earth": 9.81, "Moon": 1.62, "Jupiter": 24.79}
+"""Surface gravity (m/s²) of the gravity presets; "Planet X" is the mystery planet."""
+
+MYSTERY = "mystery"
+PLANET_X = "Planet X"
+ARROW_SAMPLE = 24  # nodes with arrows on a mesh or cloth (all free nodes up to this many)
+TRACE_SAMPLES = 400  # samples of the trace sent to the view
+RECORD_LIMIT = 4000  # samples of the chosen node's motion kept for the readout
+ECHO_SECONDS = 30.0  # how long a browser's late answer to a value set from Python is recognised
+EQUILIBRIUM_NODES = 500  # the largest network whose equilibrium line is solved for (a 22 x 22 cloth)
+BLOW_UP_STRAIN = 100.0  # a spring 100 times longer than at rest: the picture is no longer the model
+BLOW_UP_DRIFT = 3.0  # the energy balance off by three times the energies of sane frames: not physics any more
+
+_LABELS = {"spring": "spring", "damper": "damper", "gravity": "gravity", "other": "other forces",
+           "net": "net force", "velocity": "velocity", "acceleration": "acceleration",
+           "ruler": "ruler", "stopwatch": "stopwatch", "rest": "rest length", "equilibrium": "equilibrium",
+           "lowest": "lowest point", "trace": "trace"}
+
+
+class LabViewTraits(traitlets.HasTraits):
+    """The traits of :class:`~msprings.plot.widgets.SystemView` that the lab bench fills.
+
+    ``arrows`` float32 (S, 7, 3): the :data:`ARROWS` vectors of the sampled nodes
+    ``arrow_nodes`` int32 (S,); ``trace`` float32 (T, 2): time (s) and displacement (m) of
+    the chosen node; ``lab``: what is shown, the arrow units, the lines, the stopwatch,
+    the readout; ``ruler``: the world position (m) of the ruler's top end, which the view
+    moves when the ruler is dragged.
+    """
+
+    arrows = traitlets.Bytes(b"").tag(sync=True)
+    arrow_nodes = traitlets.Bytes(b"").tag(sync=True)
+    trace = traitlets.Bytes(b"").tag(sync=True)
+    lab = traitlets.Dict().tag(sync=True)
+    ruler = traitlets.List(traitlets.Float(), default_value=[0.0, 0.0, 0.0], minlen=3, maxlen=3).tag(sync=True)
+
+
+def _nice(value: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is >= ``value`` (> 0)."""
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 5.0, 10.0):
+        if step * power >= value * (1 - 1e-9):
+            return step * power
+    return 10.0 * power  # pragma: no cover
+
+
+def _grams(kilograms: float) -> str:
+    return f"{kilograms * 1e3:.3g} g" if kilograms < 1.0 else f"{kilograms:.3g} kg"
+
+
+def _checked_positive(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, not {type(value).__name__}")
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def node_forces(system: System) -> dict[str, np.ndarray]:
+    """The forces (N) on every node by cause, each shape (n, 3), with velocity and acceleration.
+
+    ``spring``: k (l - L) along each spring; ``damper``: c (v_j - v_i).n along it; ``gravity``:
+    m g; ``net``: the total force the integrator uses (:meth:`System.update_forces`, which
+    also holds drag, wind, contacts and the external force); ``other``: net minus the three
+    named ones; ``velocity`` (m/s); ``acceleration`` = net / m (m/s²), zero on pinned nodes.
+    """
+    x, v = np.asarray(system.x), np.asarray(system.v)
+    springs = np.asarray(system.springs)
+    i, j = springs[:, 0], springs[:, 1]
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        d = x[j] - x[i]
+        length = np.linalg.norm(d, axis=1)
+        unit = np.where(length[:, None] > 0, d / np.where(length > 0, length, 1.0)[:, None], 0.0)
+        elastic = (np.asarray(system.k) * (length - np.asarray(system.rest)))[:, None] * unit
+        rate = np.einsum("ij,ij->i", v[j] - v[i], unit)
+        viscous = (np.asarray(system.c) * rate)[:, None] * unit
+    n = system.n_nodes
+
+    def gather(pull: np.ndarray) -> np.ndarray:
+        total = np.zeros((n, 3))
+        for axis in range(3):
+            total[:, axis] = (np.bincount(i, pull[:, axis], minlength=n)
+                              - np.bincount(j, pull[:, axis], minlength=n))
+        return total
+
+    spring, damper = gather(elastic), gather(viscous)
+    mass = np.asarray(system.mass, dtype=float)
+    free = ~np.asarray(system.pinned, dtype=bool)
+    gravity = mass[:, None] * np.asarray(system.gravity, dtype=float)[None, :]
+    net = np.array(system.update_forces(), dtype=float)
+    for array in (spring, damper, gravity, net):
+        array[~free] = 0.0
+    acceleration = np.zeros((n, 3))
+    acceleration[free] = net[free] / mass[free, None]
+    return {"spring": spring, "damper": damper, "gravity": gravity, "other": net - spring - damper - gravity,
+            "net": net, "velocity": np.where(free[:, None], v, 0.0), "acceleration": acceleration}
+
+
+def measure_oscillation(times: np.ndarray, positions: np.ndarray) -> tuple[float | None, float | None, np.ndarray]:
+    """Period (s) and amplitude (m) of a node's oscillation, from its sampled positions.
+
+    The displacement is taken along the direction in which the node moves most (the first
+    principal axis of its positions), about the middle of its range.  The period is the
+    mean time between its last upward zero crossings (up to four cycles; each crossing
+    interpolated linearly between samples), the amplitude half the range of the last full
+    cycle.  None where there is not yet a full cycle.
+
+    Returns
+    -------
+    period : float or None
+    amplitude : float or None
+    displacement : ndarray, shape (T,)
+        The displacement (m) of every sample along that direction.
+    """
+    t = np.asarray(times, dtype=float)
+    p = np.asarray(positions, dtype=float).reshape(len(t), 3)
+    if len(t) < 3 or not np.all(np.isfinite(p)):
+        return None, None, np.zeros(len(t))
+    centred = p - p.mean(axis=0)
+    _, singular, axes = np.linalg.svd(centred, full_matrices=False)
+    axis = axes[0]
+    if singular[0] == 0.0:
+        return None, None, np.zeros(len(t))
+    # Point the axis the way most motion points along a fixed world axis, so the sign is stable.
+    if axis[int(np.argmax(np.abs(axis)))] < 0:
+        axis = -axis
+    s = centred @ axis
+    s = s - 0.5 * (s.max() + s.min())
+    up = np.flatnonzero((s[:-1] < 0.0) & (s[1:] >= 0.0))
+    crossings = t[up] + (t[up + 1] - t[up]) * (-s[up]) / (s[up + 1] - s[up])
+    if len(crossings) < 2:
+        return None, None, s
+    last = crossings[-5:]
+    period = float((last[-1] - last[0]) / (len(last) - 1))
+    cycle = (t >= crossings[-2]) & (t <= crossings[-1])
+    amplitude = float(0.5 * (s[cycle].max() - s[cycle].min())) if np.count_nonzero(cycle) > 1 else None
+    return period, amplitude, s
+
+
+def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200,
+                budget: float = 1.0) -> np.ndarray | None:
+    """Where the nodes would rest under the system's forces (m), shape (n, 3), or None when
+    they do not come to rest (a free body falls for ever), rest on a collider other than a
+    plane (a long step would pass through it), have more than :data:`EQUILIBRIUM_NODES`
+    nodes or do not settle within ``budget`` seconds of computing, so the controls never
+    freeze.
+
+    A copy of the system is stepped by implicit Euler with 10 s steps (each strongly damps
+    every mode) from the current positions at rest, until no node moves more than
+    ``tolerance`` times the model's size in a step.
+    """
+    if not np.any(system.pinned) and not system.colliders and not np.any(system.external):
+        return None
+    if any(collider.kind != "plane" for collider in system.colliders):
+        return None  # a long step would pass through a table or a ball: no line rather than a wrong one
+    if system.n_nodes > EQUILIBRIUM_NODES:
+        return None  # one implicit step of a large network alone can take seconds
+    probe = system.copy()
+    probe.v[:] = 0.0
+    probe.integrator = "implicit_euler"
+    probe.energy_loss = 0.0
+    scale = max(float(np.ptp(probe.x, axis=0).max()), 1e-3)
+    dt = 10.0
+    moved = math.inf
+    deadline = time.perf_counter() + budget
+    try:
+        for _ in range(max_steps):
+            if time.perf_counter() > deadline:
+                return None
+            probe.step(dt)
+            moved = float(np.abs(probe.v).max()) * dt
+            if moved < tolerance * scale:
+                break
+    except Exception:  # a solver that fails to converge: no line rather than a wrong one
+        return None
+    return np.array(probe.x) if moved < 1e-6 * scale else None
+
+
+class Lab:
+    """The lab bench attached to a :class:`~msprings.plot.widgets.LiveControls` as ``live.lab``.
+
+    Its controls are also attributes of the controls themselves (``live.show``,
+    ``live.node``, ``live.mass``, ``live.masses``, ``live.planet``, ``live.stopwatch_button``,
+    ``live.stopwatch_reset``, ``live.readout``), so they can be set from Python like any
+    ipywidget.
+    """
+
+    def __init__(self, live: LiveControls, *, node: int | None, mystery_mass: float | None,
+                 mystery_gravity: float | None, show: Mapping[str, bool] | None) -> None:
+        self.live = live
+        system = live.system
+        self.system = system
+        free = np.flatnonzero(~np.asarray(system.pinned, dtype=bool))
+        self._initial = np.array(system._initial_state()[0])
+        if node is None:
+            node = self._default_node(free)
+        self._records: list[tuple[float, float, float, float]] = []
+        self._lowest: float | None = None
+        self._equilibrium: np.ndarray | None | bool = False  # False: not computed for these settings
+        self._units: dict[str, float | None] = {"force": None, "velocity": None, "acceleration": None}
+        self._sample = np.zeros(0, dtype=np.int64)
+        self._sane: dict[str, Any] | None = None
+        self._balance: tuple[float, float] | None = self._start_balance()
+        self.blown_up = False
+        self._watch_running = False
+        self._watch_start = 0.0
+        self._watch_total = 0.0
+        self._quiet = False
+        self._sent: list[tuple[float, float]] = []  # (monotonic s, kg) put on the mass slider from Python
+        self._sent_gravity: list[tuple[float, float]] = []  # (monotonic s, m/s²) put on the gravity slider
+
+        typical = float(np.median(system.mass[free])) if free.size else 1.0
+        self._reference_mass = float(system.mass[node]) if system.mass[node] > 0 else typical
+        reference = self._reference_mass
+        # Exact preset values: 0.5 and 2.5 times the node's own mass, named in grams.
+        self.presets = {_grams(0.5 * reference): 0.5 * reference, _grams(reference): reference,
+                        _grams(2.5 * reference): 2.5 * reference}
+        rng = np.random.default_rng()
+        self._mystery_mass = (float(np.round(reference * rng.uniform(1.3, 2.2), 4)) if mystery_mass is None
+                              else _checked_positive(mystery_mass, "mystery_mass"))
+        planets = np.array(list(GRAVITY_PRESETS.values()))
+        guess = float(np.round(rng.uniform(3.0, 22.0), 2))
+        while np.min(np.abs(planets - guess)) < 1.5:  # not to be mistaken for a labelled planet
+            guess = float(np.round(rng.uniform(3.0, 22.0), 2))
+        self._mystery_gravity = guess if mystery_gravity is None else _checked_positive(mystery_gravity,
+                                                                                        "mystery_gravity")
+
+        row = {"width": "118px"}
+        self.show: dict[str, ipywidgets.Checkbox] = {
+            name: ipywidgets.Checkbox(value=False, description=_LABELS[name], indent=False, layout=row)
+            for name in SHOW}
+        for name, value in (show or {}).items():
+            if name not in self.show:
+                raise ValueError(f"show has no toggle {name!r}; choose from {', '.join(SHOW)}")
+            if not isinstance(value, (bool, np.bool_)):
+                raise TypeError(f"show[{name!r}] must be True or False, not {type(value).__name__}")
+            self.show[name].value = bool(value)
+        style = {"description_width": "128px"}
+        self.node = ipywidgets.BoundedIntText(value=node, min=0, max=system.n_nodes - 1, description="measured node",
+                                              style=style, layout={"width": "220px"})
+        mass = float(system.mass[node])
+        self.mass = ipywidgets.FloatLogSlider(
+            value=mass if mass > 0 else reference, base=10.0, min=math.log10(reference) - 1.5,
+            max=math.log10(reference) + 1.5, step=0.01, description="mass (kg)", readout_format=".3g",
+            style=style, layout={"width": "370px"})
+        self.masses = ipywidgets.ToggleButtons(options=[*self.presets, MYSTERY], value=_grams(reference),
+                                               description="swap mass", style={**style, "button_width": "64px"})
+        self.planet = ipywidgets.ToggleButtons(options=[*GRAVITY_PRESETS, PLANET_X], value=None,
+                                               description="planet", style={**style, "button_width": "76px"},
+                                               tooltips=[f"g = {g} m/s²" for g in GRAVITY_PRESETS.values()]
+                                               + ["g hidden: measure it"])
+        self._match_planet(live.gravity.value)
+        self.stopwatch_button = ipywidgets.ToggleButton(description="Start", icon="clock-o",
+                                                        tooltip="Start or stop the stopwatch (simulated time)",
+                                                        layout={"width": "96px"})
+        self.stopwatch_reset = ipywidgets.Button(description="Zero", tooltip="Set the stopwatch to 0 s",
+                                                 layout={"width": "72px"})
+        self.watch_label = ipywidgets.HTML("")
+        self.readout = ipywidgets.HTML("")
+        self.revealed = ipywidgets.HTML("")
+
+        for checkbox in self.show.values():
+            checkbox.observe(lambda _change: self.publish_alone(), "value")
+        self.node.observe(self._on_node, "value")
+        self.mass.observe(self._on_mass, "value")
+        self.masses.observe(self._on_masses, "value")
+        self.planet.observe(self._on_planet, "value")
+        live.gravity.observe(self._on_gravity_slider, "value")
+        for slider in live.stiffness.values():
+            slider.observe(lambda _change: self._changed(publish=True), "value")
+        self.stopwatch_button.observe(self._on_watch, "value")
+        self.stopwatch_reset.on_click(lambda _button: self.zero_stopwatch())
+        self._place_ruler()
+        self._choose_sample()
+
+    # -- layout ------------------------------------------------------------------------
+    def panel(self) -> list[ipywidgets.Widget]:
+        """The lab's controls, for the panel beside the view."""
+        toggles = ipywidgets.GridBox(list(self.show.values()),
+                                     layout={"grid_template_columns": "repeat(3, 124px)", "margin": "4px 0 0 8px"})
+        watch = ipywidgets.HBox([self.stopwatch_button, self.stopwatch_reset, self.watch_label],
+                                layout={"align_items": "center"})
+        return [self.node, self.mass, self.masses, toggles, watch, self.readout, self.revealed]
+
+    # -- set-up helpers ------------------------------------------------------------------
+    def _default_node(self, free: np.ndarray) -> int:
+        """The free node farthest from the pinned ones (the bob of a spring, the end of a
+        chain, a cloth's free corner), or the last node when nothing is pinned."""
+        system = self.system
+        if free.size == 0:
+            return 0
+        pinned = np.flatnonzero(system.pinned)
+        if pinned.size == 0:
+            return int(free[-1])
+        x = self._initial
+        distance = np.linalg.norm(x[free][:, None, :] - x[pinned][None, :, :], axis=2).min(axis=1)
+        return int(free[int(np.argmax(distance))])
+
+    def _up(self) -> np.ndarray:
+        g = np.asarray(self.system.gravity, dtype=float)
+        size = float(np.linalg.norm(g))
+        return -g / size if size > 0 else np.array([0.0, 1.0, 0.0])
+
+    def _place_ruler(self) -> None:
+        """A ruler beside the model, its top level with the model's top, as long as a nice
+        length a little longer than the model is tall."""
+        x = self._initial
+        up = np.array([0.0, 1.0, 0.0])
+        height = float(np.ptp(x @ up))
+        width = float(max(np.ptp(x[:, 0]), np.ptp(x[:, 2])))
+        self.ruler_length = _nice(max(1.2 * max(height, 0.5 * width), 1e-3))
+        top = x.max(axis=0)
+        centre = 0.5 * (x.max(axis=0) + x.min(axis=0))
+        # Beside a tall, narrow model; at the right edge of a wide one (which swings or hangs
+        # down from its pins, away from that edge), so as not to widen the picture much.
+        offset = 0.3 * max(height, 1e-3) if width < 0.5 * height else 0.05 * width
+        self.live.view.ruler = [float(top[0] + offset), float(top[1]), float(centre[2])]
+
+    def _choose_sample(self) -> None:
+        """The nodes that carry arrows: every free node up to :data:`ARROW_SAMPLE`, else a
+        sample spread over the model (farthest-point order from the measured node)."""
+        system = self.system
+        free = np.flatnonzero(~np.asarray(system.pinned, dtype=bool))
+        node = int(self.node.value)
+        if free.size <= ARROW_SAMPLE:
+            chosen = free
+        else:
+            x = self._initial[free]
+            start = int(np.argmin(np.linalg.norm(x - self._initial[node], axis=1)))
+            chosen_local = [start]
+            distance = np.linalg.norm(x - x[start], axis=1)
+            while len(chosen_local) < ARROW_SAMPLE:
+                far = int(np.argmax(distance))
+                chosen_local.append(far)
+                distance = np.minimum(distance, np.linalg.norm(x - x[far], axis=1))
+            chosen = np.sort(free[chosen_local])
+        self._sample = chosen.astype(np.int64)
+        self.live.view.arrow_nodes = self._sample.astype("<i4").tobytes()
+
+    # -- controls ------------------------------------------------------------------------
+    def _changed(self, publish: bool = False) -> None:
+        """The settings changed: the readout starts again and the equilibrium is recomputed
+        (and shown at once with ``publish``: the controls' own observer published before)."""
+        self._records.clear()
+        self._equilibrium = False
+        self._lowest = None
+        self._balance = self._start_balance()
+        if publish:
+            self.publish_alone()
+
+    def _on_node(self, change: Mapping[str, Any]) -> None:
+        node = int(change["new"])
+        self._changed()
+        self._choose_sample()
+        mass = float(self.system.mass[node])
+        if mass > 0 and self.masses.value != MYSTERY:
+            # Show the new node's mass on the slider without writing it back.
+            self._quiet = True
+            try:
+                low, high = math.log10(mass) - 1.5, math.log10(mass) + 1.5
+                if low > self.mass.max:  # keep min <= max at every assignment
+                    self.mass.max, self.mass.min = high, low
+                else:
+                    self.mass.min, self.mass.max = low, high
+                self._show_mass(mass)
+            finally:
+                self._quiet = False
+            matching = [name for name, value in self.presets.items() if math.isclose(value, mass, rel_tol=1e-9)]
+            self.masses.value = matching[0] if matching else None
+        self.publish_alone()
+
+    def _show_mass(self, value: float) -> None:
+        """Puts ``value`` (kg) on the mass slider from Python, remembering it: a browser's
+        slider answers each such value with its own rounding of it, late."""
+        self._sent.append((time.monotonic(), float(value)))
+        del self._sent[:-16]
+        self.mass.value = value
+
+    def _on_mass(self, change: Mapping[str, Any]) -> None:
+        if self.masses.value == MYSTERY or self._quiet:
+            return
+        new = float(change["new"])
+        # A browser's slider rounds a value it is sent to the slider's step (2.3 % apart on
+        # the log scale) and sends that back, after the cell that set it has run.  The answer
+        # to the latest value stands for it; an answer to an earlier one is stale (a cell set
+        # several masses in turn) and puts the latest back.
+        recent = [value for when, value in self._sent if time.monotonic() - when < ECHO_SECONDS]
+        if recent and new != recent[-1]:
+            if math.isclose(new, recent[-1], rel_tol=0.012):
+                new = recent[-1]
+            elif any(math.isclose(new, value, rel_tol=0.012) for value in recent[:-1]):
+                self._show_mass(recent[-1])
+                return
+        # A value within half a step of a labelled mass is that mass.
+        matching = [name for name, value in self.presets.items() if math.isclose(value, new, rel_tol=0.012)]
+        mass = self.presets[matching[0]] if matching else new
+        node = int(self.node.value)
+        if self.system.mass[node] == mass and self.masses.value == (matching[0] if matching else None):
+            return  # the browser's answer to what is already so
+        self.system.mass[node] = mass
+        self.masses.value = matching[0] if matching else None
+        self._changed()
+        self.live._update_critical()
+
+    def _on_masses(self, change: Mapping[str, Any]) -> None:
+        name = change["new"]
+        if name is None:
+            return
+        if name == MYSTERY:
+            self.system.mass[int(self.node.value)] = self._mystery_mass
+            self.mass.disabled = True
+            self.mass.readout = False
+            self.mass.description = "mass (kg): ?"
+            self._changed()
+            self.live._update_critical()
+            return
+        self.mass.disabled = False
+        self.mass.readout = True
+        self.mass.description = "mass (kg)"
+        if math.isclose(self.mass.value, self.presets[name], rel_tol=1e-6):
+            self.system.mass[int(self.node.value)] = self.presets[name]
+            self._changed()
+            self.live._update_critical()
+        else:
+            self._show_mass(self.presets[name])
+
+    def _match_planet(self, value: float) -> None:
+        matching = [name for name, g in GRAVITY_PRESETS.items() if math.isclose(g, value, abs_tol=5e-3)]
+        self.planet.value = matching[0] if matching else None
+
+    def _on_planet(self, change: Mapping[str, Any]) -> None:
+        name = change["new"]
+        live = self.live
+        if name is None:
+            return
+        if name == PLANET_X:
+            live.system.gravity = self._mystery_gravity * live._gravity_direction
+            live.gravity.disabled = True
+            live.gravity.readout = False
+            live.gravity.description = "gravity (m/s²): ?"
+            self._changed()
+            live._publish()
+            return
+        live.gravity.disabled = False
+        live.gravity.readout = True
+        live.gravity.description = "gravity (m/s²)"
+        if live.gravity.value == GRAVITY_PRESETS[name]:
+            live.system.gravity = GRAVITY_PRESETS[name] * live._gravity_direction
+            self._changed()
+            live._publish()
+        else:
+            self._sent_gravity.append((time.monotonic(), GRAVITY_PRESETS[name]))
+            del self._sent_gravity[:-16]
+            live.gravity.value = GRAVITY_PRESETS[name]
+
+    def _on_gravity_slider(self, change: Mapping[str, Any]) -> None:
+        new = float(change["new"])
+        # As for the mass slider: a browser's late answer to a planet chosen before the
+        # latest one (a cell visited several in turn) puts the latest one back.
+        recent = [value for when, value in self._sent_gravity if time.monotonic() - when < ECHO_SECONDS]
+        if recent and abs(new - recent[-1]) > 0.006 and any(abs(new - value) <= 0.006 for value in recent[:-1]):
+            self.live.gravity.value = recent[-1]
+            return
+        if self.planet.value != PLANET_X:
+            self._match_planet(new)
+        self._changed(publish=True)
+
+    def _on_watch(self, change: Mapping[str, Any]) -> None:
+        if change["new"]:
+            self._watch_running = True
+            self._watch_start = float(self.system.t)
+            self.stopwatch_button.description = "Stop"
+        else:
+            if self._watch_running:
+                self._watch_total += float(self.system.t) - self._watch_start
+            self._watch_running = False
+            self.stopwatch_button.description = "Start"
+        self.publish_alone()
+
+    # -- what the student reads ----------------------------------------------------------
+    @property
+    def stopwatch(self) -> float:
+        """The stopwatch's reading (s of simulated time)."""
+        running = float(self.system.t) - self._watch_start if self._watch_running else 0.0
+        return self._watch_total + running
+
+    def zero_stopwatch(self) -> None:
+        """Sets the stopwatch to 0 s; a running stopwatch keeps running from there."""
+        self._watch_total = 0.0
+        self._watch_start = float(self.system.t)
+        self.publish_alone()
+
+    def reveal(self) -> dict[str, float]:
+        """The hidden values, shown in the panel too: the mystery mass (kg) and the mystery
+        planet's gravity (m/s²)."""
+        self.revealed.value = (f'<div style="font-size:12px;color:#555">mystery mass {self._mystery_mass:.4g} kg, '
+                               f'{html.escape(PLANET_X)}: g = {self._mystery_gravity:.4g} m/s²</div>')
+        return {"mass": self._mystery_mass, "gravity": self._mystery_gravity}
+
+    def measurement(self) -> tuple[float | None, float | None]:
+        """The period (s) and amplitude (m) of the measured node, see :func:`measure_oscillation`."""
+        if len(self._records) < 3:
+            return None, None
+        record = np.asarray(self._records)
+        period, amplitude, _ = measure_oscillation(record[:, 0], record[:, 1:])
+        return period, amplitude
+
+    def trace(self) -> tuple[np.ndarray, np.ndarray]:
+        """The measured node's recorded motion since the settings last changed: times (s)
+        and displacement (m) along the direction it moves most, as the trace draws it."""
+        if not self._records:
+            return np.zeros(0), np.zeros(0)
+        record = np.asarray(self._records)
+        return record[:, 0].copy(), measure_oscillation(record[:, 0], record[:, 1:])[2]
+
+    def lines(self) -> dict[str, float | None]:
+        """The heights (m, along -gravity) of the reference lines through the measured node."""
+        node = int(self.node.value)
+        up = self._up()
+        if self._equilibrium is False:
+            self._equilibrium = equilibrium(self.system)
+        resting = self._equilibrium
+        return {"rest": float(self._initial[node] @ up),
+                "equilibrium": None if resting is None or resting is False else float(resting[node] @ up),
+                "lowest": self._lowest}
+
+    # -- each frame ----------------------------------------------------------------------
+    def _energy_balance(self) -> tuple[float, float]:
+        """kinetic + spring + gravity + dissipated - work (J), conserved by the physics, and
+        the size of the energies in it (J)."""
+        energy = self.system.energy()
+        parts = (energy.kinetic, energy.spring, energy.gravity, energy.dissipated, -energy.work)
+        return float(sum(parts)), float(sum(abs(part) for part in parts))
+
+    def _start_balance(self) -> tuple[float, float] | None:
+        """The energy balance the next frames are held to, taken now: a change of the settings
+        (gravity, a mass, k) leaves it as it was, since the ledger books the change as the
+        work of the user."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            total, scale = self._energy_balance()
+        return (total, scale) if math.isfinite(total) and math.isfinite(scale) else None
+
+    def after_step(self) -> bool:
+        """Records the measured node after a frame's steps; False when the state has blown up:
+        a non-finite value, a spring stretched :data:`BLOW_UP_STRAIN` times its rest length,
+        or an energy balance whose drift makes up half the energy now and is more than
+        :data:`BLOW_UP_DRIFT` times the energies of the sane frames (a stable integrator keeps
+        it within a few % of them)."""
+        system = self.system
+        with np.errstate(invalid="ignore", over="ignore"):
+            strain = np.asarray(system.strain())
+            finite = np.isfinite(system.x).all() and np.isfinite(system.v).all()
+            wild = bool(np.any(np.abs(strain[np.isfinite(strain)]) > BLOW_UP_STRAIN))
+            total, scale = self._energy_balance()
+        if finite and not wild and self._balance is not None and math.isfinite(total):
+            before, size = self._balance
+            drift = abs(total - before)
+            # Growth that makes up most of the energy now, and dwarfs the energies of the sane
+            # frames: a hand pulling or a coarse but stable step drifts by far less.
+            wild = drift > 0.5 * scale and drift > BLOW_UP_DRIFT * max(size, 1e-12)
+        if not finite or wild or not math.isfinite(total):
+            self.blown_up = True
+            return False
+        if self._balance is None:
+            self._balance = (total, scale)
+        elif abs(total - self._balance[0]) < 0.1 * scale:
+            # The energies may grow (a drag, the wind) while the balance holds; not while it drifts.
+            self._balance = (self._balance[0], max(self._balance[1], scale))
+        node = int(self.node.value)
+        position = np.asarray(system.x[node], dtype=float)
+        self._records.append((float(system.t), *position))
+        del self._records[:-RECORD_LIMIT]
+        height = float(position @ self._up())
+        self._lowest = height if self._lowest is None else min(self._lowest, height)
+        return True
+
+    def blow_up_note(self) -> str:
+        """What the picture shows after a blow-up."""
+        if self._sane is None:
+            return ""
+        return f"The picture shows the last sane frame, t = {self._sane['time']:.4g} s."
+
+    def reset(self) -> None:
+        """Forgets the measurement, the lowest point and the blow-up; zeroes the stopwatch."""
+        self._changed()
+        self._units = {"force": None, "velocity": None, "acceleration": None}
+        self.blown_up = False
+        self._sane = None
+        self._watch_total = 0.0
+        self._watch_start = 0.0
+        self.stopwatch_button.value = False
+
+    def publish_alone(self) -> None:
+        """Sends the lab's part of the picture (not a new frame of the model)."""
+        view = self.live.view
+        with view.hold_sync():
+            self.publish()
+
+    def publish(self) -> None:
+        """Fills the lab's traits of the view; after a blow-up, the view's positions, strain
+        and energies are those of the last sane frame.  Called inside the view's hold_sync."""
+        view, system = self.live.view, self.system
+        if not hasattr(self, "show"):
+            return
+        energy = dict(view.energy)
+        sane = (not self.blown_up and all(value is not None for value in energy.values())
+                and np.isfinite(system.x).all())
+        if sane:
+            self.remember(view.positions, view.strain, energy)
+        elif self._sane is not None:
+            view.positions = self._sane["positions"]
+            view.strain = self._sane["strain"]
+            view.energy = self._sane["energy"]
+        arrows, trace, lab = self._overlay(sane)
+        if arrows is not None:
+            view.arrows = arrows
+        view.trace = trace
+        view.lab = lab
+
+    def remember(self, positions: bytes, strain: bytes, energy: dict[str, float | None]) -> None:
+        """Keeps a sane frame (the view's float32 bytes and its energies): the picture shown
+        after a blow-up."""
+        self._sane = {"positions": positions, "strain": strain, "energy": energy, "time": float(self.system.t)}
+
+    def frame(self, positions: bytes, strain: bytes, energy: dict[str, float | None]) -> tuple[dict[str, Any], list[bytes]]:
+        """The lab's part of a frame streamed while playing (the frame is sane: it passed
+        :meth:`after_step`): its JSON (the ``lab`` dict) and two float32 buffers, the arrows
+        (empty when none is shown) and the trace, so that the page draws them with the
+        positions they belong to."""
+        self.remember(positions, strain, energy)
+        arrows, trace, lab = self._overlay(True)
+        return lab, [arrows if arrows is not None else b"", trace]
+
+    def _overlay(self, sane: bool) -> tuple[bytes | None, bytes, dict[str, Any]]:
+        """The arrows (float32 bytes; None: keep those shown), the trace (float32 bytes) and
+        the ``lab`` dict of the view, for the system as it is; updates the readout widgets."""
+        system = self.system
+        shown = {name: box.value for name, box in self.show.items()}
+        wanted = [name for name in ARROWS if shown[name]]
+        arrows: bytes | None = None
+        if wanted and sane and self._sample.size:
+            forces = node_forces(system)
+            block = np.stack([forces[name][self._sample] for name in ARROWS], axis=1)
+            self._rescale(block)
+            arrows = np.clip(block, -1e30, 1e30).astype("<f4").tobytes()
+        elif not sane:
+            arrows = b""
+        period, amplitude = self.measurement()
+        record = np.asarray(self._records[-TRACE_SAMPLES:]) if self._records else np.zeros((0, 4))
+        trace = b""
+        if shown["trace"] and len(record) >= 3:
+            _, _, displacement = measure_oscillation(record[:, 0], record[:, 1:])
+            trace = np.column_stack([record[:, 0], displacement]).astype("<f4").tobytes()
+        lines = self.lines() if (shown["rest"] or shown["equilibrium"] or shown["lowest"]) else {}
+        self.watch_label.value = f'<span style="font-variant-numeric:tabular-nums">{self.stopwatch:.2f} s</span>'
+        self.readout.value = self._readout_html(period, amplitude)
+        lab = {
+            "show": shown, "node": int(self.node.value), "units": dict(self._units),
+            "lines": {name: lines.get(name) for name in LINES}, "up": [float(u) for u in self._up()],
+            "stopwatch": {"time": self.stopwatch, "running": self._watch_running},
+            "period": period, "amplitude": amplitude, "ruler_length": self.ruler_length,
+            "blown_up": not sane, "extent": self._extent(),
+        }
+        return arrows, trace, lab
+
+    def _extent(self) -> list[list[float]]:
+        """Points the view keeps in the picture from the start (m): the ruler's ends when it
+        is shown and, for a single mass on springs, its lowest point when let go from where
+        it is (twice the way down to its equilibrium)."""
+        points: list[list[float]] = []
+        if self.show["ruler"].value:
+            top = list(self.live.view.ruler)
+            points += [top, [top[0], top[1] - self.ruler_length, top[2]]]
+        if np.count_nonzero(~np.asarray(self.system.pinned, dtype=bool)) == 1:
+            if self._equilibrium is False:
+                self._equilibrium = equilibrium(self.system)
+            if self._equilibrium is not None and self._equilibrium is not False:
+                node = int(self.node.value)
+                low = 2.0 * self._equilibrium[node] - self._initial[node]
+                points.append([float(value) for value in low])
+        return points
+
+    def _rescale(self, block: np.ndarray) -> None:
+        """Chooses the arrow units (a unit arrow is 40 px long): a round value about half the
+        largest arrow, chosen again only when an arrow grows past three units."""
+        groups = {"force": block[:, :5], "velocity": block[:, 5:6], "acceleration": block[:, 6:7]}
+        for name, vectors in groups.items():
+            size = float(np.max(np.linalg.norm(vectors, axis=2), initial=0.0))
+            if not math.isfinite(size) or size <= 0.0:
+                continue
+            unit = self._units[name]
+            if unit is None or size > 3.0 * unit:
+                self._units[name] = _nice(size / 2.0)
+
+    def _readout_html(self, period: float | None, amplitude: float | None) -> str:
+        node = int(self.node.value)
+        if period is None:
+            text = f"node {node}: period and amplitude after two full swings"
+        else:
+            text = f"node {node}: period <b>{period:.3f} s</b>"
+            if amplitude is not None:
+                text += f", amplitude <b>{amplitude:.3g} m</b>"
+        return f'<div style="font-size:12px;margin-left:8px">{text}</div>'
