@@ -708,3 +708,25 @@ void ms_contact_adjoint(const ms_model* m, const double* inv_mass, const double*
                 contact_local_adjoint(&m->colliders[k], &locals[k], lx + 3 * i, lv + 3 * i, lx_old + 3 * i);
     }
 }
+
+void ms_held_hessians(const ms_model* m, const double* centers, const double* x, const double* held,
+                      double* hessian) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* n = held + 3 * i;
+        double* out = hessian + 9 * i;
+        for (int q = 0; q < 9; ++q) out[q] = 0.0;
+        if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+        /* the last collider at rest whose normal at x_i is the one found: ms_find_held's */
+        for (int64_t k = m->ncollider - 1; k >= 0; --k) {
+            const ms_collider* c = m->colliders + k;
+            if (c->velocity[0] != 0.0 || c->velocity[1] != 0.0 || c->velocity[2] != 0.0) continue;
+            double normal[3];
+            ms_collider_distance_inline(c, centers + 3 * k, x + 3 * i, normal);
+            if (normal[0] != n[0] || normal[1] != n[1] || normal[2] != n[2]) continue;
+            const double r[3] = {x[3 * i] - centers[3 * k], x[3 * i + 1] - centers[3 * k + 1],
+                                 x[3 * i + 2] - centers[3 * k + 2]};
+            distance_hessian(c, r, out);
+            break;
+        }
+    }
+}

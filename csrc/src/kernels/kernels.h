@@ -102,6 +102,12 @@ void ms_contact_adjoint(const ms_model* m, const double* inv_mass, const double*
                         const double* x_old, const double* x, const double* v, double* lx, double* lv,
                         double* lx_old, void* scratch);
 
+/* For each node ms_find_held found held (held: its normals, as ms_find_held wrote them for
+   positions x and the colliders' centres centers), the Hessian of the signed distance of the
+   collider holding it at x_i, the derivative of its normal (nnode x 9; zero for the others). */
+void ms_held_hessians(const ms_model* m, const double* centers, const double* x, const double* held,
+                      double* hessian);
+
 /* Contact's storage ready for a step call (made on first use), with what it knew of the
    gaps from an earlier call forgotten (each step's contact clears the push marks itself).
    Done at the start of every ms_step call with colliders, the one place the gaps are

@@ -36,16 +36,6 @@ int ms_gradient_check(const ms_model* m, ms_error* err) {
                             "%s has no gradient here: differentiable runs use symplectic_euler, explicit_euler, "
                             "velocity_verlet, rk4 or implicit_euler",
                             integrator);
-    if (opt->integrator == MS_IMPLICIT_EULER)
-        for (int64_t k = 0; k < m->ncollider; ++k) {
-            const double* velocity = m->colliders[k].velocity;
-            if (velocity[0] == 0.0 && velocity[1] == 0.0 && velocity[2] == 0.0)
-                return ms_error_set(err, MS_ERR_VALUE,
-                                    "implicit Euler with a collider at rest (collider %lld) has no gradient here: its "
-                                    "resting contact is a constraint inside the solve; use symplectic_euler, "
-                                    "explicit_euler, velocity_verlet or rk4 with colliders at rest",
-                                    (long long)k);
-        }
     if (opt->strain_limiting)
         return ms_error_set(err, MS_ERR_VALUE, "strain limiting has no gradient here: set strain_limit = None");
     if (opt->self_collision > 0.0)
@@ -125,6 +115,10 @@ typedef struct contact_tape {
     double* at_checkpoint; /* and at each checkpoint (ncheckpoint x ncollider x 3) */
     double* lx_old;     /* the adjoint of the step's start through contact (nnode x 3) */
     void* scratch;
+    /* implicit Euler with a collider at rest: the nodes each step held (ms_find_held) */
+    double* held;       /* their normals (stretch x nnode x 3) */
+    uint8_t* holding;   /* whether the step held any (stretch) */
+    double* hessian;    /* the normals' derivatives at one step (nnode x 9) */
 } contact_tape;
 
 static void contact_tape_free(contact_tape* t) {
@@ -133,6 +127,19 @@ static void contact_tape_free(contact_tape* t) {
     free(t->at_checkpoint);
     free(t->lx_old);
     free(t->scratch);
+    free(t->held);
+    free(t->holding);
+    free(t->hessian);
+}
+
+/* Implicit Euler holds the nodes resting on a collider at rest inside its solve. */
+static int holds(const ms_model* m) {
+    if (m->opt.integrator != MS_IMPLICIT_EULER) return 0;
+    for (int64_t k = 0; k < m->ncollider; ++k) {
+        const double* velocity = m->colliders[k].velocity;
+        if (velocity[0] == 0.0 && velocity[1] == 0.0 && velocity[2] == 0.0) return 1;
+    }
+    return 0;
 }
 
 /* Room for steps steps and ncheckpoint checkpoints (none without colliders); -1 if memory ran out. */
@@ -146,8 +153,13 @@ static int contact_tape_make(const ms_model* m, int64_t steps, int64_t ncheckpoi
     t->at_checkpoint = malloc(sizeof(double) * c3 * (size_t)ncheckpoint);
     t->lx_old = malloc(sizeof(double) * n3);
     t->scratch = malloc(ms_contact_derivative_bytes(m));
+    if (holds(m)) {
+        t->held = malloc(sizeof(double) * n3 * (size_t)steps);
+        t->holding = malloc((size_t)steps);
+        t->hessian = malloc(sizeof(double) * 3 * n3);
+    }
     if (t->before == NULL || t->centers == NULL || t->at_checkpoint == NULL || t->lx_old == NULL ||
-        t->scratch == NULL) {
+        t->scratch == NULL || (holds(m) && (t->held == NULL || t->holding == NULL || t->hessian == NULL))) {
         contact_tape_free(t);
         return -1;
     }
@@ -169,11 +181,30 @@ static void contact_checkpoints(const ms_model* m, ms_state* s, const ms_gradien
 }
 
 /* Keeps the colliders' centres before step k of a stretch, and says where that step keeps
-   its state before contact (NULL without colliders). */
-static double* contact_keep(const ms_model* m, const ms_state* s, contact_tape* t, int64_t k) {
-    if (t->ncollider == 0) return NULL;
+   its state before contact (NULL without colliders).  For implicit Euler it also finds the
+   nodes the step will hold, as the step finds them: from the forces at the step's start,
+   summed as the step sums them.  *status: MS_OK, or MS_ERR_MEMORY with err set. */
+static double* contact_keep(const ms_model* m, ms_state* s, contact_tape* t, int64_t k, double h, int* status,
+                            ms_error* err) {
+    if (t->ncollider == 0 || *status != MS_OK) return NULL;
     memcpy(t->centers + 3 * t->ncollider * k, s->collider_center, sizeof(double) * 3 * (size_t)t->ncollider);
+    if (t->held != NULL) {
+        for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+        *status = ms_state_forces(m, s, NULL, err);
+        if (*status != MS_OK) return NULL;
+        t->holding[k] = (uint8_t)ms_find_held(m, s, s->x, s->v, s->f, h, t->held + 3 * (size_t)m->nnode * (size_t)k);
+    }
     return t->before + 6 * (size_t)m->nnode * (size_t)k;
+}
+
+/* The held nodes of step k of a stretch that started at x, or NULL for none. */
+static const ms_held_contact* contact_held(const ms_model* m, contact_tape* t, int64_t k, const double* x,
+                                           ms_held_contact* held) {
+    if (t->held == NULL || !t->holding[k]) return NULL;
+    held->normal = t->held + 3 * (size_t)m->nnode * (size_t)k;
+    held->hessian = t->hessian;
+    ms_held_hessians(m, t->centers + 3 * t->ncollider * k, x, held->normal, t->hessian);
+    return held;
 }
 
 static int out_of_memory(ms_error* err, const ms_model* m) {
@@ -235,7 +266,8 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             double* kept = states + 2 * n3 * (k - begin);
             memcpy(kept, s->x, state_bytes);
             memcpy(kept + n3, s->v, state_bytes);
-            status = step_once(m, s, run->h, &first, contact_keep(m, s, &contact, k - begin), err);
+            double* before_contact = contact_keep(m, s, &contact, k - begin, run->h, &status, err);
+            if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
             if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
         }
         if (status != MS_OK) break;
@@ -259,8 +291,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
                 ms_contact_adjoint(m, inv_mass, contact.centers + 3 * contact.ncollider * (k - begin), run->h, kept,
                                    after, after + n3, grad_x, grad_v, contact.lx_old, contact.scratch);
             }
-            if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
-                                grad, factor, work)) {
+            ms_held_contact on;
+            const ms_held_contact* held = contact_held(m, &contact, k - begin, kept, &on);
+            if (held != NULL ? ms_implicit_held_adjoint(m, inv_mass, s->external, kept + n3, after, after + n3, run->h,
+                                                        held, grad_x, grad_v, grad, factor, work)
+                             : ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h,
+                                               grad_x, grad_v, grad, factor, work)) {
                 status = unsolved(err, k + 1);
                 break;
             }
@@ -330,13 +366,19 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
             record_tangent(run->nrecord, n3, r, ndirection, dx, dv, record_dx, record_dv);
         memcpy(before, s->x, state_bytes);
         memcpy(before + n3, s->v, state_bytes);
-        status = step_once(m, s, run->h, &first, contact_keep(m, s, &contact, 0), err);
+        double* before_contact = contact_keep(m, s, &contact, 0, run->h, &status, err);
+        if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
         /* with colliders, the integrator's step up to contact, then contact */
         const double* after = contact.ncollider > 0 ? contact.before : s->x;
+        ms_held_contact on;
+        const ms_held_contact* held = status == MS_OK ? contact_held(m, &contact, 0, before, &on) : NULL;
         for (int64_t d = 0; d < ndirection && status == MS_OK; ++d) {
             if (contact.ncollider > 0) memcpy(contact.lx_old, dx + n3 * d, state_bytes); /* dx of the start */
-            if (ms_tangent_step(m, inv_mass, s->external, before, before + n3, after, after + n3, run->h, dx + n3 * d,
-                                dv + n3 * d, &directions[d], factor, work))
+            if (held != NULL ? ms_implicit_held_tangent(m, inv_mass, s->external, before + n3, after, after + n3,
+                                                        run->h, held, dx + n3 * d, dv + n3 * d, &directions[d], factor,
+                                                        work)
+                             : ms_tangent_step(m, inv_mass, s->external, before, before + n3, after, after + n3,
+                                               run->h, dx + n3 * d, dv + n3 * d, &directions[d], factor, work))
                 status = unsolved(err, k + 1);
             else if (contact.ncollider > 0)
                 ms_contact_tangent(m, inv_mass, contact.centers, run->h, before, after, after + n3, contact.lx_old,
