@@ -2,7 +2,14 @@
  * the discrete steps that ms_step computes, for explicit and symplectic Euler, velocity
  * Verlet, RK4 and implicit Euler (its converged step: exact to the forward Newton solve's
  * tolerance), with springs, dampers, gravity, linear drag without wind, an external force
- * constant in time, pins and the energy loss.
+ * constant in time, pins, the energy loss and contact with colliders.
+ *
+ * Contact is differentiated along the branch each step took (kernels/contact.c): the identity
+ * for a node that does not touch, the projection onto the surface with its curvature, the
+ * restitution and sliding or sticking friction, and implicit Euler's resting contact held
+ * inside its solve.  Where a node starts or stops touching, or switches between sliding and
+ * sticking, the step is not differentiable and the derivative is the one-sided one of the
+ * branch taken.  The colliders' poses, velocities and coefficients are constants.
  *
  * A run of `steps` steps of size h starts from the state at step 0.  A backward pass
  * takes the derivatives of a loss L with respect to the states recorded at some steps and
@@ -46,7 +53,7 @@ typedef struct ms_gradient_run {
 } ms_gradient_run;
 
 /* MS_OK if steps of this model have a gradient here; else MS_ERR_VALUE naming what has
-   none (the integrator, colliders, strain limiting, self-collision, the air on faces, wind). */
+   none (the integrator, strain limiting, self-collision, the air on faces, wind). */
 int ms_gradient_check(const ms_model* m, ms_error* err);
 
 /* The backward pass.  dx_records and dv_records hold dL/dx and dL/dv of each record (nrecord x
