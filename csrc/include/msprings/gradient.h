@@ -59,10 +59,12 @@ int ms_gradient_check(const ms_model* m, ms_error* err);
 /* The backward pass.  dx_records and dv_records hold dL/dx and dL/dv of each record (nrecord x
    nnode x 3; dv_records may be NULL: zero).  Writes dL/dx and dL/dv of the state at step 0
    into grad_x and grad_v (nnode x 3) and adds dL/d(parameters) to grad (all five arrays).
-   s is a scratch state of m (its x, v, t and ledger are overwritten).  MS_ERR_VALUE for a
-   bad run, a model with no gradient or an implicit Euler derivative whose linear solve did
-   not converge, MS_ERR_MEMORY, MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED if stepping again does
-   not reproduce the checkpoints. */
+   s is a scratch state of m with its colliders where they were at step 0 (a moving collider
+   is moved from there as the run's steps moved it; its x, v, t, ledger and colliders'
+   positions are overwritten).  MS_ERR_VALUE for a bad run, a model with no gradient or an
+   implicit Euler derivative whose linear solve did not converge, MS_ERR_MEMORY,
+   MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED if stepping again does not reproduce the
+   checkpoints. */
 int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* run, const double* dx_records,
                          const double* dv_records, double* grad_x, double* grad_v, ms_parameter_arrays* grad,
                          ms_error* err);
