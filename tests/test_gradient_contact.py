@@ -317,3 +317,60 @@ def test_passes_through_contact_leak_nothing():
         for _ in range(200):
             once(integrator)
         assert settled_resident_bytes() - before < ALLOWED_GROWTH, integrator
+
+
+# A node just inside the band of thickness around each kind of collider surface, where the
+# surface is flat (plane, box face, cylinder cap), curved one way (sphere, cylinder side, box
+# edge rounded by the thickness) or two ways (box corner, cylinder rim): the projection's
+# Jacobian carries the signed distance's Hessian there.
+SURFACES = {
+    "plane": (lambda s: s.add_plane((0.0, 0.0, 0.0), (0.3, 1.0, 0.2), friction=0.3, restitution=0.2),
+              [0.1, -0.1, 0.2], [0.6, -0.8, 0.3]),
+    "sphere": (lambda s: s.add_sphere((0.0, 0.0, 0.0), 0.5, friction=0.3, restitution=0.2),
+               [0.2, 0.42, 0.1], [0.5, -0.6, 0.2]),
+    "box face": (lambda s: s.add_box((-0.5, -0.5, -0.5), (0.5, 0.5, 0.5), friction=0.3, thickness=0.05),
+                 [0.2, 0.53, 0.1], [0.4, -0.7, 0.3]),
+    "box edge": (lambda s: s.add_box((-0.5, -0.5, -0.5), (0.5, 0.5, 0.5), friction=0.2, thickness=0.1),
+                 [0.55, 0.56, 0.1], [-0.3, -0.5, 0.4]),
+    "box corner": (lambda s: s.add_box((-0.5, -0.5, -0.5), (0.5, 0.5, 0.5), friction=0.2, thickness=0.1),
+                   [0.53, 0.55, 0.54], [-0.3, -0.4, 0.2]),
+    "cylinder side": (lambda s: s.add_cylinder((0.0, 0.0, 0.0), 0.5, 1.0, (0.0, 0.0, 1.0), friction=0.2,
+                                               thickness=0.05), [0.52, 0.1, 0.1], [-0.6, 0.5, 0.2]),
+    "cylinder cap": (lambda s: s.add_cylinder((0.0, 0.0, 0.0), 0.5, 1.0, friction=0.2, thickness=0.05),
+                     [0.1, 0.52, 0.1], [0.3, -0.6, 0.2]),
+    "cylinder rim": (lambda s: s.add_cylinder((0.0, 0.0, 0.0), 0.5, 1.0, friction=0.2, thickness=0.05),
+                     [0.52, 0.53, 0.05], [-0.4, -0.5, 0.3]),
+}
+
+
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+@pytest.mark.parametrize("surface", list(SURFACES))
+def test_projection_onto_every_kind_of_surface_has_the_exact_jacobian(surface, integrator):
+    """d(state after 4 steps)/d(initial state) of a node pushed out of each kind of surface and
+    sliding along it, against central differences, for every direction of x0 and v0."""
+    add, x0, v0 = SURFACES[surface]
+    s = msprings.System([x0, [3.0, 3.0, 3.0]], [[0, 1]], k=0.0, pinned=[1], integrator=integrator)
+    s.v[0] = v0
+    add(s)
+    prepared(s)
+    h, steps = 1e-3, 4
+    run = s.copy().run(h, steps, 1, velocities=True, differentiable=True)
+    jacobian = np.zeros((6, 6))  # rows: final x, v; columns: x0, v0
+    for row in range(6):
+        weights = [np.zeros(run.positions.shape), np.zeros(run.positions.shape)]
+        weights[row // 3][-1, 0, row % 3] = 1.0
+        gradient = run.backward(*weights)
+        jacobian[row] = np.concatenate([gradient.x[0], gradient.v[0]])
+    eps = 1e-7
+    for column in range(6):
+        ends = []
+        for sign in (1, -1):
+            moved = s.copy()
+            (moved.x if column < 3 else moved.v)[0, column % 3] += sign * eps
+            end = moved.run(h, steps, steps, velocities=True)
+            ends.append(np.concatenate([end.positions[-1, 0], end.velocities[-1, 0]]))
+        difference = (ends[0] - ends[1]) / (2 * eps)
+        assert np.allclose(jacobian[:, column], difference, rtol=1e-6, atol=1e-7), (column, jacobian[:, column],
+                                                                                   difference)
+    # the node was pushed (a free flight would give the identity)
+    assert not np.allclose(jacobian[:3, :3], np.eye(3))
