@@ -9,13 +9,42 @@ takes the stretch's steps back.  Memory: the checkpoints and one stretch of stat
 
 What has a gradient: explicit and symplectic Euler, velocity Verlet, RK4 and implicit Euler,
 with springs (k, c, rest), masses, pins, gravity, linear drag (without wind), a constant
-external force and the energy loss.  The gradient is that of the step the code computes, not of
-the differential equation: for the explicit integrators exact to rounding; for implicit Euler,
-that of the exact backward-Euler step (its linear system solved to a relative residual of
-1e-14), taken at the state Newton's method reached, so it is as exact as ``newton_tol`` (and
-``cg_tol``) make the forward step.  Refused with ValueError: projective dynamics, xpbd (their
-fixed iteration counts would need their own adjoints), colliders (contact is not smooth),
-strain limiting, self-collision, the air on faces and wind.
+external force, the energy loss and contact with colliders.  The gradient is that of the step
+the code computes, not of the differential equation: for the explicit integrators exact to
+rounding; for implicit Euler, that of the exact backward-Euler step (its linear system solved
+to a relative residual of 1e-14), taken at the state Newton's method reached, so it is as exact
+as ``newton_tol`` (and ``cg_tol``) make the forward step.  Refused with ValueError: projective
+dynamics, xpbd (their fixed iteration counts would need their own adjoints), strain limiting
+and self-collision (projections among the nodes, with no derivative here), the air on faces
+and wind.
+
+Contact with colliders (:mod:`msprings.colliders`) is a map applied after each step's
+integrator, differentiated exactly along the branch the step took:
+
+- a node that does not touch a collider passes unchanged (its derivative is the identity);
+- a node that ends inside one is projected onto its surface, ``x' = x - phi(x) n(x)``, whose
+  Jacobian ``I - n n^T - phi H`` (H the Hessian of the signed distance) is the projection onto
+  the tangent plane with the surface's curvature (a sphere's, a cylinder's, a box's edges and
+  corners; none for a plane or a box's faces);
+- its velocity relative to the collider, u, then loses its normal part u_n < 0 times 1 + e,
+  and friction either lets it slide, taking mu (1 + e) |u_n| off its tangential speed along
+  its direction (smooth in u and n while |u_t| > mu (1 + e) |u_n|), or sticks it (the
+  tangential velocity and the step's tangential slip relative to the collider undone);
+- implicit Euler holds a node resting on a collider at rest inside its solve (its normal
+  velocity kept, its other rows solved with the rest): that constraint is differentiated too,
+  with the normal's turning through the curvature;
+- a node that crosses a thin collider or goes deep within one step is pushed out through its
+  entry face: there the derivative holds the entry point and its normal fixed (exact for a
+  plane).
+
+Where the branch changes -- the step at which a node starts or stops touching, or switches
+between sliding and sticking (or u_n crosses 0) -- the run is not differentiable: it has a
+kink or a jump there, and the gradient is the one-sided derivative of the branch the run took.
+Central differences across such an event do not converge to it, and a loss that depends on
+*when* a contact happens (a landing's step) gets no useful gradient from it.  The colliders'
+pose, velocity, restitution, friction and thickness are constants: a moving collider is where
+the run moved it, and the gradient is with respect to the model's parameters (k, c, rest,
+mass, x, v, external) only, never the collider's own.
 """
 from __future__ import annotations
 

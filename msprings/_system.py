@@ -502,9 +502,9 @@ class System(_core.System):
         the records) and :meth:`Trajectory.tangent` need: a copy of the system as the run starts
         and the state every ``checkpoint_every`` steps (a multiple of ``record_every``; default
         about ``sqrt(steps)``; ``>= steps`` keeps none, and the backward pass then holds every
-        state at once).  A system whose steps have no gradient (projective, xpbd, colliders,
-        strain limiting, self-collision, the air on faces, wind) raises ValueError before any
-        step.  See :mod:`msprings._gradient`.
+        state at once).  A system whose steps have no gradient (projective, xpbd, strain
+        limiting, self-collision, the air on faces, wind) raises ValueError before any step.
+        Contact with colliders has one where it is smooth: see :mod:`msprings._gradient`.
         """
         from .trajectory import record
 

@@ -17,6 +17,13 @@ rest of what a step's pushes change -- kinetic energy in the collider's frame, a
 gravitational and spring energy of the position correction -- is dissipated as ``contact``
 when it is a loss, and booked as ``constraints`` work when the correction gives back more
 than restitution and friction take.
+
+Gradients (``System.run(..., differentiable=True)``): each of these maps is differentiated
+exactly where it is smooth -- the projection onto the surface (with its curvature), the
+restitution, sliding and sticking friction -- along the branch the step took; at the step a
+node starts or stops touching, or switches between sliding and sticking, the gradient is the
+one-sided derivative of that branch.  A collider's own pose, velocity and coefficients have
+no gradient: they are constants of the run.  See :mod:`msprings._gradient`.
 """
 from __future__ import annotations
 

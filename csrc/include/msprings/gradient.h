@@ -2,7 +2,14 @@
  * the discrete steps that ms_step computes, for explicit and symplectic Euler, velocity
  * Verlet, RK4 and implicit Euler (its converged step: exact to the forward Newton solve's
  * tolerance), with springs, dampers, gravity, linear drag without wind, an external force
- * constant in time, pins and the energy loss.
+ * constant in time, pins, the energy loss and contact with colliders.
+ *
+ * Contact is differentiated along the branch each step took (kernels/contact.c): the identity
+ * for a node that does not touch, the projection onto the surface with its curvature, the
+ * restitution and sliding or sticking friction, and implicit Euler's resting contact held
+ * inside its solve.  Where a node starts or stops touching, or switches between sliding and
+ * sticking, the step is not differentiable and the derivative is the one-sided one of the
+ * branch taken.  The colliders' poses, velocities and coefficients are constants.
  *
  * A run of `steps` steps of size h starts from the state at step 0.  A backward pass
  * takes the derivatives of a loss L with respect to the states recorded at some steps and
@@ -46,16 +53,18 @@ typedef struct ms_gradient_run {
 } ms_gradient_run;
 
 /* MS_OK if steps of this model have a gradient here; else MS_ERR_VALUE naming what has
-   none (the integrator, colliders, strain limiting, self-collision, the air on faces, wind). */
+   none (the integrator, strain limiting, self-collision, the air on faces, wind). */
 int ms_gradient_check(const ms_model* m, ms_error* err);
 
 /* The backward pass.  dx_records and dv_records hold dL/dx and dL/dv of each record (nrecord x
    nnode x 3; dv_records may be NULL: zero).  Writes dL/dx and dL/dv of the state at step 0
    into grad_x and grad_v (nnode x 3) and adds dL/d(parameters) to grad (all five arrays).
-   s is a scratch state of m (its x, v, t and ledger are overwritten).  MS_ERR_VALUE for a
-   bad run, a model with no gradient or an implicit Euler derivative whose linear solve did
-   not converge, MS_ERR_MEMORY, MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED if stepping again does
-   not reproduce the checkpoints. */
+   s is a scratch state of m with its colliders where they were at step 0 (a moving collider
+   is moved from there as the run's steps moved it; its x, v, t, ledger and colliders'
+   positions are overwritten).  MS_ERR_VALUE for a bad run, a model with no gradient or an
+   implicit Euler derivative whose linear solve did not converge, MS_ERR_MEMORY,
+   MS_ERR_INTERRUPTED, or MS_ERR_DIVERGED if stepping again does not reproduce the
+   checkpoints. */
 int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* run, const double* dx_records,
                          const double* dv_records, double* grad_x, double* grad_v, ms_parameter_arrays* grad,
                          ms_error* err);

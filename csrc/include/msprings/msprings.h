@@ -430,6 +430,11 @@ typedef struct ms_step_options {
                                  iterations, implicit Euler's Newton and conjugate-gradient
                                  iterations); NULL for none.  Any number of workers takes the
                                  same decision */
+    double* before_contact;   /* NULL, or 2 x nnode x 3 values that each step of a model with
+                                 colliders fills with x then v as they are just before its
+                                 contact pass (after the integrator and the energy loss): the
+                                 point at which the gradients of a run take contact's
+                                 derivative (every node, pinned ones too) */
 } ms_step_options;
 
 /* Advances n >= 1 steps of size h > 0 with m->opt.integrator; options may be NULL (all

@@ -400,3 +400,333 @@ int ms_find_held(const ms_model* m, const ms_state* s, const double* x, const do
     }
     return any;
 }
+
+/* ---- the derivatives of contact ------------------------------------------------------
+   For one node and one collider (centre c0 at the start of the step, c1 = c0 + h V at its
+   end) contact maps the node's start x_o and its state (x, v) after the integrator to
+   (x', v').  Where the node does not touch, the map is the identity.  Where it ends inside
+   (gap phi(r) < 0 at r = x - c1, phi the signed distance less the thickness, n its
+   gradient, H its Hessian), it is projected out along the normal,
+       x' = x - phi n,                    dx' = (I - n n^T - phi H) dx,
+   the projection onto the surface (for a plane I - n n^T; for a sphere of radius R the
+   tangential part scaled by (R + thickness) / |r|).  A node entering fast enough to cross a
+   thin collider, or to go deep, is pushed out onto the tangent plane at its entry point:
+   there the entry point and its normal are held fixed (exact for a plane, where the two
+   pushes are the same).  Then, with u = v - V the velocity relative to the collider,
+   u_n = u.n < 0 and u_t = u - u_n n, the response
+       slip:  v' = V - e u_n n + (1 - mu (1 + e) |u_n| / |u_t|) u_t    (|u_t| > mu (1 + e) |u_n|)
+       stick: v' = V - e u_n n,   and x' loses its tangential slip relative to the collider,
+   both smooth within their regimes (n depends on x through H).  Whether a node touches, and
+   whether it slips or sticks, is decided by the step; the derivatives here are those of the
+   branch the step took, which at the switch (a node arriving at or leaving the surface,
+   u_n = 0, |u_t| = mu (1 + e) |u_n|) are one-sided.  The collider's own pose and velocity,
+   restitution, friction and thickness are not parameters: no derivative is taken with
+   respect to them. */
+
+/* What one collider's contact did to one node, for its derivative. */
+typedef struct contact_local {
+    int touched;        /* 0: no contact (identity) */
+    int project;        /* the push along the normal is active */
+    double normal[3];
+    double hessian[9];  /* of the signed distance at the end point (0 when the normal is fixed) */
+    double gap;         /* phi at the end point (<= 0), 0 when the normal is fixed */
+    int response;       /* 0: none (separating), 1: slip, 2: stick */
+    double relative[3]; /* u = v - V before the response */
+    int hold;           /* friction held the node: its slip was undone */
+    double slip[3];     /* that slip */
+} contact_local;
+
+/* The Hessian of collider c's signed distance at r (collider at the origin), where the
+   distance is smooth (zero on flat faces). */
+static void distance_hessian(const ms_collider* c, const double r[3], double hessian[9]) {
+    for (int q = 0; q < 9; ++q) hessian[q] = 0.0;
+    switch (c->type) {
+    case MS_SPHERE: {
+        const double length = ms_length3(r);
+        if (!(length > 0.0)) return;
+        const double n[3] = {r[0] / length, r[1] / length, r[2] / length};
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) hessian[3 * a + b] = ((a == b ? 1.0 : 0.0) - n[a] * n[b]) / length;
+        return;
+    }
+    case MS_BOX: {
+        double outside[3], active[3];
+        for (int a = 0; a < 3; ++a) {
+            const double q = fabs(r[a]) - c->size[a];
+            active[a] = q > 0.0 ? 1.0 : 0.0;
+            outside[a] = q > 0.0 ? (r[a] < 0.0 ? -q : q) : 0.0;
+        }
+        const double length = ms_length3(outside);
+        if (!(length > 0.0)) return;
+        const double n[3] = {outside[0] / length, outside[1] / length, outside[2] / length};
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b) hessian[3 * a + b] = ((a == b ? active[a] : 0.0) - n[a] * n[b]) / length;
+        return;
+    }
+    case MS_CYLINDER: {
+        const double* axis = c->axis;
+        const double along = r[0] * axis[0] + r[1] * axis[1] + r[2] * axis[2];
+        const double radial[3] = {r[0] - along * axis[0], r[1] - along * axis[1], r[2] - along * axis[2]};
+        const double rho = ms_length3(radial);
+        if (!(rho > 0.0)) return;
+        const double e[3] = {radial[0] / rho, radial[1] / rho, radial[2] / rho};
+        const double side = along < 0.0 ? -1.0 : 1.0;
+        const double dr = rho - c->size[0], dh = fabs(along) - c->size[1];
+        double ring[9]; /* the derivative of e: (I - a a^T - e e^T) / rho */
+        for (int a = 0; a < 3; ++a)
+            for (int b = 0; b < 3; ++b)
+                ring[3 * a + b] = ((a == b ? 1.0 : 0.0) - axis[a] * axis[b] - e[a] * e[b]) / rho;
+        if (dr > 0.0 && dh > 0.0) { /* the rim: sqrt(dr^2 + dh^2) */
+            const double length = sqrt(dr * dr + dh * dh);
+            double n[3];
+            for (int a = 0; a < 3; ++a) n[a] = (dr * e[a] + dh * side * axis[a]) / length;
+            for (int a = 0; a < 3; ++a)
+                for (int b = 0; b < 3; ++b)
+                    hessian[3 * a + b] = (e[a] * e[b] + axis[a] * axis[b] - n[a] * n[b]) / length +
+                                         dr / length * ring[3 * a + b];
+            return;
+        }
+        if (dr > dh)
+            for (int q = 0; q < 9; ++q) hessian[q] = ring[q];
+        return;
+    }
+    default: return;
+    }
+}
+
+/* Collider k's contact with one node, as collide_node takes it (the same arithmetic, so the
+   same branches), on (x, v) in place, with what its derivative needs in *local. */
+static void contact_again(const ms_model* m, const double* centers, double h, int64_t k, const double xo[3],
+                          double xi[3], double vi[3], contact_local* local) {
+    const ms_collider* c = &m->colliders[k];
+    static const double origin[3] = {0.0, 0.0, 0.0};
+    double start[3], end[3];
+    for (int a = 0; a < 3; ++a) {
+        start[a] = centers[3 * k + a];
+        end[a] = start[a] + h * c->velocity[a];
+    }
+    const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+    const int lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+    local->touched = 0;
+    const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
+    const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
+    const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
+                                   fabs(path[2]) + c->thickness);
+    double normal[3], moved[3], end_normal[3];
+    const int plane = c->type == MS_PLANE;
+    const double* axis = c->axis;
+    const double start_gap =
+        (plane ? plane_distance(axis, r0) : ms_collider_distance_inline(c, origin, r0, normal)) - c->thickness;
+    const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+    if (lipschitz && start_gap > travel + margin) return;
+    const double end_gap =
+        (plane ? plane_distance(axis, r1) : ms_collider_distance_inline(c, origin, r1, end_normal)) - c->thickness;
+    if (plane)
+        for (int a = 0; a < 3; ++a) normal[a] = end_normal[a] = axis[a];
+    double t = -1.0;
+    if (start_gap > 1e-9 * travel) t = first_contact(c, r0, r1, start_gap);
+    int through_entry = 0;
+    if (t >= 0.0) {
+        const double hit[3] = {r0[0] + t * (r1[0] - r0[0]), r0[1] + t * (r1[1] - r0[1]), r0[2] + t * (r1[2] - r0[2])};
+        const double gap = ms_collider_distance_inline(c, origin, hit, normal) - c->thickness;
+        const double agreement = normal[0] * end_normal[0] + normal[1] * end_normal[1] + normal[2] * end_normal[2];
+        if (end_gap >= 0.0 || agreement < 0.5) {
+            double depth = 0.0;
+            for (int a = 0; a < 3; ++a) depth += (r1[a] - (hit[a] - gap * normal[a])) * normal[a];
+            local->project = depth < 0.0;
+            if (depth > 0.0) depth = 0.0;
+            for (int a = 0; a < 3; ++a) moved[a] = xi[a] - depth * normal[a];
+            through_entry = 1;
+            local->gap = 0.0;
+            for (int q = 0; q < 9; ++q) local->hessian[q] = 0.0;
+        }
+    }
+    if (!through_entry) {
+        if (end_gap >= 0.0) return;
+        for (int a = 0; a < 3; ++a) {
+            normal[a] = end_normal[a];
+            moved[a] = xi[a] - end_gap * normal[a];
+        }
+        local->project = 1;
+        local->gap = end_gap;
+        distance_hessian(c, r1, local->hessian);
+    }
+    local->touched = 1;
+    for (int a = 0; a < 3; ++a) {
+        local->normal[a] = normal[a];
+        local->relative[a] = vi[a] - c->velocity[a];
+    }
+    /* the response's branch, as respond takes it */
+    const double* u = local->relative;
+    const double vn = u[0] * normal[0] + u[1] * normal[1] + u[2] * normal[2];
+    local->response = 0;
+    if (vn < 0.0) {
+        const double change = -(1.0 + c->restitution) * vn;
+        double tangent[3];
+        for (int a = 0; a < 3; ++a) tangent[a] = u[a] - vn * normal[a];
+        const double speed = ms_length3(tangent);
+        local->response = speed > 0.0 && speed > c->friction * change ? 1 : 2;
+    }
+    local->hold = respond(c, normal, vi);
+    if (local->hold) {
+        double along = 0.0;
+        for (int a = 0; a < 3; ++a) {
+            local->slip[a] = (moved[a] - xo[a]) - (end[a] - start[a]);
+            along += local->slip[a] * normal[a];
+        }
+        for (int a = 0; a < 3; ++a) moved[a] -= local->slip[a] - along * normal[a];
+    }
+    for (int a = 0; a < 3; ++a) xi[a] = moved[a];
+}
+
+static double dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static void hessian_times(const double* hessian, const double* y, double* out) {
+    for (int a = 0; a < 3; ++a) out[a] = hessian[3 * a] * y[0] + hessian[3 * a + 1] * y[1] + hessian[3 * a + 2] * y[2];
+}
+
+/* The tangent of one collider's contact with one node: (dxo, dx, dv) -> (dx', dv') in place. */
+static void contact_local_tangent(const ms_collider* c, const contact_local* local, const double* dxo, double* dx,
+                                  double* dv) {
+    const double* n = local->normal;
+    double dn[3], dmoved[3];
+    hessian_times(local->hessian, dx, dn);
+    const double push = local->project ? dot3(n, dx) : 0.0;
+    for (int a = 0; a < 3; ++a) dmoved[a] = dx[a] - push * n[a] - local->gap * dn[a];
+    if (local->response != 0) {
+        const double* u = local->relative;
+        const double big_e = 1.0 + c->restitution, vn = dot3(u, n), change = -big_e * vn;
+        const double dvn = dot3(dv, n) + dot3(u, dn), dchange = -big_e * dvn;
+        double out[3];
+        for (int a = 0; a < 3; ++a) out[a] = (dvn + dchange) * n[a] + (vn + change) * dn[a];
+        if (local->response == 1) {
+            double t[3], dt[3];
+            for (int a = 0; a < 3; ++a) {
+                t[a] = u[a] - vn * n[a];
+                dt[a] = dv[a] - dvn * n[a] - vn * dn[a];
+            }
+            const double speed = ms_length3(t);
+            const double keep = 1.0 - c->friction * change / speed;
+            const double dspeed = dot3(t, dt) / speed;
+            const double dkeep = -c->friction * (dchange / speed - change * dspeed / (speed * speed));
+            for (int a = 0; a < 3; ++a) out[a] += dkeep * t[a] + keep * dt[a];
+        }
+        for (int a = 0; a < 3; ++a) dv[a] = out[a];
+    }
+    if (local->hold) {
+        const double* slip = local->slip;
+        double dslip[3];
+        for (int a = 0; a < 3; ++a) dslip[a] = dmoved[a] - dxo[a];
+        const double along = dot3(n, dslip) + dot3(slip, dn), slip_n = dot3(slip, n);
+        for (int a = 0; a < 3; ++a) dmoved[a] = dxo[a] + along * n[a] + slip_n * dn[a];
+    }
+    for (int a = 0; a < 3; ++a) dx[a] = dmoved[a];
+}
+
+/* Its adjoint: (lx', lv') -> (lx, lv) in place, with lxo added to. */
+static void contact_local_adjoint(const ms_collider* c, const contact_local* local, double* lx, double* lv,
+                                  double* lxo) {
+    const double* n = local->normal;
+    double ln[3] = {0.0, 0.0, 0.0}, lmoved[3] = {lx[0], lx[1], lx[2]};
+    if (local->hold) {
+        const double* slip = local->slip;
+        const double along = dot3(n, lmoved), slip_n = dot3(slip, n);
+        for (int a = 0; a < 3; ++a) {
+            lxo[a] += lmoved[a] - along * n[a];
+            ln[a] += along * slip[a] + slip_n * lmoved[a];
+        }
+        for (int a = 0; a < 3; ++a) lmoved[a] = along * n[a];
+    }
+    if (local->response != 0) {
+        const double* u = local->relative;
+        const double big_e = 1.0 + c->restitution, vn = dot3(u, n), change = -big_e * vn;
+        double lu[3] = {0.0, 0.0, 0.0};
+        double lvn = (1.0 - big_e) * dot3(n, lv);
+        for (int a = 0; a < 3; ++a) ln[a] += (vn + change) * lv[a];
+        if (local->response == 1) {
+            double t[3], lt[3];
+            for (int a = 0; a < 3; ++a) t[a] = u[a] - vn * n[a];
+            const double speed = ms_length3(t);
+            const double keep = 1.0 - c->friction * change / speed;
+            const double lkeep = dot3(t, lv);
+            lvn += c->friction * big_e / speed * lkeep;
+            const double lspeed = c->friction * change / (speed * speed) * lkeep;
+            for (int a = 0; a < 3; ++a) lt[a] = keep * lv[a] + lspeed * t[a] / speed;
+            const double n_lt = dot3(n, lt);
+            for (int a = 0; a < 3; ++a) {
+                lu[a] += lt[a];
+                ln[a] -= vn * lt[a];
+            }
+            lvn -= n_lt;
+        }
+        for (int a = 0; a < 3; ++a) {
+            lu[a] += lvn * n[a];
+            ln[a] += lvn * u[a];
+        }
+        for (int a = 0; a < 3; ++a) lv[a] = lu[a];
+    }
+    const double push = local->project ? dot3(n, lmoved) : 0.0;
+    double h_moved[3], h_normal[3];
+    hessian_times(local->hessian, lmoved, h_moved);
+    hessian_times(local->hessian, ln, h_normal);
+    for (int a = 0; a < 3; ++a) lx[a] = lmoved[a] - push * n[a] - local->gap * h_moved[a] + h_normal[a];
+}
+
+size_t ms_contact_derivative_bytes(const ms_model* m) {
+    return sizeof(contact_local) * (size_t)(m->ncollider > 0 ? m->ncollider : 1);
+}
+
+void ms_contact_tangent(const ms_model* m, const double* inv_mass, const double* centers, double h,
+                        const double* x_old, const double* x, const double* v, const double* dx_old, double* dx,
+                        double* dv) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        if (inv_mass[i] == 0.0) continue;
+        double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+        for (int64_t k = 0; k < m->ncollider; ++k) {
+            contact_local local;
+            contact_again(m, centers, h, k, x_old + 3 * i, xi, vi, &local);
+            if (local.touched) contact_local_tangent(&m->colliders[k], &local, dx_old + 3 * i, dx + 3 * i, dv + 3 * i);
+        }
+    }
+}
+
+void ms_contact_adjoint(const ms_model* m, const double* inv_mass, const double* centers, double h,
+                        const double* x_old, const double* x, const double* v, double* lx, double* lv,
+                        double* lx_old, void* scratch) {
+    contact_local* locals = scratch;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        if (inv_mass[i] == 0.0) continue;
+        double xi[3] = {x[3 * i], x[3 * i + 1], x[3 * i + 2]}, vi[3] = {v[3 * i], v[3 * i + 1], v[3 * i + 2]};
+        int64_t last = -1;
+        for (int64_t k = 0; k < m->ncollider; ++k) {
+            contact_again(m, centers, h, k, x_old + 3 * i, xi, vi, &locals[k]);
+            if (locals[k].touched) last = k;
+        }
+        for (int64_t k = last; k >= 0; --k)
+            if (locals[k].touched)
+                contact_local_adjoint(&m->colliders[k], &locals[k], lx + 3 * i, lv + 3 * i, lx_old + 3 * i);
+    }
+}
+
+void ms_held_hessians(const ms_model* m, const double* centers, const double* x, const double* held,
+                      double* hessian) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* n = held + 3 * i;
+        double* out = hessian + 9 * i;
+        for (int q = 0; q < 9; ++q) out[q] = 0.0;
+        if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+        /* the last collider at rest whose normal at x_i is the one found: ms_find_held's */
+        for (int64_t k = m->ncollider - 1; k >= 0; --k) {
+            const ms_collider* c = m->colliders + k;
+            if (c->velocity[0] != 0.0 || c->velocity[1] != 0.0 || c->velocity[2] != 0.0) continue;
+            double normal[3];
+            ms_collider_distance_inline(c, centers + 3 * k, x + 3 * i, normal);
+            if (normal[0] != n[0] || normal[1] != n[1] || normal[2] != n[2]) continue;
+            const double r[3] = {x[3 * i] - centers[3 * k], x[3 * i + 1] - centers[3 * k + 1],
+                                 x[3 * i + 2] - centers[3 * k + 2]};
+            distance_hessian(c, r, out);
+            break;
+        }
+    }
+}

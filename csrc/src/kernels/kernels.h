@@ -86,6 +86,28 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old,
    before the next step's contact. */
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end);
 
+/* The derivatives of contact (contact.c): for the free nodes of (x, v), the state a step
+   reached before its contact pass from x_old, with the colliders' centres at the start of
+   the step in centers (ncollider x 3), contact taken again node by node with the step's
+   branches.  ms_contact_tangent maps the tangent (dx, dv) of (x, v) in place to that of the
+   state after contact, dx_old being the tangent of x_old; ms_contact_adjoint maps the
+   adjoint (lx, lv) of the state after contact in place to that of (x, v) and adds x_old's
+   share to lx_old, with scratch of ms_contact_derivative_bytes(m) bytes.  The colliders'
+   poses and coefficients are constants. */
+size_t ms_contact_derivative_bytes(const ms_model* m);
+void ms_contact_tangent(const ms_model* m, const double* inv_mass, const double* centers, double h,
+                        const double* x_old, const double* x, const double* v, const double* dx_old, double* dx,
+                        double* dv);
+void ms_contact_adjoint(const ms_model* m, const double* inv_mass, const double* centers, double h,
+                        const double* x_old, const double* x, const double* v, double* lx, double* lv,
+                        double* lx_old, void* scratch);
+
+/* For each node ms_find_held found held (held: its normals, as ms_find_held wrote them for
+   positions x and the colliders' centres centers), the Hessian of the signed distance of the
+   collider holding it at x_i, the derivative of its normal (nnode x 9; zero for the others). */
+void ms_held_hessians(const ms_model* m, const double* centers, const double* x, const double* held,
+                      double* hessian);
+
 /* Contact's storage ready for a step call (made on first use), with what it knew of the
    gaps from an earlier call forgotten (each step's contact clears the push marks itself).
    Done at the start of every ms_step call with colliders, the one place the gaps are

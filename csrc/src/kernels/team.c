@@ -164,6 +164,12 @@ static double apply_energy_loss(const ms_model* m, const double* inv_mass, doubl
     return removed;
 }
 
+void ms_keep_before_contact(const ms_team* tm, const double* x, const double* v, int64_t begin, int64_t end) {
+    const size_t bytes = sizeof(double) * 3 * (size_t)(end - begin);
+    memcpy(tm->before_contact + 3 * begin, x + 3 * begin, bytes);
+    memcpy(tm->before_contact + 3 * (tm->m->nnode + begin), v + 3 * begin, bytes);
+}
+
 void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int bad, const double* x_old,
                      double* x_next, double* v_next) {
     ms_team* tm = w->team;
@@ -175,6 +181,7 @@ void ms_finish_nodes(ms_worker* w, int64_t b, int64_t begin, int64_t end, int ba
     if (bad) return;
     if (tm->energy_loss) sums->removed = apply_energy_loss(m, tm->s->inv_mass, v_next, m->opt.energy_loss, begin, end);
     if (tm->contact_now) {
+        if (tm->before_contact != NULL) ms_keep_before_contact(tm, x_next, v_next, begin, end);
         /* contact at each node on its own (so it does not matter which worker does it);
            the rest was finite, so the values it changed say whether the result is */
         sums->contact = ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end);

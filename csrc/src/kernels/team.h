@@ -54,6 +54,7 @@ typedef struct ms_team {
     ms_flow face_flow[2];   /* their power, by ticket (written by worker 0) */
     /* what the finished nodes of a step go through (ms_finish_nodes) */
     int energy_loss, contact_now;
+    double* before_contact; /* NULL, or x then v before contact (ms_step_options.before_contact) */
     /* serial work done by worker 0 between barriers */
     int serial_ok;
     double serial_value;    /* the kinetic energy self-collision removed (J) */
@@ -136,6 +137,9 @@ void ms_team_init(ms_team* tm, const ms_model* m, ms_state* s, const ms_layout* 
 
 /* Gives worker id its share of the team's node and spring blocks. */
 void ms_worker_init(ms_team* tm, ms_worker* w, int id);
+
+/* Copies nodes [begin, end) of x and v into tm->before_contact (x, then v at nnode x 3). */
+void ms_keep_before_contact(const ms_team* tm, const double* x, const double* v, int64_t begin, int64_t end);
 
 /* The end of a step for node block b, called by the integrators on each of the worker's
    blocks once (x_next, v_next) are final there (bad: some value is not finite): the

@@ -420,10 +420,35 @@ static void precondition(ms_adjoint_preconditioner* p, const double* diagonal, i
     for (int64_t q = 0; q < n3; ++q) y[q] = r[q] / diagonal[q / 3];
 }
 
-/* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones. */
+/* Removes from y the component along each held node's normal (none: nothing). */
+static void filter_held(const ms_held_contact* held, int64_t nnode, double* y) {
+    if (held != NULL) ms_filter_held(held->normal, y, 0, nnode);
+}
+
+/* Adds n n^T u to y on each held node. */
+static void add_held_normal(const ms_held_contact* held, int64_t nnode, const double* u, double* y) {
+    if (held == NULL) return;
+    for (int64_t i = 0; i < nnode; ++i) {
+        const double* n = held->normal + 3 * i;
+        const double along = n[0] * u[3 * i] + n[1] * u[3 * i + 1] + n[2] * u[3 * i + 2];
+        for (int a = 0; a < 3; ++a) y[3 * i + a] += along * n[a];
+    }
+}
+
+/* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones.  With held
+   nodes the matrix is B = P A + N, P removing the held nodes' normal components and N
+   keeping only them (B^T = A^T P + N): the held rows say that the normal velocity stays. */
 static void implicit_operator(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                              const double* v1, double h, int transpose, const double* u, double* y, double* scratch) {
+                              const double* v1, double h, const ms_held_contact* held, int transpose, const double* u,
+                              double* y, double* scratch) {
     const int64_t n3 = 3 * m->nnode;
+    const double* given = u;
+    if (transpose && held != NULL) { /* A^T P u */
+        double* filtered = scratch + 2 * n3;
+        memcpy(filtered, u, sizeof(double) * (size_t)n3);
+        filter_held(held, m->nnode, filtered);
+        u = filtered;
+    }
     if (transpose) {
         double *lx = scratch, *lv = scratch + n3;
         memset(lx, 0, sizeof(double) * (size_t)(2 * n3));
@@ -440,6 +465,10 @@ static void implicit_operator(const ms_model* m, const double* inv_mass, const d
             const int64_t q = 3 * i + a;
             y[q] = inv_mass[i] != 0.0 ? y[q] + m->mass[i] * u[q] : 0.0;
         }
+    if (held != NULL) {
+        if (!transpose) filter_held(held, m->nnode, y);
+        add_held_normal(held, m->nnode, given, y);
+    }
 }
 
 static double dot(int64_t n, const double* a, const double* b) {
@@ -451,11 +480,11 @@ static double dot(int64_t n, const double* a, const double* b) {
 /* Solves A u = b (or A^T u = b) on the free nodes by preconditioned BiCGSTAB; b and u are zero
    on the pinned nodes.  Returns 0, or -1 if the residual did not reach IMPLICIT_TOLERANCE. */
 static int implicit_solve(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                          const double* v1, double h, int transpose, const double* b, double* u, ms_adjoint_preconditioner* factor,
-                          double* work) {
+                          const double* v1, double h, const ms_held_contact* held, int transpose, const double* b,
+                          double* u, ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n = m->nnode, n3 = 3 * n;
     double *r = work, *shadow = work + n3, *p = work + 2 * n3, *vp = work + 3 * n3, *y = work + 4 * n3;
-    double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 9 * n3;
+    double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 10 * n3;
     /* without a factor, the diagonal: m + h (drag + sum c) + h^2 sum k over each node's springs */
     for (int64_t i = 0; i < n; ++i) diagonal[i] = m->mass[i] + h * m->opt.drag;
     for (int64_t s = 0; s < m->nspring; ++s)
@@ -475,7 +504,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         const double beta = rho_next / rho * (alpha / omega);
         for (int64_t q = 0; q < n3; ++q) p[q] = r[q] + beta * (p[q] - omega * vp[q]);
         precondition(factor, diagonal, n3, p, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, vp, scratch);
+        implicit_operator(m, inv_mass, external, x1, v1, h, held, transpose, y, vp, scratch);
         const double along = dot(n3, shadow, vp);
         if (along == 0.0) break;
         alpha = rho_next / along;
@@ -485,7 +514,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         }
         if (sqrt(dot(n3, sv, sv)) <= target) return 0;
         precondition(factor, diagonal, n3, sv, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, t, scratch);
+        implicit_operator(m, inv_mass, external, x1, v1, h, held, transpose, y, t, scratch);
         const double tt = dot(n3, t, t);
         omega = tt > 0.0 ? dot(n3, t, sv) / tt : 0.0;
         for (int64_t q = 0; q < n3; ++q) {
@@ -506,51 +535,94 @@ static void solved_velocity(const ms_model* m, const double* inv_mass, const dou
             v1[3 * i + a] = inv_mass[i] != 0.0 && keep != 1.0 ? v_next[3 * i + a] / keep : v_next[3 * i + a];
 }
 
+/* The held nodes' own terms (kernels.h, ms_find_held: node i held with unit normal n(x_i) at
+   its start x_i, H_i that normal's derivative).  Their rows of the converged step are
+   P_i R_i = 0 and n_i.(v'_i - v_i) = 0, R_i = m_i (v'_i - v_i) - h f_i(x', v') the Newton
+   residual: beside B dv' = (P on their rows) of the free nodes' right-hand side, their rows
+   gain, along a direction moving x by dx and v by dv,
+       rho_i H_i dx_i + n_i (n_i.dv_i) - n_i (H_i dx_i).(v'_i - v_i),
+   rho_i = n_i.R_i (the collider's reaction, with the sign of the residual), from the
+   derivative of P_i (dP R = -rho dn, as n.dn = 0) and of n_i n_i^T.  held_rho fills rho. */
+static void held_rho(const ms_model* m, const ms_held_contact* held, const double* v, const double* v1,
+                     const double* f, double h, double* rho) {
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const double* n = held->normal + 3 * i;
+        double along = 0.0;
+        for (int a = 0; a < 3; ++a) along += n[a] * (m->mass[i] * (v1[3 * i + a] - v[3 * i + a]) - h * f[3 * i + a]);
+        rho[i] = along;
+    }
+}
+
+static void times_hessian(const double* hessian, const double* y, double* out) {
+    for (int a = 0; a < 3; ++a) out[a] = hessian[3 * a] * y[0] + hessian[3 * a + 1] * y[1] + hessian[3 * a + 2] * y[2];
+}
+
 static int implicit_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
-                            const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                            const ms_parameter_arrays* g, ms_adjoint_preconditioner* factor, double* work) {
+                            const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                            double* lx, double* lv, const ms_parameter_arrays* g, ms_adjoint_preconditioner* factor,
+                            double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *mu = work + n3, *z = work + 2 * n3, *hz = work + 3 * n3, *kx = work + 4 * n3;
-    double *dv = work + 5 * n3, *solver = work + 7 * n3;
+    double *dv = work + 5 * n3, *solver = work + 7 * n3, *f = work + 18 * n3, *rho = work + 19 * n3;
     solved_velocity(m, inv_mass, v_next, v1);
     energy_loss(m, inv_mass, lv);
     for (int64_t q = 0; q < n3; ++q) mu[q] = lv[q] + h * lx[q]; /* x' = x + h v' */
     for (int64_t i = 0; i < m->nnode; ++i)
         if (inv_mass[i] == 0.0)
             for (int a = 0; a < 3; ++a) mu[3 * i + a] = 0.0; /* a pinned node keeps v'_p = v_p */
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 1, mu, z, factor, solver);
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, held, 1, mu, z, factor, solver);
     /* the inputs' adjoint is -z^T dR/d(input): x through x' (h K^T z), v through M on the free
        nodes and through x'_p = x_p + h v_p, v'_p = v_p on the pinned ones, the parameters
-       through h f and M */
+       through h f and M; with held nodes, through P z and their own terms */
+    double* zp = dv + n3; /* P z */
+    memcpy(zp, z, sizeof(double) * (size_t)n3);
+    filter_held(held, m->nnode, zp);
     for (int64_t q = 0; q < n3; ++q) {
-        hz[q] = h * z[q];
+        hz[q] = h * zp[q];
         kx[q] = 0.0;
         dv[q] = 0.0;
     }
-    ms_forces_adjoint(m, x_next, v1, external, hz, kx, dv, g, NULL);
+    ms_forces_adjoint(m, x_next, v1, external, hz, kx, dv, g, held != NULL ? f : NULL);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             if (inv_mass[i] != 0.0)
-                lv[q] = m->mass[i] * z[q];
+                lv[q] = m->mass[i] * zp[q];
             else
                 lv[q] += h * lx[q] + h * kx[q] + dv[q];
             lx[q] += kx[q];
         }
     for (int64_t i = 0; i < m->nnode; ++i) {
         double change = 0.0;
-        for (int a = 0; a < 3; ++a) change += (v1[3 * i + a] - v[3 * i + a]) * z[3 * i + a];
+        for (int a = 0; a < 3; ++a) change += (v1[3 * i + a] - v[3 * i + a]) * zp[3 * i + a];
         g->mass[i] -= change;
+    }
+    if (held != NULL) {
+        held_rho(m, held, v, v1, f, h, rho);
+        for (int64_t i = 0; i < m->nnode; ++i) {
+            const double* n = held->normal + 3 * i;
+            if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+            const double* zi = z + 3 * i;
+            const double along = n[0] * zi[0] + n[1] * zi[1] + n[2] * zi[2];
+            double y[3], hy[3];
+            for (int a = 0; a < 3; ++a) y[a] = rho[i] * zi[a] - along * (v1[3 * i + a] - v[3 * i + a]);
+            times_hessian(held->hessian + 9 * i, y, hy);
+            for (int a = 0; a < 3; ++a) {
+                lv[3 * i + a] += along * n[a];
+                lx[3 * i + a] += hy[a];
+            }
+        }
     }
     return status;
 }
 
 static int implicit_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
-                            const double* x_next, const double* v_next, double h, double* dx, double* dv,
-                            const ms_parameter_arrays* d, ms_adjoint_preconditioner* factor, double* work) {
+                            const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                            double* dx, double* dv, const ms_parameter_arrays* d, ms_adjoint_preconditioner* factor,
+                            double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *known_x = work + n3, *known_v = work + 2 * n3, *df = work + 3 * n3, *b = work + 4 * n3;
-    double *u = work + 5 * n3, *solver = work + 7 * n3;
+    double *u = work + 5 * n3, *solver = work + 7 * n3, *f = work + 18 * n3, *rho = work + 19 * n3;
     solved_velocity(m, inv_mass, v_next, v1);
     /* the right-hand side M dv + h df(x', v'; dx + h dv'_p, dv'_p, d) - dm (v' - v) on the free
        nodes, the pinned nodes' dv'_p = dv_p being known */
@@ -561,13 +633,29 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
             known_v[q] = pinned_dv;
             known_x[q] = dx[q] + h * pinned_dv;
         }
-    ms_forces_tangent(m, x_next, v1, external, known_x, known_v, d, df, NULL);
+    ms_forces_tangent(m, x_next, v1, external, known_x, known_v, d, df, held != NULL ? f : NULL);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
             b[q] = inv_mass[i] != 0.0 ? m->mass[i] * dv[q] + h * df[q] - d->mass[i] * (v1[q] - v[q]) : 0.0;
         }
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 0, b, u, factor, solver);
+    if (held != NULL) {
+        filter_held(held, m->nnode, b);
+        held_rho(m, held, v, v1, f, h, rho);
+        for (int64_t i = 0; i < m->nnode; ++i) {
+            const double* n = held->normal + 3 * i;
+            if (n[0] == 0.0 && n[1] == 0.0 && n[2] == 0.0) continue;
+            double dn[3];
+            times_hessian(held->hessian + 9 * i, dx + 3 * i, dn);
+            double along_v = 0.0, turn = 0.0;
+            for (int a = 0; a < 3; ++a) {
+                along_v += n[a] * dv[3 * i + a];
+                turn += dn[a] * (v1[3 * i + a] - v[3 * i + a]);
+            }
+            for (int a = 0; a < 3; ++a) b[3 * i + a] += rho[i] * dn[a] + (along_v - turn) * n[a];
+        }
+    }
+    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, held, 0, b, u, factor, solver);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -579,12 +667,26 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
     return status;
 }
 
+int ms_implicit_held_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                             const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                             double* lx, double* lv, const ms_parameter_arrays* g,
+                             ms_adjoint_preconditioner* preconditioner, double* work) {
+    return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, held, lx, lv, g, preconditioner, work);
+}
+
+int ms_implicit_held_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                             const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                             double* dx, double* dv, const ms_parameter_arrays* d,
+                             ms_adjoint_preconditioner* preconditioner, double* work) {
+    return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, held, dx, dv, d, preconditioner, work);
+}
+
 int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
                     const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work) {
     switch (m->opt.integrator) {
     case MS_IMPLICIT_EULER:
-        return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, lx, lv, g, preconditioner, work);
+        return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, NULL, lx, lv, g, preconditioner, work);
     case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
     case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
@@ -598,7 +700,7 @@ int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* ext
                     const ms_parameter_arrays* d, ms_adjoint_preconditioner* preconditioner, double* work) {
     switch (m->opt.integrator) {
     case MS_IMPLICIT_EULER:
-        return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, dx, dv, d, preconditioner, work);
+        return implicit_tangent(m, inv_mass, external, v, x_next, v_next, h, NULL, dx, dv, d, preconditioner, work);
     case MS_EXPLICIT_EULER: euler_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work, 1); break;
     case MS_VELOCITY_VERLET: verlet_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;
     case MS_RK4: rk4_tangent(m, inv_mass, external, x, v, h, dx, dv, d, work); break;

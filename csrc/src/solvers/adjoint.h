@@ -30,6 +30,27 @@ int ms_tangent_step(const ms_model* m, const double* inv_mass, const double* ext
                     const double* v, const double* x_next, const double* v_next, double h, double* dx, double* dv,
                     const ms_parameter_arrays* d, ms_adjoint_preconditioner* preconditioner, double* work);
 
+/* Implicit Euler's resting contact (kernels.h, ms_find_held): per node the unit normal of the
+   collider holding it for the step, zero for a node not held (nnode x 3), and the Hessian of
+   that collider's signed distance at the node's start, the derivative of the normal
+   (nnode x 9). */
+typedef struct ms_held_contact {
+    const double* normal;
+    const double* hessian;
+} ms_held_contact;
+
+/* ms_adjoint_step and ms_tangent_step of an implicit Euler step that held some nodes on
+   colliders at rest: their normal velocity kept, the rest of their rows solved as the
+   free nodes' (the collider's reaction along the normal). */
+int ms_implicit_held_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                             const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                             double* lx, double* lv, const ms_parameter_arrays* g,
+                             ms_adjoint_preconditioner* preconditioner, double* work);
+int ms_implicit_held_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
+                             const double* x_next, const double* v_next, double h, const ms_held_contact* held,
+                             double* dx, double* dv, const ms_parameter_arrays* d,
+                             ms_adjoint_preconditioner* preconditioner, double* work);
+
 /* Implicit Euler's preconditioner for the linear solves of its derivatives (the forward
    solver's symmetric matrix, factored at each step), or NULL: for another integrator, or
    with err set if it could not be made (the solves then use a diagonal one). */

@@ -36,10 +36,6 @@ int ms_gradient_check(const ms_model* m, ms_error* err) {
                             "%s has no gradient here: differentiable runs use symplectic_euler, explicit_euler, "
                             "velocity_verlet, rk4 or implicit_euler",
                             integrator);
-    if (m->ncollider > 0)
-        return ms_error_set(err, MS_ERR_VALUE,
-                            "colliders have no gradient here (contact is not smooth): remove them for a "
-                            "differentiable run");
     if (opt->strain_limiting)
         return ms_error_set(err, MS_ERR_VALUE, "strain limiting has no gradient here: set strain_limit = None");
     if (opt->self_collision > 0.0)
@@ -90,17 +86,125 @@ static int should_stop(pacer* p) {
     return p->interrupt->check(p->interrupt->context) != 0;
 }
 
-/* One step of s from the state it holds, as the recorded run took it. */
-static int step_once(const ms_model* m, ms_state* s, double h, int* first, ms_error* err) {
+/* One step of s from the state it holds, as the recorded run took it (with colliders, the
+   state before its contact pass into before_contact). */
+static int step_once(const ms_model* m, ms_state* s, double h, int* first, double* before_contact, ms_error* err) {
     ms_step_options options = {0};
     options.parameters_unchanged = !*first;
     options.forces_unread = 1;
+    options.before_contact = before_contact;
     *first = 0;
     return ms_step(m, s, h, 1, &options, err);
 }
 
 static void inverse_masses(const ms_model* m, double* inv_mass) {
     for (int64_t i = 0; i < m->nnode; ++i) inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+}
+
+/* ---- contact: what the passes keep of it, per step of a stretch ----------------------
+   A step with colliders is its integrator's step, then contact on the state that step
+   reached (kernels.h): the passes take the integrator's derivative up to that state, kept
+   by the step itself (ms_step_options.before_contact), and contact's derivative from it.
+   The colliders' centres at each step are the run's: a moving collider is where the run's
+   steps moved it, step by step from where it started, as ms_step moves it. */
+
+typedef struct contact_tape {
+    int64_t ncollider;
+    double* before;     /* x then v before contact at each step of a stretch (stretch x 2 x nnode x 3) */
+    double* centers;    /* the colliders' centres at the start of each step of a stretch (stretch x ncollider x 3) */
+    double* at_checkpoint; /* and at each checkpoint (ncheckpoint x ncollider x 3) */
+    double* lx_old;     /* the adjoint of the step's start through contact (nnode x 3) */
+    void* scratch;
+    /* implicit Euler with a collider at rest: the nodes each step held (ms_find_held) */
+    double* held;       /* their normals (stretch x nnode x 3) */
+    uint8_t* holding;   /* whether the step held any (stretch) */
+    double* hessian;    /* the normals' derivatives at one step (nnode x 9) */
+} contact_tape;
+
+static void contact_tape_free(contact_tape* t) {
+    free(t->before);
+    free(t->centers);
+    free(t->at_checkpoint);
+    free(t->lx_old);
+    free(t->scratch);
+    free(t->held);
+    free(t->holding);
+    free(t->hessian);
+}
+
+/* Implicit Euler holds the nodes resting on a collider at rest inside its solve. */
+static int holds(const ms_model* m) {
+    if (m->opt.integrator != MS_IMPLICIT_EULER) return 0;
+    for (int64_t k = 0; k < m->ncollider; ++k) {
+        const double* velocity = m->colliders[k].velocity;
+        if (velocity[0] == 0.0 && velocity[1] == 0.0 && velocity[2] == 0.0) return 1;
+    }
+    return 0;
+}
+
+/* Room for steps steps and ncheckpoint checkpoints (none without colliders); -1 if memory ran out. */
+static int contact_tape_make(const ms_model* m, int64_t steps, int64_t ncheckpoint, contact_tape* t) {
+    memset(t, 0, sizeof *t);
+    if (m->ncollider == 0) return 0;
+    const size_t n3 = 3 * (size_t)m->nnode, c3 = 3 * (size_t)m->ncollider;
+    t->ncollider = m->ncollider;
+    t->before = malloc(sizeof(double) * 2 * n3 * (size_t)steps);
+    t->centers = malloc(sizeof(double) * c3 * (size_t)steps);
+    t->at_checkpoint = malloc(sizeof(double) * c3 * (size_t)ncheckpoint);
+    t->lx_old = malloc(sizeof(double) * n3);
+    t->scratch = malloc(ms_contact_derivative_bytes(m));
+    if (holds(m)) {
+        t->held = malloc(sizeof(double) * n3 * (size_t)steps);
+        t->holding = malloc((size_t)steps);
+        t->hessian = malloc(sizeof(double) * 3 * n3);
+    }
+    if (t->before == NULL || t->centers == NULL || t->at_checkpoint == NULL || t->lx_old == NULL ||
+        t->scratch == NULL || (holds(m) && (t->held == NULL || t->holding == NULL || t->hessian == NULL))) {
+        contact_tape_free(t);
+        return -1;
+    }
+    return 0;
+}
+
+/* Where the colliders are at every checkpoint: moved from s's centres (the run's start)
+   step by step; s's centres are left at the run's end. */
+static void contact_checkpoints(const ms_model* m, ms_state* s, const ms_gradient_run* run, contact_tape* t) {
+    if (t->ncollider == 0) return;
+    const size_t bytes = sizeof(double) * 3 * (size_t)t->ncollider;
+    memcpy(t->at_checkpoint, s->collider_center, bytes);
+    for (int64_t k = 1; k <= run->steps; ++k) {
+        ms_state_move_colliders(m, s, run->h);
+        if (k % run->checkpoint_every == 0 || k == run->steps)
+            memcpy(t->at_checkpoint + 3 * t->ncollider * ((k + run->checkpoint_every - 1) / run->checkpoint_every),
+                   s->collider_center, bytes);
+    }
+}
+
+/* Keeps the colliders' centres before step k of a stretch, and says where that step keeps
+   its state before contact (NULL without colliders).  For implicit Euler it also finds the
+   nodes the step will hold, as the step finds them: from the forces at the step's start,
+   summed as the step sums them.  *status: MS_OK, or MS_ERR_MEMORY with err set. */
+static double* contact_keep(const ms_model* m, ms_state* s, contact_tape* t, int64_t k, double h, int* status,
+                            ms_error* err) {
+    if (t->ncollider == 0 || *status != MS_OK) return NULL;
+    memcpy(t->centers + 3 * t->ncollider * k, s->collider_center, sizeof(double) * 3 * (size_t)t->ncollider);
+    if (t->held != NULL) {
+        for (int64_t i = 0; i < m->nnode; ++i) s->inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
+        *status = ms_state_forces(m, s, NULL, err);
+        if (*status != MS_OK) return NULL;
+        t->holding[k] = (uint8_t)ms_find_held(m, s, s->x, s->v, s->f, h, t->held + 3 * (size_t)m->nnode * (size_t)k);
+    }
+    return t->before + 6 * (size_t)m->nnode * (size_t)k;
+}
+
+/* The held nodes of step k of a stretch that started at x, or NULL for none. */
+static const ms_held_contact* contact_held(const ms_model* m, contact_tape* t, int64_t k, const double* x,
+                                           ms_held_contact* held) {
+    if (t->held == NULL || !t->holding[k]) return NULL;
+    held->normal = t->held + 3 * (size_t)m->nnode * (size_t)k;
+    held->hessian = t->hessian;
+    ms_held_hessians(m, t->centers + 3 * t->ncollider * k, x, held->normal, t->hessian);
+    return held;
 }
 
 static int out_of_memory(ms_error* err, const ms_model* m) {
@@ -133,11 +237,13 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
                             (long long)stretch);
     double* states = malloc(2 * state_bytes * (size_t)(stretch + 1)); /* x then v at each step of a stretch */
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
-    if (states == NULL || work == NULL) {
+    contact_tape contact;
+    if (states == NULL || work == NULL || contact_tape_make(m, stretch, checkpoint_count(run), &contact)) {
         free(states);
         free(work);
         return out_of_memory(err, m);
     }
+    contact_checkpoints(m, s, run, &contact);
     double* inv_mass = work + ms_adjoint_work_size(m);
     inverse_masses(m, inv_mass);
     ms_error unused;
@@ -153,11 +259,15 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
         const double* start = run->checkpoints + 2 * n3 * c;
         memcpy(s->x, start, state_bytes);
         memcpy(s->v, start + n3, state_bytes);
+        if (contact.ncollider > 0)
+            memcpy(s->collider_center, contact.at_checkpoint + 3 * contact.ncollider * c,
+                   sizeof(double) * 3 * (size_t)contact.ncollider);
         for (int64_t k = begin; k < end && status == MS_OK; ++k) {
             double* kept = states + 2 * n3 * (k - begin);
             memcpy(kept, s->x, state_bytes);
             memcpy(kept + n3, s->v, state_bytes);
-            status = step_once(m, s, run->h, &first, err);
+            double* before_contact = contact_keep(m, s, &contact, k - begin, run->h, &status, err);
+            if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
             if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
         }
         if (status != MS_OK) break;
@@ -175,11 +285,23 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             }
             const double* kept = states + 2 * n3 * (k - begin);
             const double* after = kept + 2 * n3;
-            if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
-                                grad, factor, work)) {
+            if (contact.ncollider > 0) { /* contact, then the integrator's step up to it */
+                after = contact.before + 2 * n3 * (k - begin);
+                memset(contact.lx_old, 0, state_bytes);
+                ms_contact_adjoint(m, inv_mass, contact.centers + 3 * contact.ncollider * (k - begin), run->h, kept,
+                                   after, after + n3, grad_x, grad_v, contact.lx_old, contact.scratch);
+            }
+            ms_held_contact on;
+            const ms_held_contact* held = contact_held(m, &contact, k - begin, kept, &on);
+            if (held != NULL ? ms_implicit_held_adjoint(m, inv_mass, s->external, kept + n3, after, after + n3, run->h,
+                                                        held, grad_x, grad_v, grad, factor, work)
+                             : ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h,
+                                               grad_x, grad_v, grad, factor, work)) {
                 status = unsolved(err, k + 1);
                 break;
             }
+            if (contact.ncollider > 0)
+                for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact.lx_old[q];
             if (should_stop(&p)) {
                 status = MS_ERR_INTERRUPTED;
                 break;
@@ -193,6 +315,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     }
     ms_restore_fp(found);
     ms_adjoint_preconditioner_destroy(factor);
+    contact_tape_free(&contact);
     free(states);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the backward pass was interrupted");
@@ -217,7 +340,8 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     double* tangents = malloc(2 * state_bytes * (size_t)(ndirection + 1)); /* dx of every direction, dv, the state */
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
-    if (tangents == NULL || work == NULL) {
+    contact_tape contact; /* one step's, and lx_old for the tangent of the step's start */
+    if (tangents == NULL || work == NULL || contact_tape_make(m, 1, 1, &contact)) {
         free(tangents);
         free(work);
         return out_of_memory(err, m);
@@ -242,11 +366,24 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
             record_tangent(run->nrecord, n3, r, ndirection, dx, dv, record_dx, record_dv);
         memcpy(before, s->x, state_bytes);
         memcpy(before + n3, s->v, state_bytes);
-        status = step_once(m, s, run->h, &first, err);
-        for (int64_t d = 0; d < ndirection && status == MS_OK; ++d)
-            if (ms_tangent_step(m, inv_mass, s->external, before, before + n3, s->x, s->v, run->h, dx + n3 * d,
-                                dv + n3 * d, &directions[d], factor, work))
+        double* before_contact = contact_keep(m, s, &contact, 0, run->h, &status, err);
+        if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
+        /* with colliders, the integrator's step up to contact, then contact */
+        const double* after = contact.ncollider > 0 ? contact.before : s->x;
+        ms_held_contact on;
+        const ms_held_contact* held = status == MS_OK ? contact_held(m, &contact, 0, before, &on) : NULL;
+        for (int64_t d = 0; d < ndirection && status == MS_OK; ++d) {
+            if (contact.ncollider > 0) memcpy(contact.lx_old, dx + n3 * d, state_bytes); /* dx of the start */
+            if (held != NULL ? ms_implicit_held_tangent(m, inv_mass, s->external, before + n3, after, after + n3,
+                                                        run->h, held, dx + n3 * d, dv + n3 * d, &directions[d], factor,
+                                                        work)
+                             : ms_tangent_step(m, inv_mass, s->external, before, before + n3, after, after + n3,
+                                               run->h, dx + n3 * d, dv + n3 * d, &directions[d], factor, work))
                 status = unsolved(err, k + 1);
+            else if (contact.ncollider > 0)
+                ms_contact_tangent(m, inv_mass, contact.centers, run->h, before, after, after + n3, contact.lx_old,
+                                   dx + n3 * d, dv + n3 * d);
+        }
         if (status == MS_OK && (k + 1) % every == 0) {
             const double* kept = run->checkpoints + 2 * n3 * ((k + 1) / every);
             if (memcmp(s->x, kept, state_bytes) != 0 || memcmp(s->v, kept + n3, state_bytes) != 0)
@@ -262,6 +399,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     }
     ms_restore_fp(found);
     ms_adjoint_preconditioner_destroy(factor);
+    contact_tape_free(&contact);
     free(tangents);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the tangent pass was interrupted");

@@ -132,7 +132,24 @@ int ms_ranked_step(const ms_model* m, ms_state* s, double h, int64_t n, int para
     ms_ranked* r = ms_ranked_of(s);
     ms_state* rs = r->s;
     if (copy_in(m, s, r, parameters, motion, err)) return MS_ERR_MEMORY;
-    const int status = ms_step_call(&r->m, rs, h, n, parameters, options, err);
+    /* the state before contact, in the copy's numbering, then in the caller's */
+    ms_step_options renumbered = *options;
+    double* before = NULL;
+    if (options->before_contact != NULL && m->ncollider > 0) {
+        before = malloc(sizeof(double) * 6 * (size_t)m->nnode);
+        if (before == NULL)
+            return ms_error_set(err, MS_ERR_MEMORY, "out of memory keeping the state before contact of %lld nodes",
+                                (long long)m->nnode);
+        gather_vectors(r->node_order, options->before_contact, m->nnode, before);
+        gather_vectors(r->node_order, options->before_contact + 3 * m->nnode, m->nnode, before + 3 * m->nnode);
+        renumbered.before_contact = before;
+    }
+    const int status = ms_step_call(&r->m, rs, h, n, parameters, &renumbered, err);
+    if (before != NULL) {
+        gather_vectors(r->rank, before, m->nnode, options->before_contact);
+        gather_vectors(r->rank, before + 3 * m->nnode, m->nnode, options->before_contact + 3 * m->nnode);
+        free(before);
+    }
     /* a failed (diverged or interrupted) call left the copy at its last finite state and f
        as it found it (s->f as it is); ms_step puts the call's start back and has the copy
        copied in again */

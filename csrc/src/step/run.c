@@ -80,6 +80,7 @@ static void contact_stage(ms_worker* w, const double* x_old, double* x_next, dou
     const ms_model* m = tm->m;
     MS_FOR_MY_NODES(w, b, begin, end) {
         const ms_contact none = {0.0, 0.0, 0, 0};
+        if (tm->before_contact != NULL && m->ncollider > 0) ms_keep_before_contact(tm, x_next, v_next, begin, end);
         tm->nodes[b].contact = m->ncollider > 0 ? ms_collide_nodes(m, tm->s, x_old, x_next, v_next, tm->h, begin, end)
                                                 : none;
         tm->nodes[b].bad = !ms_all_finite(x_next + 3 * begin, 3 * (size_t)(end - begin)) ||
@@ -383,6 +384,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
                  parameters);
     if (integrator == MS_XPBD) ms_xpbd_prepare(m, s, h, parameters);
     c.team.h = h;
+    c.team.before_contact = m->ncollider > 0 ? options->before_contact : NULL;
     c.n = n;
     c.start_energy = options->start_energy;
     c.in_place = in_place;
