@@ -15,6 +15,8 @@
  * for bit (the step sums by blocks on the vector path).
  */
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "kernels/derivatives.h"
 
@@ -35,9 +37,62 @@ static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const do
         }
 }
 
-void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
-                       const double* MS_RESTRICT external, const double* MS_RESTRICT lf, double* MS_RESTRICT lx,
-                       double* MS_RESTRICT lv, const ms_parameter_arrays* g, double* MS_RESTRICT f) {
+ms_spring_adjoint* ms_spring_adjoint_create(const ms_model* m, ms_error* err) {
+    ms_spring_adjoint* springs = calloc(1, sizeof *springs);
+    double* grad = calloc(3 * (size_t)(m->nspring > 0 ? m->nspring : 1), sizeof(double));
+    ms_layout* layout = springs != NULL && grad != NULL ? ms_layout_create(m, err) : NULL;
+    if (layout == NULL) {
+        free(springs);
+        free(grad);
+        ms_error_set(err, MS_ERR_MEMORY, "out of memory for the adjoint of %lld springs", (long long)m->nspring);
+        return NULL;
+    }
+    ms_layout_refresh(m, layout);
+    springs->layout = layout;
+    springs->grad = grad;
+    springs->kernel = MS_FASTEST_KERNEL(ms_springs_adjoint);
+    return springs;
+}
+
+void ms_spring_adjoint_destroy(ms_spring_adjoint* springs) {
+    if (springs == NULL) return;
+    ms_layout_destroy(springs->layout);
+    free(springs->grad);
+    free(springs);
+}
+
+void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_arrays* g) {
+    const ms_layout* layout = springs->layout;
+    const int32_t* order = layout->order;
+    double* grad = springs->grad;
+    for (int64_t r = 0; r < layout->nspring;) { /* the params' order (ms_layout_refresh) */
+        const int64_t k = layout->lanes[layout->pairs[2 * r]] & MS_MAX_LANE_SPRINGS;
+        if (k == 0) {
+            const int64_t s = order[r];
+            g->rest[s] += grad[3 * r];
+            g->k[s] += grad[3 * r + 1];
+            g->c[s] += grad[3 * r + 2];
+            ++r;
+            continue;
+        }
+        for (int64_t j = 0; j < k; ++j) {
+            const double* p = grad + 3 * (r + MS_LANES * j);
+            for (int64_t q = 0; q < MS_LANES; ++q) {
+                const int64_t s = order[r + MS_LANES * j + q];
+                g->rest[s] += p[q];
+                g->k[s] += p[MS_LANES + q];
+                g->c[s] += p[2 * MS_LANES + q];
+            }
+        }
+        r += MS_LANES * k;
+    }
+    memset(grad, 0, sizeof(double) * 3 * (size_t)layout->nspring);
+}
+
+void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* MS_RESTRICT x,
+                       const double* MS_RESTRICT v, const double* MS_RESTRICT external, const double* MS_RESTRICT lf,
+                       double* MS_RESTRICT lx, double* MS_RESTRICT lv, const ms_parameter_arrays* g,
+                       double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
     double* MS_RESTRICT grad_k = g != NULL ? g->k : NULL;
@@ -54,9 +109,13 @@ void ms_forces_adjoint(const ms_model* m, const double* MS_RESTRICT x, const dou
         }
     }
     if (f != NULL) node_forces(m, v, external, f);
-    const int32_t* MS_RESTRICT springs = m->springs;
+    if (springs != NULL) {
+        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, f);
+        return;
+    }
+    const int32_t* MS_RESTRICT pairs = m->springs;
     for (int64_t s = 0; s < m->nspring; ++s) {
-        const int64_t i = springs[2 * s], j = springs[2 * s + 1];
+        const int64_t i = pairs[2 * s], j = pairs[2 * s + 1];
         double d[3], w[3], a[3];
         for (int c = 0; c < 3; ++c) {
             d[c] = x[3 * j + c] - x[3 * i + c];

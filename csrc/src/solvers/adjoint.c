@@ -74,9 +74,9 @@ static void offset(int64_t n, const double* x, double a, const double* z, double
 /* ---- explicit and symplectic Euler ----------------------------------------------------
    symplectic: v' = v + h w f(x, v), x' = x + h v';  explicit: x' = x + h v, v' = v + h w f */
 
-static void euler_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                          const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                          double* work, int explicit_euler) {
+static void euler_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                          const double* x, const double* v, double h, double* lx, double* lv,
+                          const ms_parameter_arrays* g, double* work, int explicit_euler) {
     const int64_t n3 = 3 * m->nnode;
     double *f = work, *lf = work + n3, *la = work + 2 * n3, *lw = work + 3 * n3;
     memset(lw, 0, sizeof(double) * (size_t)m->nnode);
@@ -85,7 +85,7 @@ static void euler_adjoint(const ms_model* m, const double* inv_mass, const doubl
     force_adjoint(m, inv_mass, h, lv, lf);
     memcpy(la, lv, sizeof(double) * (size_t)n3);
     if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
-    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, f);
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, f);
     inverse_mass_adjoint(m, h, la, f, lw);
     mass_from_inverse(m, inv_mass, lw, g);
 }
@@ -107,9 +107,9 @@ static void euler_tangent(const ms_model* m, const double* inv_mass, const doubl
    f0 = f(x, v); vh = v + h/2 w f0; x1 = x + h vh; f1 = f(x1, vh); vp = vh + h/2 w f1;
    f2 = f(x1, vp); x' = x1, v' = vh + h/2 w f2 */
 
-static void verlet_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                           const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                           double* work) {
+static void verlet_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                           const double* external, const double* x, const double* v, double h, double* lx, double* lv,
+                           const ms_parameter_arrays* g, double* work) {
     const int64_t n3 = 3 * m->nnode;
     const double half = 0.5 * h;
     double *f0 = work, *vh = work + n3, *x1 = work + 2 * n3, *f1 = work + 3 * n3, *vp = work + 4 * n3;
@@ -132,17 +132,17 @@ static void verlet_adjoint(const ms_model* m, const double* inv_mass, const doub
     memcpy(lvh, lv, sizeof(double) * (size_t)n3);
     memset(lvp, 0, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lv, lf);
-    ms_forces_adjoint(m, x1, vp, external, lf, lx, lvp, g, f2);
+    ms_forces_adjoint(m, springs, x1, vp, external, lf, lx, lvp, g, f2);
     inverse_mass_adjoint(m, half, lv, f2, lw);
     axpy(n3, 1.0, lvp, lvh);
     force_adjoint(m, inv_mass, half, lvp, lf);
     inverse_mass_adjoint(m, half, lvp, f1, lw);
-    ms_forces_adjoint(m, x1, vh, external, lf, lx, lvh, g, NULL);
+    ms_forces_adjoint(m, springs, x1, vh, external, lf, lx, lvh, g, NULL);
     axpy(n3, h, lx, lvh);
     memcpy(lv, lvh, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lvh, lf);
     inverse_mass_adjoint(m, half, lvh, f0, lw);
-    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, NULL);
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, NULL);
     mass_from_inverse(m, inv_mass, lw, g);
 }
 
@@ -185,9 +185,9 @@ static void verlet_tangent(const ms_model* m, const double* inv_mass, const doub
 static const double rk4_weight[4] = {1.0, 2.0, 2.0, 1.0};
 static const double rk4_offset[4] = {0.0, 0.5, 0.5, 1.0};
 
-static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                        const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                        double* work) {
+static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                        const double* x, const double* v, double h, double* lx, double* lv,
+                        const ms_parameter_arrays* g, double* work) {
     const int64_t n3 = 3 * m->nnode;
     /* the stages' points and forces, then the adjoints of their velocities and accelerations */
     double* xs[4];
@@ -227,7 +227,7 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
     for (int s = 3; s >= 0; --s) {
         force_adjoint(m, inv_mass, 1.0, las[s], lf);
         memset(lxs, 0, sizeof(double) * (size_t)n3);
-        ms_forces_adjoint(m, xs[s], vs[s], external, lf, lxs, lvs[s], g, s == 3 ? fs[s] : NULL);
+        ms_forces_adjoint(m, springs, xs[s], vs[s], external, lf, lxs, lvs[s], g, s == 3 ? fs[s] : NULL);
         inverse_mass_adjoint(m, 1.0, las[s], fs[s], lw);
         axpy(n3, 1.0, lxs, lx);
         axpy(n3, 1.0, lvs[s], lv);
@@ -421,13 +421,14 @@ static void precondition(ms_adjoint_preconditioner* p, const double* diagonal, i
 }
 
 /* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones. */
-static void implicit_operator(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                              const double* v1, double h, int transpose, const double* u, double* y, double* scratch) {
+static void implicit_operator(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                              const double* external, const double* x1, const double* v1, double h, int transpose,
+                              const double* u, double* y, double* scratch) {
     const int64_t n3 = 3 * m->nnode;
     if (transpose) {
         double *lx = scratch, *lv = scratch + n3;
         memset(lx, 0, sizeof(double) * (size_t)(2 * n3));
-        ms_forces_adjoint(m, x1, v1, external, u, lx, lv, NULL, NULL);
+        ms_forces_adjoint(m, springs, x1, v1, external, u, lx, lv, NULL, NULL);
         for (int64_t q = 0; q < n3; ++q) y[q] = -h * (h * lx[q] + lv[q]);
     } else {
         double *hu = scratch, *df = scratch + n3;
@@ -450,9 +451,9 @@ static double dot(int64_t n, const double* a, const double* b) {
 
 /* Solves A u = b (or A^T u = b) on the free nodes by preconditioned BiCGSTAB; b and u are zero
    on the pinned nodes.  Returns 0, or -1 if the residual did not reach IMPLICIT_TOLERANCE. */
-static int implicit_solve(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                          const double* v1, double h, int transpose, const double* b, double* u, ms_adjoint_preconditioner* factor,
-                          double* work) {
+static int implicit_solve(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                          const double* x1, const double* v1, double h, int transpose, const double* b, double* u,
+                          ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n = m->nnode, n3 = 3 * n;
     double *r = work, *shadow = work + n3, *p = work + 2 * n3, *vp = work + 3 * n3, *y = work + 4 * n3;
     double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 9 * n3;
@@ -475,7 +476,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         const double beta = rho_next / rho * (alpha / omega);
         for (int64_t q = 0; q < n3; ++q) p[q] = r[q] + beta * (p[q] - omega * vp[q]);
         precondition(factor, diagonal, n3, p, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, vp, scratch);
+        implicit_operator(m, springs, inv_mass, external, x1, v1, h, transpose, y, vp, scratch);
         const double along = dot(n3, shadow, vp);
         if (along == 0.0) break;
         alpha = rho_next / along;
@@ -485,7 +486,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         }
         if (sqrt(dot(n3, sv, sv)) <= target) return 0;
         precondition(factor, diagonal, n3, sv, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, transpose, y, t, scratch);
+        implicit_operator(m, springs, inv_mass, external, x1, v1, h, transpose, y, t, scratch);
         const double tt = dot(n3, t, t);
         omega = tt > 0.0 ? dot(n3, t, sv) / tt : 0.0;
         for (int64_t q = 0; q < n3; ++q) {
@@ -506,9 +507,10 @@ static void solved_velocity(const ms_model* m, const double* inv_mass, const dou
             v1[3 * i + a] = inv_mass[i] != 0.0 && keep != 1.0 ? v_next[3 * i + a] / keep : v_next[3 * i + a];
 }
 
-static int implicit_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
-                            const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                            const ms_parameter_arrays* g, ms_adjoint_preconditioner* factor, double* work) {
+static int implicit_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                            const double* external, const double* v, const double* x_next, const double* v_next,
+                            double h, double* lx, double* lv, const ms_parameter_arrays* g,
+                            ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *mu = work + n3, *z = work + 2 * n3, *hz = work + 3 * n3, *kx = work + 4 * n3;
     double *dv = work + 5 * n3, *solver = work + 7 * n3;
@@ -518,7 +520,7 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
     for (int64_t i = 0; i < m->nnode; ++i)
         if (inv_mass[i] == 0.0)
             for (int a = 0; a < 3; ++a) mu[3 * i + a] = 0.0; /* a pinned node keeps v'_p = v_p */
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 1, mu, z, factor, solver);
+    const int status = implicit_solve(m, springs, inv_mass, external, x_next, v1, h, 1, mu, z, factor, solver);
     /* the inputs' adjoint is -z^T dR/d(input): x through x' (h K^T z), v through M on the free
        nodes and through x'_p = x_p + h v_p, v'_p = v_p on the pinned ones, the parameters
        through h f and M */
@@ -527,7 +529,7 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
         kx[q] = 0.0;
         dv[q] = 0.0;
     }
-    ms_forces_adjoint(m, x_next, v1, external, hz, kx, dv, g, NULL);
+    ms_forces_adjoint(m, springs, x_next, v1, external, hz, kx, dv, g, NULL);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -567,7 +569,7 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
             const int64_t q = 3 * i + a;
             b[q] = inv_mass[i] != 0.0 ? m->mass[i] * dv[q] + h * df[q] - d->mass[i] * (v1[q] - v[q]) : 0.0;
         }
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, 0, b, u, factor, solver);
+    const int status = implicit_solve(m, NULL, inv_mass, external, x_next, v1, h, 0, b, u, factor, solver);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -581,14 +583,15 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
 
 int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work) {
+                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner,
+                    ms_spring_adjoint* springs, double* work) {
     switch (m->opt.integrator) {
     case MS_IMPLICIT_EULER:
-        return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, lx, lv, g, preconditioner, work);
-    case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
-    case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
-    case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
-    default: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
+        return implicit_adjoint(m, springs, inv_mass, external, v, x_next, v_next, h, lx, lv, g, preconditioner, work);
+    case MS_EXPLICIT_EULER: euler_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
+    case MS_VELOCITY_VERLET: verlet_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    case MS_RK4: rk4_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    default: euler_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
     }
     return 0;
 }

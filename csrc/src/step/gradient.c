@@ -141,6 +141,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     double* inv_mass = work + ms_adjoint_work_size(m);
     inverse_masses(m, inv_mass);
     ms_error unused;
+    ms_spring_adjoint* springs = ms_spring_adjoint_create(m, err);
+    if (springs == NULL) {
+        free(states);
+        free(work);
+        return MS_ERR_MEMORY;
+    }
     ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
     pacer p = {run->interrupt, ms_clock_seconds()};
@@ -176,7 +182,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             const double* kept = states + 2 * n3 * (k - begin);
             const double* after = kept + 2 * n3;
             if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
-                                grad, factor, work)) {
+                                grad, factor, springs, work)) {
                 status = unsolved(err, k + 1);
                 break;
             }
@@ -191,8 +197,10 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
         if (dv_records != NULL)
             for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
     }
+    if (status == MS_OK) ms_spring_adjoint_collect(springs, grad);
     ms_restore_fp(found);
     ms_adjoint_preconditioner_destroy(factor);
+    ms_spring_adjoint_destroy(springs);
     free(states);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the backward pass was interrupted");
