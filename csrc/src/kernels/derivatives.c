@@ -10,9 +10,9 @@
  * A spring shorter than the kernel's MS_MIN_LENGTH_SQUARED exerts no force, and has no
  * derivative.  Node i feels m_i g - drag v_i + external_i.
  *
- * The force itself comes out of the same loops at the cost of a few products (the integrators'
- * derivatives need it for the derivative of 1/m); it equals the step's to rounding, not bit
- * for bit (the step sums by blocks on the vector path).
+ * The force's pairing with its adjoint, lf_i.f_i at each node, comes out of the adjoint's
+ * loops at the cost of a few products (the integrators' derivatives need it for the
+ * derivative of 1/m); the force in it equals the step's to rounding.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -25,7 +25,7 @@
 
 static double dot3(const double* a, const double* b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
-/* f = m g - drag v + external, the nodes' own forces. */
+/* f = m g - drag v + external, the nodes' own forces (for the tangent). */
 static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
                         double* MS_RESTRICT f) {
     const double* gravity = m->opt.gravity;
@@ -35,6 +35,21 @@ static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const do
             const double pushed = external != NULL ? external[3 * i + a] : 0.0;
             f[3 * i + a] = m->mass[i] * gravity[a] - drag * v[3 * i + a] + pushed;
         }
+}
+
+/* pairing_i += lf_i.(m_i g - drag v_i + external_i), the nodes' own forces paired with lf. */
+static void node_pairing(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
+                         const double* MS_RESTRICT lf, double* MS_RESTRICT pairing) {
+    const double* gravity = m->opt.gravity;
+    const double drag = m->opt.drag;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        double sum = 0.0;
+        for (int a = 0; a < 3; ++a) {
+            const double pushed = external != NULL ? external[3 * i + a] : 0.0;
+            sum += lf[3 * i + a] * (m->mass[i] * gravity[a] - drag * v[3 * i + a] + pushed);
+        }
+        pairing[i] += sum;
+    }
 }
 
 ms_spring_adjoint* ms_spring_adjoint_create(const ms_model* m, ms_error* err) {
@@ -92,7 +107,7 @@ void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_ar
 void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* MS_RESTRICT x,
                        const double* MS_RESTRICT v, const double* MS_RESTRICT external, const double* MS_RESTRICT lf,
                        double* MS_RESTRICT lx, double* MS_RESTRICT lv, const ms_parameter_arrays* g,
-                       double* MS_RESTRICT f) {
+                       double* MS_RESTRICT pairing) {
     const double* gravity = m->opt.gravity;
     const double drag = m->opt.drag;
     double* MS_RESTRICT grad_k = g != NULL ? g->k : NULL;
@@ -108,9 +123,9 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
             lv[3 * i + a] -= drag * li[a];
         }
     }
-    if (f != NULL) node_forces(m, v, external, f);
+    if (pairing != NULL) node_pairing(m, v, external, lf, pairing);
     if (springs != NULL) {
-        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, f);
+        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, pairing);
         return;
     }
     const int32_t* MS_RESTRICT pairs = m->springs;
@@ -147,11 +162,10 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
             grad_c[s] += q * inv_length * na;
             grad_rest[s] -= k * na;
         }
-        if (f != NULL)
-            for (int c = 0; c < 3; ++c) {
-                f[3 * i + c] += magnitude * d[c];
-                f[3 * j + c] -= magnitude * d[c];
-            }
+        if (pairing != NULL) {
+            pairing[i] += magnitude * dot3(lf + 3 * i, d);
+            pairing[j] -= magnitude * dot3(lf + 3 * j, d);
+        }
     }
 }
 

@@ -30,13 +30,6 @@ static void force_adjoint(const ms_model* m, const double* inv_mass, double weig
         for (int a = 0; a < 3; ++a) lf[3 * i + a] = weight * inv_mass[i] * la[3 * i + a];
 }
 
-/* ... and for w: weight la.f per node, added to lw. */
-static void inverse_mass_adjoint(const ms_model* m, double weight, const double* la, const double* f, double* lw) {
-    for (int64_t i = 0; i < m->nnode; ++i) {
-        const double* li = la + 3 * i;
-        lw[i] += weight * (li[0] * f[3 * i] + li[1] * f[3 * i + 1] + li[2] * f[3 * i + 2]);
-    }
-}
 
 /* da = w df + dw f with dw = -w^2 dm on free nodes. */
 static void acceleration_tangent(const ms_model* m, const double* inv_mass, const double* dmass, const double* f,
@@ -56,10 +49,12 @@ static void energy_loss(const ms_model* m, const double* inv_mass, double* v) {
             for (int a = 0; a < 3; ++a) v[3 * i + a] *= keep;
 }
 
-/* The mass gradient from the adjoint of w = 1/m: dw/dm = -w^2. */
-static void mass_from_inverse(const ms_model* m, const double* inv_mass, const double* lw,
+/* The mass gradient from the adjoint of w = 1/m, dw/dm = -w^2.  Each acceleration a = w f
+   taken with weight gives lf = weight w la and adds weight la.f to the adjoint of w, which
+   is lf.f / w: the pairing of lf with f that ms_forces_adjoint sums; so -w pairing. */
+static void mass_from_pairing(const ms_model* m, const double* inv_mass, const double* pairing,
                               const ms_parameter_arrays* g) {
-    for (int64_t i = 0; i < m->nnode; ++i) g->mass[i] -= inv_mass[i] * inv_mass[i] * lw[i];
+    for (int64_t i = 0; i < m->nnode; ++i) g->mass[i] -= inv_mass[i] * pairing[i];
 }
 
 static void axpy(int64_t n, double a, const double* x, double* y) {
@@ -78,16 +73,14 @@ static void euler_adjoint(const ms_model* m, ms_spring_adjoint* springs, const d
                           const double* x, const double* v, double h, double* lx, double* lv,
                           const ms_parameter_arrays* g, double* work, int explicit_euler) {
     const int64_t n3 = 3 * m->nnode;
-    double *f = work, *lf = work + n3, *la = work + 2 * n3, *lw = work + 3 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lf = work, *pairing = work + n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     energy_loss(m, inv_mass, lv);
     if (!explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v' */
     force_adjoint(m, inv_mass, h, lv, lf);
-    memcpy(la, lv, sizeof(double) * (size_t)n3);
     if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
-    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, f);
-    inverse_mass_adjoint(m, h, la, f, lw);
-    mass_from_inverse(m, inv_mass, lw, g);
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, pairing);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void euler_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
@@ -113,9 +106,8 @@ static void verlet_adjoint(const ms_model* m, ms_spring_adjoint* springs, const 
     const int64_t n3 = 3 * m->nnode;
     const double half = 0.5 * h;
     double *f0 = work, *vh = work + n3, *x1 = work + 2 * n3, *f1 = work + 3 * n3, *vp = work + 4 * n3;
-    double *f2 = work + 5 * n3, *lvh = work + 6 * n3, *lvp = work + 7 * n3, *lf = work + 8 * n3;
-    double* lw = work + 9 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lvh = work + 6 * n3, *lvp = work + 7 * n3, *lf = work + 8 * n3, *pairing = work + 9 * n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     forces(m, external, x, v, f0);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
@@ -132,18 +124,15 @@ static void verlet_adjoint(const ms_model* m, ms_spring_adjoint* springs, const 
     memcpy(lvh, lv, sizeof(double) * (size_t)n3);
     memset(lvp, 0, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lv, lf);
-    ms_forces_adjoint(m, springs, x1, vp, external, lf, lx, lvp, g, f2);
-    inverse_mass_adjoint(m, half, lv, f2, lw);
+    ms_forces_adjoint(m, springs, x1, vp, external, lf, lx, lvp, g, pairing);
     axpy(n3, 1.0, lvp, lvh);
     force_adjoint(m, inv_mass, half, lvp, lf);
-    inverse_mass_adjoint(m, half, lvp, f1, lw);
-    ms_forces_adjoint(m, springs, x1, vh, external, lf, lx, lvh, g, NULL);
+    ms_forces_adjoint(m, springs, x1, vh, external, lf, lx, lvh, g, pairing);
     axpy(n3, h, lx, lvh);
     memcpy(lv, lvh, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lvh, lf);
-    inverse_mass_adjoint(m, half, lvh, f0, lw);
-    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, NULL);
-    mass_from_inverse(m, inv_mass, lw, g);
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, pairing);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void verlet_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
@@ -202,8 +191,8 @@ static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const dou
         lvs[s] = work + (12 + s) * n3;
         las[s] = work + (16 + s) * n3;
     }
-    double *lf = work + 20 * n3, *lxs = work + 21 * n3, *lw = work + 22 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lf = work + 20 * n3, *lxs = work + 21 * n3, *pairing = work + 22 * n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     memcpy(xs[0], x, sizeof(double) * (size_t)n3);
     memcpy(vs[0], v, sizeof(double) * (size_t)n3);
     for (int s = 0; s < 4; ++s) {
@@ -214,7 +203,7 @@ static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const dou
                     xs[s][q] = x[q] + rk4_offset[s] * h * vs[s - 1][q];
                     vs[s][q] = v[q] + rk4_offset[s] * h * (inv_mass[i] * fs[s - 1][q]);
                 }
-        if (s < 3) forces(m, external, xs[s], vs[s], fs[s]); /* the last comes with its adjoint */
+        if (s < 3) forces(m, external, xs[s], vs[s], fs[s]); /* the last stage's is not needed */
     }
     energy_loss(m, inv_mass, lv);
     for (int s = 0; s < 4; ++s) {
@@ -227,8 +216,7 @@ static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const dou
     for (int s = 3; s >= 0; --s) {
         force_adjoint(m, inv_mass, 1.0, las[s], lf);
         memset(lxs, 0, sizeof(double) * (size_t)n3);
-        ms_forces_adjoint(m, springs, xs[s], vs[s], external, lf, lxs, lvs[s], g, s == 3 ? fs[s] : NULL);
-        inverse_mass_adjoint(m, 1.0, las[s], fs[s], lw);
+        ms_forces_adjoint(m, springs, xs[s], vs[s], external, lf, lxs, lvs[s], g, pairing);
         axpy(n3, 1.0, lxs, lx);
         axpy(n3, 1.0, lvs[s], lv);
         if (s > 0) {
@@ -236,7 +224,7 @@ static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const dou
             axpy(n3, rk4_offset[s] * h, lvs[s], las[s - 1]);
         }
     }
-    mass_from_inverse(m, inv_mass, lw, g);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void rk4_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
