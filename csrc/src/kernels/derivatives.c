@@ -125,7 +125,8 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
     }
     if (pairing != NULL) node_pairing(m, v, external, lf, pairing);
     if (springs != NULL) {
-        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, pairing);
+        springs->kernel(springs->layout, springs->lengths, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL,
+                        pairing);
         return;
     }
     const int32_t* MS_RESTRICT pairs = m->springs;
