@@ -37,18 +37,32 @@ static void node_forces(const ms_model* m, const double* MS_RESTRICT v, const do
         }
 }
 
-/* pairing_i += lf_i.(m_i g - drag v_i + external_i), the nodes' own forces paired with lf. */
-static void node_pairing(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
-                         const double* MS_RESTRICT lf, double* MS_RESTRICT pairing) {
-    const double* gravity = m->opt.gravity;
+/* The adjoint of the nodes' own forces m_i g - drag v_i + external_i, in one pass: their
+   J^T lf into lv and g (unless g is NULL), and unless pairing is NULL their pairing
+   lf_i.(m_i g - drag v_i + external_i) added to pairing[i]. */
+static void nodes_adjoint(const ms_model* m, const double* MS_RESTRICT v, const double* MS_RESTRICT external,
+                          const double* MS_RESTRICT lf, double* MS_RESTRICT lv, const ms_parameter_arrays* g,
+                          double* MS_RESTRICT pairing) {
+    const double gx = m->opt.gravity[0], gy = m->opt.gravity[1], gz = m->opt.gravity[2];
     const double drag = m->opt.drag;
+    double* MS_RESTRICT grad_mass = g != NULL ? g->mass : NULL;
+    double* MS_RESTRICT grad_external = g != NULL ? g->external : NULL;
     for (int64_t i = 0; i < m->nnode; ++i) {
-        double sum = 0.0;
-        for (int a = 0; a < 3; ++a) {
-            const double pushed = external != NULL ? external[3 * i + a] : 0.0;
-            sum += lf[3 * i + a] * (m->mass[i] * gravity[a] - drag * v[3 * i + a] + pushed);
+        const double* li = lf + 3 * i;
+        const double pull = gx * li[0] + gy * li[1] + gz * li[2];
+        if (grad_mass != NULL) {
+            grad_mass[i] += pull;
+            for (int a = 0; a < 3; ++a) grad_external[3 * i + a] += li[a];
         }
-        pairing[i] += sum;
+        if (drag != 0.0)
+            for (int a = 0; a < 3; ++a) lv[3 * i + a] -= drag * li[a];
+        if (pairing != NULL) {
+            const double* vi = v + 3 * i;
+            double paired = m->mass[i] * pull;
+            if (drag != 0.0) paired -= drag * (vi[0] * li[0] + vi[1] * li[1] + vi[2] * li[2]);
+            if (external != NULL) paired += dot3(external + 3 * i, li);
+            pairing[i] += paired;
+        }
     }
 }
 
@@ -108,22 +122,10 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
                        const double* MS_RESTRICT v, const double* MS_RESTRICT external, const double* MS_RESTRICT lf,
                        double* MS_RESTRICT lx, double* MS_RESTRICT lv, const ms_parameter_arrays* g,
                        double* MS_RESTRICT pairing) {
-    const double* gravity = m->opt.gravity;
-    const double drag = m->opt.drag;
     double* MS_RESTRICT grad_k = g != NULL ? g->k : NULL;
     double* MS_RESTRICT grad_c = g != NULL ? g->c : NULL;
     double* MS_RESTRICT grad_rest = g != NULL ? g->rest : NULL;
-    double* MS_RESTRICT grad_mass = g != NULL ? g->mass : NULL;
-    double* MS_RESTRICT grad_external = g != NULL ? g->external : NULL;
-    for (int64_t i = 0; i < m->nnode; ++i) {
-        const double* li = lf + 3 * i;
-        if (grad_mass != NULL) grad_mass[i] += dot3(gravity, li);
-        for (int a = 0; a < 3; ++a) {
-            if (grad_external != NULL) grad_external[3 * i + a] += li[a];
-            lv[3 * i + a] -= drag * li[a];
-        }
-    }
-    if (pairing != NULL) node_pairing(m, v, external, lf, pairing);
+    nodes_adjoint(m, v, external, lf, lv, g, pairing);
     if (springs != NULL) {
         springs->kernel(springs->layout, springs->lengths, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL,
                         pairing);

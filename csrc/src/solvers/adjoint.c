@@ -76,9 +76,20 @@ static void euler_adjoint(const ms_model* m, ms_spring_adjoint* springs, const d
     double *lf = work, *pairing = work + n3;
     memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     energy_loss(m, inv_mass, lv);
-    if (!explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v' */
-    force_adjoint(m, inv_mass, h, lv, lf);
-    if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
+    for (int64_t i = 0; i < m->nnode; ++i) { /* one pass for x' = x + h v' (or v) and a = w f */
+        const double weight = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double moved = lv[q] + h * lx[q];
+            if (explicit_euler) { /* x' = x + h v */
+                lf[q] = weight * lv[q];
+                lv[q] = moved;
+            } else { /* x' = x + h v' */
+                lf[q] = weight * moved;
+                lv[q] = moved;
+            }
+        }
+    }
     ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, pairing);
     mass_from_pairing(m, inv_mass, pairing, g);
 }
