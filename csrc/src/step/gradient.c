@@ -93,10 +93,12 @@ static int should_stop(pacer* p) {
     return p->interrupt->check(p->interrupt->context) != 0;
 }
 
-/* One step of s from the state it holds, as the recorded run took it. */
-static int step_once(const ms_model* m, ms_state* s, double h, int* first, ms_error* err) {
+/* One step of s from the state it holds, as the recorded run took it; moved: x and v were
+   written since the last step call (so it checks them again). */
+static int step_once(const ms_model* m, ms_state* s, double h, int* first, int moved, ms_error* err) {
     ms_step_options options = {0};
     options.parameters_unchanged = !*first;
+    options.motion_unchanged = !*first && !moved;
     options.forces_unread = 1;
     *first = 0;
     return ms_step(m, s, h, 1, &options, err);
@@ -194,7 +196,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             ms_layout* keeper = lengths != NULL ? lengths_layout(s, springs->layout) : NULL;
             if (keeper != NULL) keeper->lengths = lengths + kept_size * (k - begin);
             if (lengths != NULL) has_lengths[k - begin] = keeper != NULL;
-            status = step_once(m, s, run->h, &first, err);
+            status = step_once(m, s, run->h, &first, k == begin, err);
             if (keeper != NULL) keeper->lengths = NULL;
             if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
         }
@@ -285,7 +287,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
             record_tangent(run->nrecord, n3, r, ndirection, dx, dv, record_dx, record_dv);
         memcpy(before, s->x, state_bytes);
         memcpy(before + n3, s->v, state_bytes);
-        status = step_once(m, s, run->h, &first, err);
+        status = step_once(m, s, run->h, &first, k == 0, err);
         for (int64_t d = 0; d < ndirection && status == MS_OK; ++d)
             if (ms_tangent_step(m, inv_mass, s->external, before, before + n3, s->x, s->v, run->h, dx + n3 * d,
                                 dv + n3 * d, &directions[d], factor, work))
