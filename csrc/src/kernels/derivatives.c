@@ -127,8 +127,7 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
     double* MS_RESTRICT grad_rest = g != NULL ? g->rest : NULL;
     nodes_adjoint(m, v, external, lf, lv, g, pairing);
     if (springs != NULL) {
-        springs->kernel(springs->layout, springs->lengths, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL,
-                        pairing);
+        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, pairing);
         return;
     }
     const int32_t* MS_RESTRICT pairs = m->springs;

@@ -11,17 +11,14 @@
 #include "msprings/gradient.h"
 
 /* The springs' part of ms_forces_adjoint over the step's spring layout and vector paths
-   (spring_adjoint_kernel.h) at (x, v), reading the springs' l and 1 / l from lengths (as
-   the spring kernel keeps them, layout.h) unless it is NULL: adds J^T lf of the springs
-   to lx and lv, unless grad is NULL their parameters' derivatives to grad (nspring x 3, in
-   the layout's order of params), and unless pairing is NULL lf_i.f_i (the springs' force
-   f_i on node i) to pairing[i]. */
-typedef void (*ms_spring_adjoint_kernel)(const ms_layout* layout, const double* lengths, const double* x,
-                                         const double* v, const double* lf, double* lx, double* lv, double* grad,
-                                         double* pairing);
+   (spring_adjoint_kernel.h): adds J^T lf of the springs to lx and lv, unless grad is NULL
+   their parameters' derivatives to grad (nspring x 3, in the layout's order of params),
+   and unless pairing is NULL lf_i.f_i (the springs' force f_i on node i) to pairing[i]. */
+typedef void (*ms_spring_adjoint_kernel)(const ms_layout* layout, const double* x, const double* v, const double* lf,
+                                         double* lx, double* lv, double* grad, double* pairing);
 #define MS_DECLARE_ADJOINT_KERNEL(path)                                                                               \
-    void ms_springs_adjoint_##path(const ms_layout* layout, const double* lengths, const double* x, const double* v, \
-                                   const double* lf, double* lx, double* lv, double* grad, double* pairing)
+    void ms_springs_adjoint_##path(const ms_layout* layout, const double* x, const double* v, const double* lf,       \
+                                   double* lx, double* lv, double* grad, double* pairing)
 MS_DECLARE_ADJOINT_KERNEL(plain);
 #if defined(MS_SSE2_PATH)
 MS_DECLARE_ADJOINT_KERNEL(sse2);
@@ -40,9 +37,7 @@ MS_DECLARE_ADJOINT_KERNEL(avx2);
 typedef struct ms_spring_adjoint {
     ms_layout* layout;
     ms_spring_adjoint_kernel kernel;
-    double* grad;          /* (nspring x 3) */
-    const double* lengths; /* NULL, or the springs' l and 1 / l at the (x, v) of the next
-                              ms_forces_adjoint call, kept by the step (layout.h) */
+    double* grad; /* (nspring x 3) */
 } ms_spring_adjoint;
 
 /* Made for model m with its current parameters (NULL with err set if out of memory). */

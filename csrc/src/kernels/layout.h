@@ -69,10 +69,6 @@ struct ms_layout {
     int dampers;           /* some spring has c > 0 (as of the last refresh) */
     int64_t node_block;    /* nodes per block of the node stages (the last may be shorter) */
     int64_t nnode_block;   /* blocks of node_block nodes */
-    double* lengths;       /* NULL, or where the spring kernel keeps each spring's l and 1 / l (m, 1/m)
-                              by sorted position: (l, 1 / l) of a single spring, and for each j
-                              of a group the four l, then the four 1 / l   (nspring x 2); set by
-                              the gradient's replay to reuse them in the adjoint */
     void* buffer;        /* the one allocation everything above lives in */
 };
 

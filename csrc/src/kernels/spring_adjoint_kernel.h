@@ -20,15 +20,18 @@
  * after its springs, as in the forces.
  */
 
-/* The adjoint of springs with separation (dx, dy, dz), length l and 1 / l (0 for a spring
-   too short to have a direction), relative velocity (du, dv, dw) and force adjoints
-   (ax, ay, az) = lf_a, (bx, by, bz) = lf_b, in type V (v4 or v1): J_d^T e
+/* The adjoint of springs with separation (dx, dy, dz), relative velocity (du, dv, dw) and
+   force adjoints (ax, ay, az) = lf_a, (bx, by, bz) = lf_b, in type V (v4 or v1): J_d^T e
    into (gx, gy, gz), J_w^T e into (hx, hy, hz), unless PAIR is 0 the pairings lf_a.F and
    lf_b.F into pa and pb, and unless GRAD is 0 the parameters' derivatives added to (grest,
    gk, gc). */
-#define SPRING_ADJOINT(V, dx, dy, dz, du, dv, dw, ax, ay, az, bx, by, bz, rest, stiffness, damping, length_,           \
-                       inv_length_, gx, gy, gz, hx, hy, hz, pa, pb, grest, gk, gc, PAIR, GRAD)                         \
+#define SPRING_ADJOINT(V, dx, dy, dz, du, dv, dw, ax, ay, az, bx, by, bz, rest, stiffness, damping, gx, gy, gz, hx,    \
+                       hy, hz, pa, pb, grest, gk, gc, PAIR, GRAD)                                                      \
     do {                                                                                                               \
+        const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                        \
+        const V length_ = V##_sqrt(length2_);                                                                          \
+        const V inv_length_ =                                                                                          \
+            V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));                  \
         const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_);  \
         const V stretch_ = V##_sub(length_, rest);                                                                     \
         const V magnitude_ = V##_mul(V##_add(V##_mul(stiffness, stretch_), V##_mul(damping, closing_)), inv_length_);  \
@@ -55,21 +58,9 @@
         }                                                                                                              \
     } while (0)
 
-/* l and 1 / l of springs with separation (dx, dy, dz), as the spring kernel finds them
-   (SPRING_FORCE_KEPT). */
-#define SPRING_LENGTHS(V, dx, dy, dz, length, inv_length)                                                         \
-    do {                                                                                                          \
-        const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                     \
-        length = V##_sqrt(length2_);                                                                              \
-        inv_length = V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED),                                    \
-                                    V##_div(V##_set(1.0), length));                                               \
-    } while (0)
-
-/* What the adjoint kernel reads beside the state, and where it adds: the adjoints of x and
-   v, the pairings lf.f (nnode; or NULL) and the parameters' derivatives in the layout's
-   order (or NULL). */
+/* Where the adjoint kernel adds: the adjoints of x and v, the pairings lf.f (nnode; or
+   NULL) and the parameters' derivatives in the layout's order (or NULL). */
 typedef struct MS_KERNEL(adjoint_out) {
-    const double* lengths; /* l and 1 / l kept by the spring kernel (layout.h), or NULL */
     double* lx;
     double* lv;
     double* pairing;
@@ -77,21 +68,13 @@ typedef struct MS_KERNEL(adjoint_out) {
 } MS_KERNEL(adjoint_out);
 
 /* Four springs, one lane each, from owners (x, v, lf) = own[0..8] to ends other[0..8], with
-   parameters and derivatives at p and grad (four rest lengths, four k, four c) and their
-   l and 1 / l at kept (four each) unless it is NULL; their
+   parameters and derivatives at p and grad (four rest lengths, four k, four c); their
    J_d^T e and J_w^T e into g[0..2] and h[0..2], their pairings at the owners and the ends
    into pair[0..1]. */
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9], const double* MS_RESTRICT p,
-                                               const double* MS_RESTRICT kept, double* MS_RESTRICT grad, v4 g[3],
-                                               v4 h[3], v4 pair[2], int with_pair, int with_grad) {
+                                               double* MS_RESTRICT grad, v4 g[3], v4 h[3], v4 pair[2], int with_pair,
+                                               int with_grad) {
     const v4 dx = v4_sub(other[0], own[0]), dy = v4_sub(other[1], own[1]), dz = v4_sub(other[2], own[2]);
-    v4 length, inv_length;
-    if (kept != NULL) {
-        length = v4_load(kept);
-        inv_length = v4_load(kept + MS_LANES);
-    } else {
-        SPRING_LENGTHS(v4, dx, dy, dz, length, inv_length);
-    }
     const v4 du = v4_sub(other[3], own[3]), dv = v4_sub(other[4], own[4]), dw = v4_sub(other[5], own[5]);
     v4 grest = v4_set(0.0), gk = grest, gc = grest;
     if (with_grad) {
@@ -100,8 +83,8 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9
         gc = v4_load(grad + 2 * MS_LANES);
     }
     SPRING_ADJOINT(v4, dx, dy, dz, du, dv, dw, own[6], own[7], own[8], other[6], other[7], other[8], v4_load(p),
-                   v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), length, inv_length, g[0], g[1], g[2], h[0], h[1],
-                   h[2], pair[0], pair[1], grest, gk, gc, with_pair, with_grad);
+                   v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), g[0], g[1], g[2], h[0], h[1], h[2], pair[0],
+                   pair[1], grest, gk, gc, with_pair, with_grad);
     if (with_grad) {
         v4_store(grad, grest);
         v4_store(grad + MS_LANES, gk);
@@ -127,8 +110,8 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs,
         v4_load_nodes(x + 3 * b, &other[0], &other[1], &other[2]);
         v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
         v4_load_nodes(lf + 3 * b, &other[6], &other[7], &other[8]);
-        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, out->lengths != NULL ? out->lengths + 2 * r : NULL,
-                                 with_grad ? out->grad + 3 * r : NULL, g, h, pair, with_pair, with_grad);
+        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h, pair,
+                                 with_pair, with_grad);
         for (int c = 0; c < 3; ++c) {
             sum_g[c] = v4_add(sum_g[c], g[c]);
             sum_h[c] = v4_add(sum_h[c], h[c]);
@@ -182,8 +165,8 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
         v4_gather_nodes(x, end, &other[0], &other[1], &other[2]);
         v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
         v4_gather_nodes(lf, end, &other[6], &other[7], &other[8]);
-        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, out->lengths != NULL ? out->lengths + 2 * r : NULL,
-                                 with_grad ? out->grad + 3 * r : NULL, g, h, pair, with_pair, with_grad);
+        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h, pair,
+                                 with_pair, with_grad);
         for (int c = 0; c < 3; ++c) {
             sum_g[c] = v4_add(sum_g[c], g[c]);
             sum_h[c] = v4_add(sum_h[c], h[c]);
@@ -221,21 +204,15 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
         const double* p = params + 3 * r;
         const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
         const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
-        v1 g[3], h[3], pa = 0.0, pb = 0.0, grest = 0.0, gk = 0.0, gc = 0.0, length, inv_length;
-        if (out->lengths != NULL) {
-            length = out->lengths[2 * r];
-            inv_length = out->lengths[2 * r + 1];
-        } else {
-            SPRING_LENGTHS(v1, dx, dy, dz, length, inv_length);
-        }
+        v1 g[3], h[3], pa = 0.0, pb = 0.0, grest = 0.0, gk = 0.0, gc = 0.0;
         double* grad = with_grad ? out->grad + 3 * r : NULL;
         if (with_grad) {
             grest = grad[0];
             gk = grad[1];
             gc = grad[2];
         }
-        SPRING_ADJOINT(v1, dx, dy, dz, du, dv, dw, la[0], la[1], la[2], lb[0], lb[1], lb[2], p[0], p[1], p[2], length,
-                       inv_length, g[0], g[1], g[2], h[0], h[1], h[2], pa, pb, grest, gk, gc, with_pair, with_grad);
+        SPRING_ADJOINT(v1, dx, dy, dz, du, dv, dw, la[0], la[1], la[2], lb[0], lb[1], lb[2], p[0], p[1], p[2], g[0],
+                       g[1], g[2], h[0], h[1], h[2], pa, pb, grest, gk, gc, with_pair, with_grad);
         if (with_grad) {
             grad[0] = grest;
             grad[1] = gk;
@@ -289,10 +266,10 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, const dou
     }
 }
 
-void MS_KERNEL(ms_springs_adjoint)(const ms_layout* layout, const double* lengths, const double* MS_RESTRICT x,
-                                   const double* MS_RESTRICT v, const double* MS_RESTRICT lf, double* lx, double* lv,
-                                   double* grad, double* pairing) {
-    const MS_KERNEL(adjoint_out) out = {lengths, lx, lv, pairing, grad};
+void MS_KERNEL(ms_springs_adjoint)(const ms_layout* layout, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                                   const double* MS_RESTRICT lf, double* lx, double* lv, double* grad,
+                                   double* pairing) {
+    const MS_KERNEL(adjoint_out) out = {lx, lv, pairing, grad};
     if (pairing != NULL && grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 1);
     else if (pairing != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 0);
     else if (grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 0, 1);

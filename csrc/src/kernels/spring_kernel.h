@@ -22,26 +22,13 @@
 
 /* The force (fx, fy, fz) on the lower end of springs with separation (dx, dy, dz) and
    relative velocity (du, dv, dw), in type V (v1 or v4); their damper power is added to
-   power and, unless energy is NULL, k (l - L)^2 to *energy.  SPRING_FORCE_KEPT also gives
-   their l and 1 / l (0 for a spring too short to have a direction) in length and
-   inv_length. */
+   power and, unless energy is NULL, k (l - L)^2 to *energy. */
 #define SPRING_FORCE(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power, energy)             \
-    do {                                                                                                        \
-        V unused_length_, unused_inv_length_;                                                                   \
-        SPRING_FORCE_KEPT(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power, energy,        \
-                          unused_length_, unused_inv_length_);                                                  \
-        (void)unused_length_;                                                                                   \
-        (void)unused_inv_length_;                                                                               \
-    } while (0)
-#define SPRING_FORCE_KEPT(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power, energy, length,   \
-                          inv_length)                                                                           \
     do {                                                                                                        \
         const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                   \
         const V length_ = V##_sqrt(length2_);                                                                   \
         const V inv_length_ =                                                                                   \
             V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));           \
-        length = length_;                                                                                       \
-        inv_length = inv_length_;                                                                               \
         const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_); \
         const V stretch_ = V##_sub(length_, rest);                                                              \
         const V tension_ = V##_mul(stiffness, stretch_);                                                        \
@@ -57,21 +44,14 @@
 /* One j of a group: the four springs from the owners at (xa, ya, za) with velocities
    (ua, va, wa) (a[0..5]) to the ends b[0..5], with their parameters at p (four rest
    lengths, four k, four c).  Their forces on the owners go to force[0..2] and are added to
-   sum[0..2], their damper power to power (and k (l - L)^2 to *energy unless it is NULL);
-   unless kept is NULL, their four l and four 1 / l are written to kept[0..7] (the layout's
-   lengths).  The functions below are inlined into the kernel with energy NULL and not, and
-   kept NULL and not. */
+   sum[0..2], their damper power to power (and k (l - L)^2 to *energy unless it is NULL).
+   The functions below are inlined into the kernel twice, with energy NULL and not. */
 MS_ALWAYS_INLINE v4 MS_KERNEL(lanes)(const v4 a[6], const v4 b[6], const double* p, v4 force[3], v4 sum[3], v4 power,
-                                     v4* energy, double* kept) {
-    v4 length, inv_length;
-    SPRING_FORCE_KEPT(v4, v4_sub(b[0], a[0]), v4_sub(b[1], a[1]), v4_sub(b[2], a[2]), v4_sub(b[3], a[3]),
-                      v4_sub(b[4], a[4]), v4_sub(b[5], a[5]), v4_load(p), v4_load(p + MS_LANES),
-                      v4_load(p + 2 * MS_LANES), force[0], force[1], force[2], power, energy, length, inv_length);
+                                     v4* energy) {
+    SPRING_FORCE(v4, v4_sub(b[0], a[0]), v4_sub(b[1], a[1]), v4_sub(b[2], a[2]), v4_sub(b[3], a[3]),
+                 v4_sub(b[4], a[4]), v4_sub(b[5], a[5]), v4_load(p), v4_load(p + MS_LANES),
+                 v4_load(p + 2 * MS_LANES), force[0], force[1], force[2], power, energy);
     for (int c = 0; c < 3; ++c) sum[c] = v4_add(sum[c], force[c]);
-    if (kept != NULL) {
-        v4_store(kept, length);
-        v4_store(kept + MS_LANES, inv_length);
-    }
     return power;
 }
 
@@ -85,7 +65,7 @@ static inline double* MS_KERNEL(target)(double* f, double* halo, int32_t dest) {
 MS_ALWAYS_INLINE v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
                                       const double* MS_RESTRICT params, int64_t s, int64_t e, int64_t a,
                                       const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
-                                      double* halo, v1 power, v1* energy, double* kept) {
+                                      double* halo, v1 power, v1* energy) {
     const double* xa = x + 3 * a;
     const double* va = v + 3 * a;
     v1 sum_x = 0.0, sum_y = 0.0, sum_z = 0.0;
@@ -96,12 +76,8 @@ MS_ALWAYS_INLINE v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const in
         const double* p = params + 3 * r;
         const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
         const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
-        v1 fx, fy, fz, length, inv_length;
-        SPRING_FORCE_KEPT(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, power, energy, length, inv_length);
-        if (kept != NULL) {
-            kept[2 * r] = length;
-            kept[2 * r + 1] = inv_length;
-        }
+        v1 fx, fy, fz;
+        SPRING_FORCE(v1, dx, dy, dz, du, dv, dw, p[0], p[1], p[2], fx, fy, fz, power, energy);
         sum_x += fx;
         sum_y += fy;
         sum_z += fz;
@@ -123,7 +99,7 @@ MS_ALWAYS_INLINE v1 MS_KERNEL(single)(const int32_t* MS_RESTRICT pairs, const in
 MS_ALWAYS_INLINE v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
                                      const double* MS_RESTRICT params, int64_t s, int64_t k, int64_t a,
                                      const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
-                                     double* halo, int64_t own_end, v4 power, v4* energy, double* kept) {
+                                     double* halo, int64_t own_end, v4 power, v4* energy) {
     v4 ends[6], sum[3] = {v4_set(0.0), v4_set(0.0), v4_set(0.0)};
     v4_load_nodes(x + 3 * a, &ends[0], &ends[1], &ends[2]);
     v4_load_nodes(v + 3 * a, &ends[3], &ends[4], &ends[5]);
@@ -133,8 +109,7 @@ MS_ALWAYS_INLINE v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int
         v4 others[6], force[3];
         v4_load_nodes(x + 3 * b, &others[0], &others[1], &others[2]);
         v4_load_nodes(v + 3 * b, &others[3], &others[4], &others[5]);
-        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy,
-                                 kept != NULL ? kept + 2 * r : NULL);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy);
         const v4 fx = force[0], fy = force[1], fz = force[2];
         if (b + MS_LANES <= own_end) {
             v4_add_nodes(f + 3 * b, fx, fy, fz, 1);
@@ -163,7 +138,7 @@ MS_ALWAYS_INLINE v4 MS_KERNEL(group)(const int32_t* MS_RESTRICT pairs, const int
 MS_ALWAYS_INLINE v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const int32_t* MS_RESTRICT dest,
                                         const double* MS_RESTRICT params, int64_t s, int64_t k,
                                         const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* f,
-                                        double* halo, v4 power, v4* energy, double* kept) {
+                                        double* halo, v4 power, v4* energy) {
     int64_t owner[MS_LANES];
     double* mine[MS_LANES];
     for (int q = 0; q < MS_LANES; ++q) {
@@ -181,8 +156,7 @@ MS_ALWAYS_INLINE v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const 
         v4 others[6], force[3];
         v4_gather_nodes(x, other, &others[0], &others[1], &others[2]);
         v4_gather_nodes(v, other, &others[3], &others[4], &others[5]);
-        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy,
-                                 kept != NULL ? kept + 2 * r : NULL);
+        power = MS_KERNEL(lanes)(ends, others, params + 3 * r, force, sum, power, energy);
         v4_scatter_nodes(to, force[0], force[1], force[2], 1);
     }
     v4_scatter_nodes(mine, sum[0], sum[1], sum[2], 0);
@@ -190,10 +164,9 @@ MS_ALWAYS_INLINE v4 MS_KERNEL(gathered)(const int32_t* MS_RESTRICT pairs, const 
 }
 
 /* The springs of one block (the kernel below), summing their energy into *energy unless
-   it is NULL, and keeping their lengths in kept unless it is NULL (layout.h: lengths). */
+   it is NULL. */
 MS_ALWAYS_INLINE double MS_KERNEL(block)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
-                                         const double* MS_RESTRICT v, double* MS_RESTRICT f, double* energy,
-                                         double* kept) {
+                                         const double* MS_RESTRICT v, double* MS_RESTRICT f, double* energy) {
     const int32_t* MS_RESTRICT pairs = layout->pairs;
     const double* MS_RESTRICT params = layout->params;
     const int32_t* MS_RESTRICT dest = layout->dest;
@@ -210,21 +183,19 @@ MS_ALWAYS_INLINE double MS_KERNEL(block)(const ms_layout* layout, int64_t block,
         const int64_t a = pairs[2 * s];
         const int64_t kind = lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
         if (kind & MS_GATHERED) {
-            lane_power =
-                MS_KERNEL(gathered)(pairs, dest, params, s, k, x, v, f, halo, lane_power, lanes_energy, kept);
+            lane_power = MS_KERNEL(gathered)(pairs, dest, params, s, k, x, v, f, halo, lane_power, lanes_energy);
             s += MS_LANES * k;
             continue;
         }
         if (k > 0) {
-            lane_power = MS_KERNEL(group)(pairs, dest, params, s, k, a, x, v, f, halo, own_end, lane_power,
-                                          lanes_energy, kept);
+            lane_power =
+                MS_KERNEL(group)(pairs, dest, params, s, k, a, x, v, f, halo, own_end, lane_power, lanes_energy);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
-        single_power =
-            MS_KERNEL(single)(pairs, dest, params, s, e, a, x, v, f, halo, single_power, singles_energy, kept);
+        single_power = MS_KERNEL(single)(pairs, dest, params, s, e, a, x, v, f, halo, single_power, singles_energy);
         s = e;
     }
     double power[MS_LANES];
@@ -239,9 +210,8 @@ MS_ALWAYS_INLINE double MS_KERNEL(block)(const ms_layout* layout, int64_t block,
 
 double MS_KERNEL(ms_springs)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
                              const double* MS_RESTRICT v, double* MS_RESTRICT f, double* energy) {
-    if (layout->lengths != NULL) return MS_KERNEL(block)(layout, block, x, v, f, energy, layout->lengths);
-    if (energy == NULL) return MS_KERNEL(block)(layout, block, x, v, f, NULL, NULL);
-    return MS_KERNEL(block)(layout, block, x, v, f, energy, NULL);
+    if (energy == NULL) return MS_KERNEL(block)(layout, block, x, v, f, NULL);
+    return MS_KERNEL(block)(layout, block, x, v, f, energy);
 }
 
 /* The explicit (explicit_euler != 0) or symplectic Euler update of nodes [begin, end),

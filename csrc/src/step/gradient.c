@@ -6,10 +6,7 @@
  * bit for bit (the same code on the same state and model; any number of workers gives the
  * same bits); then it takes the stretch's steps back with ms_adjoint_step, adding each
  * record's dL/dx and dL/dv where the record was made.  The memory is the checkpoints and
- * one stretch of states.  With the Euler methods (one force evaluation per step, at the
- * state before it) the replay also has the spring kernel keep each spring's l and 1 / l
- * (layout.h: lengths), which the adjoint of the springs reads back rather than taking a
- * square root and a division again: the same values, so the same bits.  The tangent pass steps the run forward once, carrying every
+ * one stretch of states.  The tangent pass steps the run forward once, carrying every
  * direction's tangent along with ms_tangent_step.
  */
 #include <math.h>
@@ -108,15 +105,6 @@ static void inverse_masses(const ms_model* m, double* inv_mass) {
     for (int64_t i = 0; i < m->nnode; ++i) inv_mass[i] = m->pinned[i] ? 0.0 : 1.0 / m->mass[i];
 }
 
-/* The step's layout, if the step keeps lengths in the order the adjoint walks: the same
-   springs in the same order (the layout of a renumbered network's copy is not). */
-static ms_layout* lengths_layout(const ms_state* s, const ms_layout* walked) {
-    ms_layout* layout = ms_step_layout(s);
-    if (layout == NULL || layout->nspring != walked->nspring) return NULL;
-    if (memcmp(layout->pairs, walked->pairs, sizeof(int32_t) * 2 * (size_t)walked->nspring) != 0) return NULL;
-    return layout;
-}
-
 static int out_of_memory(ms_error* err, const ms_model* m) {
     return ms_error_set(err, MS_ERR_MEMORY, "out of memory for the gradient of a run of %lld nodes",
                         (long long)m->nnode);
@@ -161,22 +149,6 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
         free(work);
         return MS_ERR_MEMORY;
     }
-    /* the springs' l and 1 / l at each step of a stretch, and which steps have them (the
-       first step of all runs before the step has a layout); none if there is no room */
-    const int euler = m->opt.integrator == MS_SYMPLECTIC_EULER || m->opt.integrator == MS_EXPLICIT_EULER;
-    const int64_t kept_size = 2 * m->nspring;
-    double* lengths = NULL;
-    unsigned char* has_lengths = NULL;
-    if (euler && kept_size > 0 && (uint64_t)stretch <= SIZE_MAX / sizeof(double) / (uint64_t)kept_size) {
-        lengths = malloc(sizeof(double) * (size_t)kept_size * (size_t)stretch);
-        has_lengths = calloc((size_t)stretch, 1);
-        if (lengths == NULL || has_lengths == NULL) {
-            free(lengths);
-            free(has_lengths);
-            lengths = NULL;
-            has_lengths = NULL;
-        }
-    }
     ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
     pacer p = {run->interrupt, ms_clock_seconds()};
@@ -193,11 +165,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             double* kept = states + 2 * n3 * (k - begin);
             memcpy(kept, s->x, state_bytes);
             memcpy(kept + n3, s->v, state_bytes);
-            ms_layout* keeper = lengths != NULL ? lengths_layout(s, springs->layout) : NULL;
-            if (keeper != NULL) keeper->lengths = lengths + kept_size * (k - begin);
-            if (lengths != NULL) has_lengths[k - begin] = keeper != NULL;
             status = step_once(m, s, run->h, &first, k == begin, err);
-            if (keeper != NULL) keeper->lengths = NULL;
             if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
         }
         if (status != MS_OK) break;
@@ -215,7 +183,6 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             }
             const double* kept = states + 2 * n3 * (k - begin);
             const double* after = kept + 2 * n3;
-            springs->lengths = lengths != NULL && has_lengths[k - begin] ? lengths + kept_size * (k - begin) : NULL;
             if (ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h, grad_x, grad_v,
                                 grad, factor, springs, work)) {
                 status = unsolved(err, k + 1);
@@ -236,8 +203,6 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     ms_restore_fp(found);
     ms_adjoint_preconditioner_destroy(factor);
     ms_spring_adjoint_destroy(springs);
-    free(lengths);
-    free(has_lengths);
     free(states);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the backward pass was interrupted");
