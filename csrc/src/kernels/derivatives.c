@@ -1,4 +1,6 @@
-/* The derivatives of the forces, spring by spring and node by node, in plain doubles.
+/* The derivatives of the forces, spring by spring and node by node, in plain doubles (the
+ * adjoint's springs also go over the step's layout on the vector paths:
+ * spring_adjoint_kernel.h, with the same formulas).
  *
  * Spring (i, j) with d = x_j - x_i, l = |d|, n = d / l, relative velocity w = v_j - v_i and
  * q = w.d pushes i with
