@@ -1,14 +1,16 @@
 /* Gradients through a run (msprings/gradient.h): the backward pass on a damped oscillator
    against central differences of the runs themselves, for every integrator that has one;
    the same for a node sliding on the ground and over a sphere, and the dot-product test of
-   the backward and tangent passes there; the refusals; and a checkpoint that the steps do
-   not reproduce. */
+   the backward and tangent passes there; the refusals; a checkpoint that the steps do not
+   reproduce; and the adjoint of the spring forces on the step's layout against the
+   spring-by-spring one, on every vector path. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ensure.h"
 #include "helpers.h"
+#include "kernels/derivatives.h"
 #include "msprings/gradient.h"
 #include "msprings/msprings.h"
 
@@ -280,10 +282,131 @@ static int test_what_has_no_gradient_is_refused(void) {
     return 0;
 }
 
+/* The outputs of one adjoint of the forces. */
+typedef struct adjoint_out {
+    double *lx, *lv, *pairing, *grad, *k, *c, *rest, *mass, *external;
+} adjoint_out;
+
+static void adjoint_out_free(adjoint_out* o) {
+    free(o->lx);
+    free(o->lv);
+    free(o->pairing);
+    free(o->grad);
+    free(o->k);
+    free(o->c);
+    free(o->rest);
+    free(o->mass);
+    free(o->external);
+}
+
+static int adjoint_out_make(const ms_model* m, adjoint_out* o) {
+    const size_t n = (size_t)m->nnode, ns = (size_t)m->nspring;
+    o->lx = calloc(3 * n, sizeof(double));
+    o->lv = calloc(3 * n, sizeof(double));
+    o->pairing = calloc(n, sizeof(double));
+    o->grad = calloc(3 * ns, sizeof(double));
+    o->k = calloc(ns, sizeof(double));
+    o->c = calloc(ns, sizeof(double));
+    o->rest = calloc(ns, sizeof(double));
+    o->mass = calloc(n, sizeof(double));
+    o->external = calloc(3 * n, sizeof(double));
+    const int ok = o->lx && o->lv && o->pairing && o->grad && o->k && o->c && o->rest && o->mass && o->external;
+    if (!ok) adjoint_out_free(o);
+    return ok ? 0 : -1;
+}
+
+/* The largest |a - b| over the largest |a|. */
+static double relative_gap(const double* a, const double* b, int64_t count) {
+    double gap = 0.0, size = 0.0;
+    for (int64_t q = 0; q < count; ++q) {
+        gap = fmax(gap, fabs(a[q] - b[q]));
+        size = fmax(size, fabs(a[q]));
+    }
+    return size > 0.0 ? gap / size : gap;
+}
+
+/* On a cloth in its own numbering (lane groups) and shuffled (gathered groups, singles):
+   ms_forces_adjoint on the layout agrees with the spring-by-spring reference to rounding
+   (J^T lf for x and v, the pairing lf.f and the parameters' gradient); and the kernel of
+   every vector path gives the same bits as the plain one. */
+static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
+    for (int shuffled = 0; shuffled < 2; ++shuffled) {
+        ms_model* m = make_cloth(11, 1, 7);
+        ENSURE(m != NULL);
+        if (shuffled) ENSURE(shuffle_nodes(m, 3) == 0);
+        const int64_t n = m->nnode, n3 = 3 * n, ns = m->nspring;
+        uint64_t seed = 11;
+        double* state = malloc(sizeof(double) * (size_t)(3 * n3));
+        ENSURE(state != NULL);
+        double *x = state, *v = state + n3, *lf = state + 2 * n3;
+        for (int64_t q = 0; q < n3; ++q) {
+            x[q] = m->x_initial[q] + 0.02 * lcg_uniform(&seed);
+            v[q] = lcg_uniform(&seed);
+            lf[q] = lcg_uniform(&seed);
+        }
+        x[3 * 5] = x[3 * 4]; /* two nodes at one place: a spring too short to have a direction */
+        x[3 * 5 + 1] = x[3 * 4 + 1];
+        x[3 * 5 + 2] = x[3 * 4 + 2];
+        ms_error err;
+        ms_spring_adjoint* springs = ms_spring_adjoint_create(m, &err);
+        ENSURE(springs != NULL);
+        adjoint_out want, got;
+        ENSURE(adjoint_out_make(m, &want) == 0);
+        ENSURE(adjoint_out_make(m, &got) == 0);
+        const ms_parameter_arrays g_want = {want.k, want.c, want.rest, want.mass, want.external};
+        const ms_parameter_arrays g_got = {got.k, got.c, got.rest, got.mass, got.external};
+        ms_forces_adjoint(m, NULL, x, v, NULL, lf, want.lx, want.lv, &g_want, want.pairing);
+        ms_forces_adjoint(m, springs, x, v, NULL, lf, got.lx, got.lv, &g_got, got.pairing);
+        ms_spring_adjoint_collect(springs, &g_got);
+        ENSURE(relative_gap(want.lx, got.lx, n3) < 1e-13);
+        ENSURE(relative_gap(want.lv, got.lv, n3) < 1e-13);
+        ENSURE(relative_gap(want.pairing, got.pairing, n) < 1e-13);
+        ENSURE(relative_gap(want.k, got.k, ns) < 1e-13);
+        ENSURE(relative_gap(want.c, got.c, ns) < 1e-13);
+        ENSURE(relative_gap(want.rest, got.rest, ns) < 1e-13);
+        ENSURE(relative_gap(want.mass, got.mass, n) < 1e-13);
+        ENSURE(all_finite(got.lx, n3) && all_finite(got.k, ns));
+
+        /* every path */
+        const ms_layout* layout = springs->layout;
+        ms_spring_adjoint_kernel paths[3] = {ms_springs_adjoint_plain, NULL, NULL};
+#if defined(MS_SSE2_PATH)
+        paths[1] = ms_springs_adjoint_sse2;
+#elif defined(MS_NEON_PATH)
+        paths[1] = ms_springs_adjoint_neon;
+#endif
+#if defined(MS_AVX2_PATH)
+        if (ms_avx2_supported()) paths[2] = ms_springs_adjoint_avx2;
+#endif
+        adjoint_out first;
+        ENSURE(adjoint_out_make(m, &first) == 0);
+        paths[0](layout, x, v, lf, first.lx, first.lv, first.grad, first.pairing);
+        for (int p = 1; p < 3; ++p) {
+            if (paths[p] == NULL) continue;
+            adjoint_out o;
+            ENSURE(adjoint_out_make(m, &o) == 0);
+            paths[p](layout, x, v, lf, o.lx, o.lv, o.grad, o.pairing);
+            ENSURE(memcmp(o.lx, first.lx, sizeof(double) * (size_t)n3) == 0);
+            ENSURE(memcmp(o.lv, first.lv, sizeof(double) * (size_t)n3) == 0);
+            ENSURE(memcmp(o.pairing, first.pairing, sizeof(double) * (size_t)n) == 0);
+            ENSURE(memcmp(o.grad, first.grad, sizeof(double) * 3 * (size_t)ns) == 0);
+            adjoint_out_free(&o);
+        }
+        adjoint_out_free(&first);
+        adjoint_out_free(&want);
+        adjoint_out_free(&got);
+        free(state);
+        ms_spring_adjoint_destroy(springs);
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
 const test_case gradient_tests[] = {
     TEST(test_oscillator_gradient_matches_central_differences),
     TEST(test_sliding_contact_gradient_matches_central_differences),
     TEST(test_a_checkpoint_not_reproduced_is_reported),
     TEST(test_what_has_no_gradient_is_refused),
+    TEST(test_spring_adjoint_on_the_layout_matches_the_reference),
     {NULL, NULL},
 };

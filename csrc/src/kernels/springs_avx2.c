@@ -10,6 +10,7 @@
 #define MS_PATH_AVX2 1
 #define MS_KERNEL(name) name##_avx2
 #include "kernels/spring_kernel.h"
+#include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/batch_kernel.h"
 #if defined(__clang__)

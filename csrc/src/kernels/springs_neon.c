@@ -4,6 +4,7 @@
 #define MS_PATH_NEON 1
 #define MS_KERNEL(name) name##_neon
 #include "kernels/spring_kernel.h"
+#include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/batch_kernel.h"
 #else

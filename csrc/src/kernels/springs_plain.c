@@ -1,6 +1,7 @@
 /* The spring kernel, the Euler update and the xpbd projection on plain doubles (any processor). */
 #define MS_KERNEL(name) name##_plain
 #include "kernels/spring_kernel.h"
+#include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/batch_kernel.h"
 

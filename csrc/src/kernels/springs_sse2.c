@@ -4,6 +4,7 @@
 #define MS_PATH_SSE2 1
 #define MS_KERNEL(name) name##_sse2
 #include "kernels/spring_kernel.h"
+#include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/batch_kernel.h"
 #else

@@ -30,13 +30,6 @@ static void force_adjoint(const ms_model* m, const double* inv_mass, double weig
         for (int a = 0; a < 3; ++a) lf[3 * i + a] = weight * inv_mass[i] * la[3 * i + a];
 }
 
-/* ... and for w: weight la.f per node, added to lw. */
-static void inverse_mass_adjoint(const ms_model* m, double weight, const double* la, const double* f, double* lw) {
-    for (int64_t i = 0; i < m->nnode; ++i) {
-        const double* li = la + 3 * i;
-        lw[i] += weight * (li[0] * f[3 * i] + li[1] * f[3 * i + 1] + li[2] * f[3 * i + 2]);
-    }
-}
 
 /* da = w df + dw f with dw = -w^2 dm on free nodes. */
 static void acceleration_tangent(const ms_model* m, const double* inv_mass, const double* dmass, const double* f,
@@ -56,10 +49,12 @@ static void energy_loss(const ms_model* m, const double* inv_mass, double* v) {
             for (int a = 0; a < 3; ++a) v[3 * i + a] *= keep;
 }
 
-/* The mass gradient from the adjoint of w = 1/m: dw/dm = -w^2. */
-static void mass_from_inverse(const ms_model* m, const double* inv_mass, const double* lw,
+/* The mass gradient from the adjoint of w = 1/m, dw/dm = -w^2.  Each acceleration a = w f
+   taken with weight gives lf = weight w la and adds weight la.f to the adjoint of w, which
+   is lf.f / w: the pairing of lf with f that ms_forces_adjoint sums; so -w pairing. */
+static void mass_from_pairing(const ms_model* m, const double* inv_mass, const double* pairing,
                               const ms_parameter_arrays* g) {
-    for (int64_t i = 0; i < m->nnode; ++i) g->mass[i] -= inv_mass[i] * inv_mass[i] * lw[i];
+    for (int64_t i = 0; i < m->nnode; ++i) g->mass[i] -= inv_mass[i] * pairing[i];
 }
 
 static void axpy(int64_t n, double a, const double* x, double* y) {
@@ -74,20 +69,29 @@ static void offset(int64_t n, const double* x, double a, const double* z, double
 /* ---- explicit and symplectic Euler ----------------------------------------------------
    symplectic: v' = v + h w f(x, v), x' = x + h v';  explicit: x' = x + h v, v' = v + h w f */
 
-static void euler_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                          const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                          double* work, int explicit_euler) {
+static void euler_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                          const double* x, const double* v, double h, double* lx, double* lv,
+                          const ms_parameter_arrays* g, double* work, int explicit_euler) {
     const int64_t n3 = 3 * m->nnode;
-    double *f = work, *lf = work + n3, *la = work + 2 * n3, *lw = work + 3 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lf = work, *pairing = work + n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     energy_loss(m, inv_mass, lv);
-    if (!explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v' */
-    force_adjoint(m, inv_mass, h, lv, lf);
-    memcpy(la, lv, sizeof(double) * (size_t)n3);
-    if (explicit_euler) axpy(n3, h, lx, lv); /* x' = x + h v */
-    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, f);
-    inverse_mass_adjoint(m, h, la, f, lw);
-    mass_from_inverse(m, inv_mass, lw, g);
+    for (int64_t i = 0; i < m->nnode; ++i) { /* one pass for x' = x + h v' (or v) and a = w f */
+        const double weight = h * inv_mass[i];
+        for (int a = 0; a < 3; ++a) {
+            const int64_t q = 3 * i + a;
+            const double moved = lv[q] + h * lx[q];
+            if (explicit_euler) { /* x' = x + h v */
+                lf[q] = weight * lv[q];
+                lv[q] = moved;
+            } else { /* x' = x + h v' */
+                lf[q] = weight * moved;
+                lv[q] = moved;
+            }
+        }
+    }
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, pairing);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void euler_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
@@ -107,15 +111,14 @@ static void euler_tangent(const ms_model* m, const double* inv_mass, const doubl
    f0 = f(x, v); vh = v + h/2 w f0; x1 = x + h vh; f1 = f(x1, vh); vp = vh + h/2 w f1;
    f2 = f(x1, vp); x' = x1, v' = vh + h/2 w f2 */
 
-static void verlet_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                           const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                           double* work) {
+static void verlet_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                           const double* external, const double* x, const double* v, double h, double* lx, double* lv,
+                           const ms_parameter_arrays* g, double* work) {
     const int64_t n3 = 3 * m->nnode;
     const double half = 0.5 * h;
     double *f0 = work, *vh = work + n3, *x1 = work + 2 * n3, *f1 = work + 3 * n3, *vp = work + 4 * n3;
-    double *f2 = work + 5 * n3, *lvh = work + 6 * n3, *lvp = work + 7 * n3, *lf = work + 8 * n3;
-    double* lw = work + 9 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lvh = work + 6 * n3, *lvp = work + 7 * n3, *lf = work + 8 * n3, *pairing = work + 9 * n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     forces(m, external, x, v, f0);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
@@ -132,18 +135,15 @@ static void verlet_adjoint(const ms_model* m, const double* inv_mass, const doub
     memcpy(lvh, lv, sizeof(double) * (size_t)n3);
     memset(lvp, 0, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lv, lf);
-    ms_forces_adjoint(m, x1, vp, external, lf, lx, lvp, g, f2);
-    inverse_mass_adjoint(m, half, lv, f2, lw);
+    ms_forces_adjoint(m, springs, x1, vp, external, lf, lx, lvp, g, pairing);
     axpy(n3, 1.0, lvp, lvh);
     force_adjoint(m, inv_mass, half, lvp, lf);
-    inverse_mass_adjoint(m, half, lvp, f1, lw);
-    ms_forces_adjoint(m, x1, vh, external, lf, lx, lvh, g, NULL);
+    ms_forces_adjoint(m, springs, x1, vh, external, lf, lx, lvh, g, pairing);
     axpy(n3, h, lx, lvh);
     memcpy(lv, lvh, sizeof(double) * (size_t)n3);
     force_adjoint(m, inv_mass, half, lvh, lf);
-    inverse_mass_adjoint(m, half, lvh, f0, lw);
-    ms_forces_adjoint(m, x, v, external, lf, lx, lv, g, NULL);
-    mass_from_inverse(m, inv_mass, lw, g);
+    ms_forces_adjoint(m, springs, x, v, external, lf, lx, lv, g, pairing);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void verlet_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
@@ -185,9 +185,9 @@ static void verlet_tangent(const ms_model* m, const double* inv_mass, const doub
 static const double rk4_weight[4] = {1.0, 2.0, 2.0, 1.0};
 static const double rk4_offset[4] = {0.0, 0.5, 0.5, 1.0};
 
-static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* x,
-                        const double* v, double h, double* lx, double* lv, const ms_parameter_arrays* g,
-                        double* work) {
+static void rk4_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                        const double* x, const double* v, double h, double* lx, double* lv,
+                        const ms_parameter_arrays* g, double* work) {
     const int64_t n3 = 3 * m->nnode;
     /* the stages' points and forces, then the adjoints of their velocities and accelerations */
     double* xs[4];
@@ -202,8 +202,8 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
         lvs[s] = work + (12 + s) * n3;
         las[s] = work + (16 + s) * n3;
     }
-    double *lf = work + 20 * n3, *lxs = work + 21 * n3, *lw = work + 22 * n3;
-    memset(lw, 0, sizeof(double) * (size_t)m->nnode);
+    double *lf = work + 20 * n3, *lxs = work + 21 * n3, *pairing = work + 22 * n3;
+    memset(pairing, 0, sizeof(double) * (size_t)m->nnode);
     memcpy(xs[0], x, sizeof(double) * (size_t)n3);
     memcpy(vs[0], v, sizeof(double) * (size_t)n3);
     for (int s = 0; s < 4; ++s) {
@@ -214,7 +214,7 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
                     xs[s][q] = x[q] + rk4_offset[s] * h * vs[s - 1][q];
                     vs[s][q] = v[q] + rk4_offset[s] * h * (inv_mass[i] * fs[s - 1][q]);
                 }
-        if (s < 3) forces(m, external, xs[s], vs[s], fs[s]); /* the last comes with its adjoint */
+        if (s < 3) forces(m, external, xs[s], vs[s], fs[s]); /* the last stage's is not needed */
     }
     energy_loss(m, inv_mass, lv);
     for (int s = 0; s < 4; ++s) {
@@ -227,8 +227,7 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
     for (int s = 3; s >= 0; --s) {
         force_adjoint(m, inv_mass, 1.0, las[s], lf);
         memset(lxs, 0, sizeof(double) * (size_t)n3);
-        ms_forces_adjoint(m, xs[s], vs[s], external, lf, lxs, lvs[s], g, s == 3 ? fs[s] : NULL);
-        inverse_mass_adjoint(m, 1.0, las[s], fs[s], lw);
+        ms_forces_adjoint(m, springs, xs[s], vs[s], external, lf, lxs, lvs[s], g, pairing);
         axpy(n3, 1.0, lxs, lx);
         axpy(n3, 1.0, lvs[s], lv);
         if (s > 0) {
@@ -236,7 +235,7 @@ static void rk4_adjoint(const ms_model* m, const double* inv_mass, const double*
             axpy(n3, rk4_offset[s] * h, lvs[s], las[s - 1]);
         }
     }
-    mass_from_inverse(m, inv_mass, lw, g);
+    mass_from_pairing(m, inv_mass, pairing, g);
 }
 
 static void rk4_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* x,
@@ -438,9 +437,9 @@ static void add_held_normal(const ms_held_contact* held, int64_t nnode, const do
 /* y = A u (transpose: A^T u) on the free nodes, for u zero on the pinned ones.  With held
    nodes the matrix is B = P A + N, P removing the held nodes' normal components and N
    keeping only them (B^T = A^T P + N): the held rows say that the normal velocity stays. */
-static void implicit_operator(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                              const double* v1, double h, const ms_held_contact* held, int transpose, const double* u,
-                              double* y, double* scratch) {
+static void implicit_operator(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                              const double* external, const double* x1, const double* v1, double h,
+                              const ms_held_contact* held, int transpose, const double* u, double* y, double* scratch) {
     const int64_t n3 = 3 * m->nnode;
     const double* given = u;
     if (transpose && held != NULL) { /* A^T P u */
@@ -452,7 +451,7 @@ static void implicit_operator(const ms_model* m, const double* inv_mass, const d
     if (transpose) {
         double *lx = scratch, *lv = scratch + n3;
         memset(lx, 0, sizeof(double) * (size_t)(2 * n3));
-        ms_forces_adjoint(m, x1, v1, external, u, lx, lv, NULL, NULL);
+        ms_forces_adjoint(m, springs, x1, v1, external, u, lx, lv, NULL, NULL);
         for (int64_t q = 0; q < n3; ++q) y[q] = -h * (h * lx[q] + lv[q]);
     } else {
         double *hu = scratch, *df = scratch + n3;
@@ -479,9 +478,9 @@ static double dot(int64_t n, const double* a, const double* b) {
 
 /* Solves A u = b (or A^T u = b) on the free nodes by preconditioned BiCGSTAB; b and u are zero
    on the pinned nodes.  Returns 0, or -1 if the residual did not reach IMPLICIT_TOLERANCE. */
-static int implicit_solve(const ms_model* m, const double* inv_mass, const double* external, const double* x1,
-                          const double* v1, double h, const ms_held_contact* held, int transpose, const double* b,
-                          double* u, ms_adjoint_preconditioner* factor, double* work) {
+static int implicit_solve(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass, const double* external,
+                          const double* x1, const double* v1, double h, const ms_held_contact* held, int transpose,
+                          const double* b, double* u, ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n = m->nnode, n3 = 3 * n;
     double *r = work, *shadow = work + n3, *p = work + 2 * n3, *vp = work + 3 * n3, *y = work + 4 * n3;
     double *sv = work + 5 * n3, *t = work + 6 * n3, *scratch = work + 7 * n3, *diagonal = work + 10 * n3;
@@ -504,7 +503,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         const double beta = rho_next / rho * (alpha / omega);
         for (int64_t q = 0; q < n3; ++q) p[q] = r[q] + beta * (p[q] - omega * vp[q]);
         precondition(factor, diagonal, n3, p, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, held, transpose, y, vp, scratch);
+        implicit_operator(m, springs, inv_mass, external, x1, v1, h, held, transpose, y, vp, scratch);
         const double along = dot(n3, shadow, vp);
         if (along == 0.0) break;
         alpha = rho_next / along;
@@ -514,7 +513,7 @@ static int implicit_solve(const ms_model* m, const double* inv_mass, const doubl
         }
         if (sqrt(dot(n3, sv, sv)) <= target) return 0;
         precondition(factor, diagonal, n3, sv, y);
-        implicit_operator(m, inv_mass, external, x1, v1, h, held, transpose, y, t, scratch);
+        implicit_operator(m, springs, inv_mass, external, x1, v1, h, held, transpose, y, t, scratch);
         const double tt = dot(n3, t, t);
         omega = tt > 0.0 ? dot(n3, t, sv) / tt : 0.0;
         for (int64_t q = 0; q < n3; ++q) {
@@ -557,10 +556,10 @@ static void times_hessian(const double* hessian, const double* y, double* out) {
     for (int a = 0; a < 3; ++a) out[a] = hessian[3 * a] * y[0] + hessian[3 * a + 1] * y[1] + hessian[3 * a + 2] * y[2];
 }
 
-static int implicit_adjoint(const ms_model* m, const double* inv_mass, const double* external, const double* v,
-                            const double* x_next, const double* v_next, double h, const ms_held_contact* held,
-                            double* lx, double* lv, const ms_parameter_arrays* g, ms_adjoint_preconditioner* factor,
-                            double* work) {
+static int implicit_adjoint(const ms_model* m, ms_spring_adjoint* springs, const double* inv_mass,
+                            const double* external, const double* v, const double* x_next, const double* v_next,
+                            double h, const ms_held_contact* held, double* lx, double* lv, const ms_parameter_arrays* g,
+                            ms_adjoint_preconditioner* factor, double* work) {
     const int64_t n3 = 3 * m->nnode;
     double *v1 = work, *mu = work + n3, *z = work + 2 * n3, *hz = work + 3 * n3, *kx = work + 4 * n3;
     double *dv = work + 5 * n3, *solver = work + 7 * n3, *f = work + 18 * n3, *rho = work + 19 * n3;
@@ -570,7 +569,7 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
     for (int64_t i = 0; i < m->nnode; ++i)
         if (inv_mass[i] == 0.0)
             for (int a = 0; a < 3; ++a) mu[3 * i + a] = 0.0; /* a pinned node keeps v'_p = v_p */
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, held, 1, mu, z, factor, solver);
+    const int status = implicit_solve(m, springs, inv_mass, external, x_next, v1, h, held, 1, mu, z, factor, solver);
     /* the inputs' adjoint is -z^T dR/d(input): x through x' (h K^T z), v through M on the free
        nodes and through x'_p = x_p + h v_p, v'_p = v_p on the pinned ones, the parameters
        through h f and M; with held nodes, through P z and their own terms */
@@ -582,7 +581,12 @@ static int implicit_adjoint(const ms_model* m, const double* inv_mass, const dou
         kx[q] = 0.0;
         dv[q] = 0.0;
     }
-    ms_forces_adjoint(m, x_next, v1, external, hz, kx, dv, g, held != NULL ? f : NULL);
+    if (held != NULL) { /* the force at the step's end, for the colliders' reactions (held_rho) */
+        double *still = solver, *df = solver + 2 * n3;
+        memset(still, 0, sizeof(double) * (size_t)(2 * n3));
+        ms_forces_tangent(m, x_next, v1, external, still, still + n3, NULL, df, f);
+    }
+    ms_forces_adjoint(m, springs, x_next, v1, external, hz, kx, dv, g, NULL);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -655,7 +659,7 @@ static int implicit_tangent(const ms_model* m, const double* inv_mass, const dou
             for (int a = 0; a < 3; ++a) b[3 * i + a] += rho[i] * dn[a] + (along_v - turn) * n[a];
         }
     }
-    const int status = implicit_solve(m, inv_mass, external, x_next, v1, h, held, 0, b, u, factor, solver);
+    const int status = implicit_solve(m, NULL, inv_mass, external, x_next, v1, h, held, 0, b, u, factor, solver);
     for (int64_t i = 0; i < m->nnode; ++i)
         for (int a = 0; a < 3; ++a) {
             const int64_t q = 3 * i + a;
@@ -671,7 +675,7 @@ int ms_implicit_held_adjoint(const ms_model* m, const double* inv_mass, const do
                              const double* x_next, const double* v_next, double h, const ms_held_contact* held,
                              double* lx, double* lv, const ms_parameter_arrays* g,
                              ms_adjoint_preconditioner* preconditioner, double* work) {
-    return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, held, lx, lv, g, preconditioner, work);
+    return implicit_adjoint(m, NULL, inv_mass, external, v, x_next, v_next, h, held, lx, lv, g, preconditioner, work);
 }
 
 int ms_implicit_held_tangent(const ms_model* m, const double* inv_mass, const double* external, const double* v,
@@ -683,14 +687,16 @@ int ms_implicit_held_tangent(const ms_model* m, const double* inv_mass, const do
 
 int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work) {
+                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner,
+                    ms_spring_adjoint* springs, double* work) {
     switch (m->opt.integrator) {
     case MS_IMPLICIT_EULER:
-        return implicit_adjoint(m, inv_mass, external, v, x_next, v_next, h, NULL, lx, lv, g, preconditioner, work);
-    case MS_EXPLICIT_EULER: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
-    case MS_VELOCITY_VERLET: verlet_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
-    case MS_RK4: rk4_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work); break;
-    default: euler_adjoint(m, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
+        return implicit_adjoint(m, springs, inv_mass, external, v, x_next, v_next, h, NULL, lx, lv, g, preconditioner,
+                                work);
+    case MS_EXPLICIT_EULER: euler_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work, 1); break;
+    case MS_VELOCITY_VERLET: verlet_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    case MS_RK4: rk4_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work); break;
+    default: euler_adjoint(m, springs, inv_mass, external, x, v, h, lx, lv, g, work, 0); break;
     }
     return 0;
 }

@@ -18,11 +18,14 @@ int64_t ms_adjoint_work_size(const ms_model* m);
    went from (x, v) to (x_next, v_next) (read by implicit Euler only).  inv_mass: 1/m of
    free nodes, 0 of pinned ones (nnode); external: the constant external force or NULL.
    preconditioner: implicit Euler's (ms_adjoint_preconditioner_create; NULL: a diagonal one).
-   Returns 0, or -1 if implicit Euler's linear solve did not converge (the result is then
-   its best iterate's). */
+   springs: the springs' adjoint on the step's layout (ms_spring_adjoint_create), which sums
+   the springs' parameter derivatives until ms_spring_adjoint_collect adds them to g; NULL:
+   spring by spring, straight into g.  Returns 0, or -1 if implicit Euler's linear solve did
+   not converge (the result is then its best iterate's). */
 int ms_adjoint_step(const ms_model* m, const double* inv_mass, const double* external, const double* x,
                     const double* v, const double* x_next, const double* v_next, double h, double* lx, double* lv,
-                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner, double* work);
+                    const ms_parameter_arrays* g, ms_adjoint_preconditioner* preconditioner,
+                    ms_spring_adjoint* springs, double* work);
 
 /* Forward mode: on entry (dx, dv) is the derivative of the step's start along a direction
    that moves the parameters by d, on return that of its result.  As ms_adjoint_step. */

@@ -86,11 +86,14 @@ static int should_stop(pacer* p) {
     return p->interrupt->check(p->interrupt->context) != 0;
 }
 
-/* One step of s from the state it holds, as the recorded run took it (with colliders, the
-   state before its contact pass into before_contact). */
-static int step_once(const ms_model* m, ms_state* s, double h, int* first, double* before_contact, ms_error* err) {
+/* One step of s from the state it holds, as the recorded run took it; moved: x and v were
+   written since the last step call (so it checks them again); with colliders, the state
+   before its contact pass goes into before_contact. */
+static int step_once(const ms_model* m, ms_state* s, double h, int* first, int moved, double* before_contact,
+                     ms_error* err) {
     ms_step_options options = {0};
     options.parameters_unchanged = !*first;
+    options.motion_unchanged = !*first && !moved;
     options.forces_unread = 1;
     options.before_contact = before_contact;
     *first = 0;
@@ -247,6 +250,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     double* inv_mass = work + ms_adjoint_work_size(m);
     inverse_masses(m, inv_mass);
     ms_error unused;
+    ms_spring_adjoint* springs = ms_spring_adjoint_create(m, err);
+    if (springs == NULL) {
+        free(states);
+        free(work);
+        return MS_ERR_MEMORY;
+    }
     ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
     pacer p = {run->interrupt, ms_clock_seconds()};
@@ -267,7 +276,8 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             memcpy(kept, s->x, state_bytes);
             memcpy(kept + n3, s->v, state_bytes);
             double* before_contact = contact_keep(m, s, &contact, k - begin, run->h, &status, err);
-            if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
+            if (status == MS_OK)
+                status = step_once(m, s, run->h, &first, k == begin || contact.ncollider > 0, before_contact, err);
             if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
         }
         if (status != MS_OK) break;
@@ -296,7 +306,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             if (held != NULL ? ms_implicit_held_adjoint(m, inv_mass, s->external, kept + n3, after, after + n3, run->h,
                                                         held, grad_x, grad_v, grad, factor, work)
                              : ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h,
-                                               grad_x, grad_v, grad, factor, work)) {
+                                               grad_x, grad_v, grad, factor, springs, work)) {
                 status = unsolved(err, k + 1);
                 break;
             }
@@ -313,9 +323,11 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
         if (dv_records != NULL)
             for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
     }
+    if (status == MS_OK) ms_spring_adjoint_collect(springs, grad);
     ms_restore_fp(found);
     ms_adjoint_preconditioner_destroy(factor);
     contact_tape_free(&contact);
+    ms_spring_adjoint_destroy(springs);
     free(states);
     free(work);
     if (status == MS_ERR_INTERRUPTED) return ms_error_set(err, MS_ERR_INTERRUPTED, "the backward pass was interrupted");
@@ -367,7 +379,8 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
         memcpy(before, s->x, state_bytes);
         memcpy(before + n3, s->v, state_bytes);
         double* before_contact = contact_keep(m, s, &contact, 0, run->h, &status, err);
-        if (status == MS_OK) status = step_once(m, s, run->h, &first, before_contact, err);
+        if (status == MS_OK)
+            status = step_once(m, s, run->h, &first, k == 0 || contact.ncollider > 0, before_contact, err);
         /* with colliders, the integrator's step up to contact, then contact */
         const double* after = contact.ncollider > 0 ? contact.before : s->x;
         ms_held_contact on;
