@@ -6,7 +6,8 @@
  * each node's force to m g, lets the spring kernel add the springs' forces in the layout's
  * order, sums the dampers' power in five accumulators (the single springs' and one per
  * lane of the lane and gathered groups), checks the update and writes it.  The program
- * below is that spring stage written out as a list of operations in the same order, so
+ * below is that spring stage rewritten with the same operations on every value (each
+ * spring's force the spring kernel's, each node's force summed in the same order), so
  * that each lane repeats one member's arithmetic exactly, operation for operation, and
  * gives its bits.
  */
@@ -47,10 +48,11 @@ typedef struct ms_batch_program {
     const ms_batch_term* terms;
 } ms_batch_program;
 
-/* Members per group: four vectors of four lanes, whose independent chains of operations
+/* Members per group: two vectors of four lanes, whose independent chains of operations
    the processor overlaps (one vector's step is a chain: a square root, a division, the
-   update and the next step's forces, each waiting for the one before). */
-#define MS_BATCH_VECTORS 4
+   update and the next step's forces, each waiting for the one before).  Four vectors
+   were slower: their values no longer fit in the registers. */
+#define MS_BATCH_VECTORS 2
 #define MS_BATCH_WIDTH (4 * MS_BATCH_VECTORS)
 
 /* A group of members in the lanes: lane q of every row is member q, W = MS_BATCH_WIDTH. */
@@ -62,7 +64,8 @@ typedef struct ms_batch_lanes {
     const double* inv_mass; /* 1/m, 0 for pinned nodes              (nnode x W)     */
     const double* weight;   /* m g (N), as a step sets the force first (nnode x 3 x W) */
     const double* params;   /* rest (m), k (N/m), c (N s/m)         (nspring x 3 x W) */
-    double* spring_force;   /* each program spring's force on its owner (N)  (nspring x 3 x W) */
+    double* spring_force;   /* each program spring's force on its owner (N), its length (m) and
+                               inverse length (1/m) in the first two rows before (program nspring x 3 x W) */
     double t[MS_BATCH_WIDTH];       /* each lane's time (s), advanced by h per step */
     double dampers[MS_BATCH_WIDTH]; /* each lane's ledger.dampers (J) */
     int64_t failed[MS_BATCH_WIDTH]; /* -1, or the step of the run (0 = its first) whose update
@@ -72,8 +75,9 @@ typedef struct ms_batch_lanes {
 } ms_batch_lanes;
 
 /* n steps of size h (explicit_euler: explicit, else symplectic Euler) of the lanes of each
-   of groups[0 .. count), one group after the other, with the program as the spring stage.  A lane whose step is not finite is marked in failed and
-   failed_time and goes on in the vector (its values are no longer a member's); a group
+   of groups[0 .. count), one group after the other, with the program as the spring stage.
+   A lane whose step is not finite is marked in failed and failed_time and goes on in the
+   vector (its values are no longer a member's); a group
    whose lanes have all failed stops. */
 typedef void (*ms_batch_kernel)(const ms_batch_program* program, ms_batch_lanes* groups, int64_t count, double h,
                                 int64_t n, int explicit_euler);

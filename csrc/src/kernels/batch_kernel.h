@@ -6,6 +6,55 @@
  */
 #include "kernels/batch.h"
 
+/* The first half of a spring's force on the group's vectors: its length and inverse
+   length into the first two rows of its force buffer. */
+MS_ALWAYS_INLINE void MS_KERNEL(batch_lengths)(const ms_batch_spring* sp, const double* MS_RESTRICT x, double* into) {
+    enum { U = MS_BATCH_VECTORS, W = MS_BATCH_WIDTH };
+    const double* xa = x + 3 * W * (int64_t)sp->a;
+    const double* xb = x + 3 * W * (int64_t)sp->b;
+    for (int u = 0; u < U; ++u) {
+        const int l = 4 * u;
+        const v4 dx = v4_sub(v4_load(xb + l), v4_load(xa + l));
+        const v4 dy = v4_sub(v4_load(xb + W + l), v4_load(xa + W + l));
+        const v4 dz = v4_sub(v4_load(xb + 2 * W + l), v4_load(xa + 2 * W + l));
+        v4 length, inv_length;
+        SPRING_LENGTH(v4, dx, dy, dz, length, inv_length);
+        v4_store(into + l, length);
+        v4_store(into + W + l, inv_length);
+    }
+}
+
+/* The second half: the force from them into the buffer, the damper power to its
+   accumulator. */
+MS_ALWAYS_INLINE void MS_KERNEL(batch_force)(const ms_batch_spring* sp, const double* MS_RESTRICT x,
+                                             const double* MS_RESTRICT v, const double* MS_RESTRICT params,
+                                             double* into, v4* power) {
+    enum { U = MS_BATCH_VECTORS, W = MS_BATCH_WIDTH };
+    const double* xa = x + 3 * W * (int64_t)sp->a;
+    const double* xb = x + 3 * W * (int64_t)sp->b;
+    const double* va = v + 3 * W * (int64_t)sp->a;
+    const double* vb = v + 3 * W * (int64_t)sp->b;
+    const double* p = params + 3 * W * (int64_t)sp->spring;
+    v4* accumulator = power + U * sp->slot;
+    for (int u = 0; u < U; ++u) {
+        const int l = 4 * u;
+        v4 fx, fy, fz, pw = accumulator[u];
+        const v4 dx = v4_sub(v4_load(xb + l), v4_load(xa + l));
+        const v4 dy = v4_sub(v4_load(xb + W + l), v4_load(xa + W + l));
+        const v4 dz = v4_sub(v4_load(xb + 2 * W + l), v4_load(xa + 2 * W + l));
+        const v4 du = v4_sub(v4_load(vb + l), v4_load(va + l));
+        const v4 dv = v4_sub(v4_load(vb + W + l), v4_load(va + W + l));
+        const v4 dw = v4_sub(v4_load(vb + 2 * W + l), v4_load(va + 2 * W + l));
+        const v4 length = v4_load(into + l), inv_length = v4_load(into + W + l);
+        SPRING_FORCE_AT(v4, dx, dy, dz, du, dv, dw, length, inv_length, v4_load(p + l), v4_load(p + W + l),
+                        v4_load(p + 2 * W + l), fx, fy, fz, pw, (v4*)NULL);
+        accumulator[u] = pw;
+        v4_store(into + l, fx);
+        v4_store(into + W + l, fy);
+        v4_store(into + 2 * W + l, fz);
+    }
+}
+
 /* The program's springs at (x, v): each one's force on its owner into spring_force, its
    damper power into its accumulator.  Each spring is done on the group's vectors one after
    the other: independent work that the processor overlaps.  Returns the dampers' power of
@@ -20,35 +69,18 @@ MS_ALWAYS_INLINE void MS_KERNEL(batch_springs)(const ms_batch_program* program, 
     v4 power[5 * U]; /* accumulator a of vector u: power[U a + u] */
     for (int q = 0; q < 5 * U; ++q) power[q] = v4_set(0.0);
     const ms_batch_spring* springs = program->springs;
-    for (int64_t o = 0; o < program->nspring; ++o) {
-        const ms_batch_spring* sp = &springs[o];
-        const double* xa = x + 3 * W * (int64_t)sp->a;
-        const double* xb = x + 3 * W * (int64_t)sp->b;
-        const double* va = v + 3 * W * (int64_t)sp->a;
-        const double* vb = v + 3 * W * (int64_t)sp->b;
-        const double* p = params + 3 * W * (int64_t)sp->spring;
-        double* into = force + 3 * W * o;
-        v4* accumulator = power + U * sp->slot;
-        for (int u = 0; u < U; ++u) {
-            const int l = 4 * u;
-            v4 fx, fy, fz, pw = accumulator[u];
-            const v4 dx = v4_sub(v4_load(xb + l), v4_load(xa + l));
-            const v4 dy = v4_sub(v4_load(xb + W + l), v4_load(xa + W + l));
-            const v4 dz = v4_sub(v4_load(xb + 2 * W + l), v4_load(xa + 2 * W + l));
-            const v4 du = v4_sub(v4_load(vb + l), v4_load(va + l));
-            const v4 dv = v4_sub(v4_load(vb + W + l), v4_load(va + W + l));
-            const v4 dw = v4_sub(v4_load(vb + 2 * W + l), v4_load(va + 2 * W + l));
-            SPRING_FORCE(v4, dx, dy, dz, du, dv, dw, v4_load(p + l), v4_load(p + W + l), v4_load(p + 2 * W + l), fx, fy,
-                         fz, pw, (v4*)NULL);
-            accumulator[u] = pw;
-            v4_store(into + l, fx);
-            v4_store(into + W + l, fy);
-            v4_store(into + 2 * W + l, fz);
-        }
+    const int64_t count = program->nspring;
+    /* one spring's square roots and divisions ahead of the rest of the work, which does not
+       wait for them */
+    if (count > 0) MS_KERNEL(batch_lengths)(&springs[0], x, force);
+    for (int64_t o = 0; o < count; ++o) {
+        if (o + 1 < count) MS_KERNEL(batch_lengths)(&springs[o + 1], x, force + 3 * W * (o + 1));
+        MS_KERNEL(batch_force)(&springs[o], x, v, params, force + 3 * W * o, power);
     }
     /* as the spring kernel adds up its accumulators */
     for (int u = 0; u < U; ++u)
-        total[u] = v4_add(power[u], v4_add(v4_add(power[U + u], power[2 * U + u]), v4_add(power[3 * U + u], power[4 * U + u])));
+        total[u] = v4_add(power[u], v4_add(v4_add(power[U + u], power[2 * U + u]),
+                                           v4_add(power[3 * U + u], power[4 * U + u])));
 }
 
 /* Node i of two vectors from lane l on: its force put together from its terms first ..
