@@ -53,7 +53,7 @@ class Ensemble(_core.Ensemble):
         Worker threads of :meth:`step`; 0 (default) means :func:`msprings.set_num_threads`'
         setting (all cores unless set).  Any number gives the same bits.
     batched : int
-        Members the last :meth:`step` stepped sixteen at a time in vector lanes: small
+        Members the last :meth:`step` stepped eight at a time in vector lanes: small
         members (up to 256 nodes, numbered so that a spring's nodes are close) of explicit
         or symplectic Euler with nothing but springs, gravity and pins acting.  The others
         step one by one, each on one worker.  Both give the same bits.

@@ -40,12 +40,28 @@ typedef struct ms_batch_term {
     int32_t spring; /* the spring's place in the program's springs */
 } ms_batch_term;
 
+/* The common lists of terms, told apart so that a node of one of them needs no walk over
+   its list: */
+enum {
+    MS_BATCH_LISTED = 0,  /* any other: the node's terms */
+    MS_BATCH_ALONE = 1,   /* no term: force = m g */
+    MS_BATCH_LESS = 2,    /* force = m g - F(subtracted) */
+    MS_BATCH_MORE = 3,    /* force = m g + (0 + F(added)) */
+    MS_BATCH_LESS_MORE = 4 /* force = (m g - F(subtracted)) + (0 + F(added)) */
+};
+
+typedef struct ms_batch_shape {
+    int32_t kind;
+    int32_t subtracted, added; /* springs (places in the program's springs) */
+} ms_batch_shape;
+
 typedef struct ms_batch_program {
     int64_t nspring;               /* springs, in the layout's order */
     const ms_batch_spring* springs; /* (nspring) */
     int64_t nnode;
     const int32_t* term_start; /* node i's terms: [term_start[i], term_start[i + 1])  (nnode + 1) */
     const ms_batch_term* terms;
+    const ms_batch_shape* shapes; /* each node's list of terms told apart         (nnode)     */
 } ms_batch_program;
 
 /* Members per group: two vectors of four lanes, whose independent chains of operations

@@ -83,12 +83,13 @@ MS_ALWAYS_INLINE void MS_KERNEL(batch_springs)(const ms_batch_program* program, 
                                            v4_add(power[3 * U + u], power[4 * U + u])));
 }
 
-/* Node i of two vectors from lane l on: its force put together from its terms first ..
-   last and its update.  checked receives each vector's (x' - x') + ... (0, or not finite
-   where the update is not). */
-MS_ALWAYS_INLINE void MS_KERNEL(batch_node)(const ms_batch_term* first, const ms_batch_term* last,
-                                            ms_batch_lanes* lanes, const double* MS_RESTRICT spring_force, int64_t i,
-                                            int l, v4 step, int explicit_euler, v4 checked[2]) {
+/* Node i of two vectors from lane l on: its force put together from m g and the spring
+   forces its shape names, or its terms first .. last, and its update.  checked receives
+   each vector's (x' - x') + ... (0, or not finite where the update is not). */
+MS_ALWAYS_INLINE void MS_KERNEL(batch_node)(const ms_batch_shape* shape, const ms_batch_term* first,
+                                            const ms_batch_term* last, ms_batch_lanes* lanes,
+                                            const double* MS_RESTRICT spring_force, int64_t i, int l, v4 step,
+                                            int explicit_euler, v4 checked[2]) {
     enum { W = MS_BATCH_WIDTH };
     const v4 zero = v4_set(0.0);
     double* MS_RESTRICT x = lanes->x;
@@ -100,30 +101,53 @@ MS_ALWAYS_INLINE void MS_KERNEL(batch_node)(const ms_batch_term* first, const ms
             force[c][u] = v4_load(lanes->weight + W * (3 * i + c) + l + 4 * u);
             sum[c][u] = zero;
         }
-    for (const ms_batch_term* t = first; t < last; ++t) {
-        const double* MS_RESTRICT by = spring_force + 3 * W * (int64_t)t->spring + l;
-        switch (t->kind) {
-        case MS_BATCH_SUBTRACT:
-            for (int c = 0; c < 3; ++c)
-                for (int u = 0; u < 2; ++u) force[c][u] = v4_sub(force[c][u], v4_load(by + W * c + 4 * u));
-            break;
-        case MS_BATCH_FIRST:
-            for (int c = 0; c < 3; ++c)
-                for (int u = 0; u < 2; ++u) sum[c][u] = v4_add(zero, v4_load(by + W * c + 4 * u));
-            break;
-        case MS_BATCH_NEXT:
-            for (int c = 0; c < 3; ++c)
-                for (int u = 0; u < 2; ++u) sum[c][u] = v4_add(sum[c][u], v4_load(by + W * c + 4 * u));
-            break;
-        case MS_BATCH_ADD:
-            for (int c = 0; c < 3; ++c)
-                for (int u = 0; u < 2; ++u) force[c][u] = v4_add(force[c][u], sum[c][u]);
-            break;
-        default: /* MS_BATCH_CLEAR */
-            for (int c = 0; c < 3; ++c)
-                for (int u = 0; u < 2; ++u) sum[c][u] = zero;
-            break;
+    const double* less = spring_force + 3 * W * (int64_t)shape->subtracted + l;
+    const double* more = spring_force + 3 * W * (int64_t)shape->added + l;
+    switch (shape->kind) {
+    case MS_BATCH_ALONE:
+        break;
+    case MS_BATCH_LESS:
+        for (int c = 0; c < 3; ++c)
+            for (int u = 0; u < 2; ++u) force[c][u] = v4_sub(force[c][u], v4_load(less + W * c + 4 * u));
+        break;
+    case MS_BATCH_MORE:
+        for (int c = 0; c < 3; ++c)
+            for (int u = 0; u < 2; ++u)
+                force[c][u] = v4_add(force[c][u], v4_add(zero, v4_load(more + W * c + 4 * u)));
+        break;
+    case MS_BATCH_LESS_MORE:
+        for (int c = 0; c < 3; ++c)
+            for (int u = 0; u < 2; ++u)
+                force[c][u] = v4_add(v4_sub(force[c][u], v4_load(less + W * c + 4 * u)),
+                                     v4_add(zero, v4_load(more + W * c + 4 * u)));
+        break;
+    default: /* MS_BATCH_LISTED */
+        for (const ms_batch_term* t = first; t < last; ++t) {
+            const double* MS_RESTRICT by = spring_force + 3 * W * (int64_t)t->spring + l;
+            switch (t->kind) {
+            case MS_BATCH_SUBTRACT:
+                for (int c = 0; c < 3; ++c)
+                    for (int u = 0; u < 2; ++u) force[c][u] = v4_sub(force[c][u], v4_load(by + W * c + 4 * u));
+                break;
+            case MS_BATCH_FIRST:
+                for (int c = 0; c < 3; ++c)
+                    for (int u = 0; u < 2; ++u) sum[c][u] = v4_add(zero, v4_load(by + W * c + 4 * u));
+                break;
+            case MS_BATCH_NEXT:
+                for (int c = 0; c < 3; ++c)
+                    for (int u = 0; u < 2; ++u) sum[c][u] = v4_add(sum[c][u], v4_load(by + W * c + 4 * u));
+                break;
+            case MS_BATCH_ADD:
+                for (int c = 0; c < 3; ++c)
+                    for (int u = 0; u < 2; ++u) force[c][u] = v4_add(force[c][u], sum[c][u]);
+                break;
+            default: /* MS_BATCH_CLEAR */
+                for (int c = 0; c < 3; ++c)
+                    for (int u = 0; u < 2; ++u) sum[c][u] = zero;
+                break;
+            }
         }
+        break;
     }
     for (int u = 0; u < 2; ++u) {
         const v4 weight = v4_mul(step, v4_load(lanes->inv_mass + W * i + l + 4 * u));
@@ -172,7 +196,8 @@ MS_ALWAYS_INLINE int MS_KERNEL(batch_step)(const ms_batch_program* program, ms_b
         /* two vectors at a time, their forces and sums in registers */
         for (int half = 0; half < U; half += 2) {
             v4 checked[2];
-            MS_KERNEL(batch_node)(first, last, lanes, spring_force, i, 4 * half, step, explicit_euler, checked);
+            MS_KERNEL(batch_node)(&program->shapes[i], first, last, lanes, spring_force, i, 4 * half, step,
+                                  explicit_euler, checked);
             probe[half] = v4_add(probe[half], checked[0]);
             probe[half + 1] = v4_add(probe[half + 1], checked[1]);
         }

@@ -134,12 +134,14 @@ static int compile_program(batch* b, const batch_op* ops, int64_t nop, int64_t n
     for (int64_t o = 0; o < nop; ++o) nspring += ops[o].kind == OP_SPRING;
     /* a spring: its subtraction and its place in a sum; a flush: a clear and an add at most */
     const int64_t most = 2 * nspring + 2 * (nop - nspring);
-    const size_t bytes = sizeof(ms_batch_spring) * (size_t)(nspring + 1) + sizeof(ms_batch_term) * (size_t)(most + 1) +
+    const size_t bytes = sizeof(ms_batch_spring) * (size_t)(nspring + 1) + sizeof(ms_batch_shape) * (size_t)nnode +
+                         sizeof(ms_batch_term) * (size_t)(most + 1) +
                          sizeof(int32_t) * (size_t)(nnode + 1) + sizeof(int64_t) * (size_t)(nnode + 4 * nop + 8);
     char* storage = malloc(bytes);
     if (storage == NULL) return -1;
     ms_batch_spring* springs = (ms_batch_spring*)storage;
-    ms_batch_term* terms = (ms_batch_term*)(springs + nspring + 1);
+    ms_batch_shape* shapes = (ms_batch_shape*)(springs + nspring + 1);
+    ms_batch_term* terms = (ms_batch_term*)(shapes + nnode);
     int32_t* term_start = (int32_t*)(terms + most + 1);
     /* scratch: each node's term count, then the springs in each sum register */
     int64_t* count = (int64_t*)(((uintptr_t)(term_start + nnode + 1) + 7) & ~(uintptr_t)7);
@@ -194,6 +196,27 @@ static int compile_program(batch* b, const batch_op* ops, int64_t nop, int64_t n
         }
     }
     (void)nterm;
+    for (int64_t i = 0; i < nnode; ++i) {
+        const ms_batch_term* t = terms + term_start[i];
+        const int64_t length = term_start[i + 1] - term_start[i];
+        ms_batch_shape shape = {MS_BATCH_LISTED, 0, 0};
+        if (length == 0) {
+            shape.kind = MS_BATCH_ALONE;
+        } else if (length == 1 && t[0].kind == MS_BATCH_SUBTRACT) {
+            shape.kind = MS_BATCH_LESS;
+            shape.subtracted = t[0].spring;
+        } else if (length == 2 && t[0].kind == MS_BATCH_FIRST && t[1].kind == MS_BATCH_ADD) {
+            shape.kind = MS_BATCH_MORE;
+            shape.added = t[0].spring;
+        } else if (length == 3 && t[0].kind == MS_BATCH_SUBTRACT && t[1].kind == MS_BATCH_FIRST &&
+                   t[2].kind == MS_BATCH_ADD) {
+            shape.kind = MS_BATCH_LESS_MORE;
+            shape.subtracted = t[0].spring;
+            shape.added = t[1].spring;
+        }
+        shapes[i] = shape;
+    }
+    b->program.shapes = shapes;
     b->program.nspring = nspring;
     b->program.springs = springs;
     b->program.nnode = nnode;
