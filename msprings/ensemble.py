@@ -53,7 +53,7 @@ class Ensemble(_core.Ensemble):
         Worker threads of :meth:`step`; 0 (default) means :func:`msprings.set_num_threads`'
         setting (all cores unless set).  Any number gives the same bits.
     batched : int
-        Members the last :meth:`step` stepped sixteen at a time in vector lanes: small
+        Members the last :meth:`step` stepped eight at a time in vector lanes: small
         members (up to 256 nodes, numbered so that a spring's nodes are close) of explicit
         or symplectic Euler with nothing but springs, gravity and pins acting.  The others
         step one by one, each on one worker.  Both give the same bits.
@@ -76,8 +76,7 @@ class Ensemble(_core.Ensemble):
     member.  Setting a name the ensemble does not have (a System option such as ``drag``) is
     refused: set it on the systems before building the ensemble.  A step past a member's
     stability limit gives no :class:`~msprings.StabilityWarning` (the member's divergence is
-    reported in :attr:`diverged`).  An ensemble does not pickle; its members do
-    (:meth:`system`).
+    reported in :attr:`diverged`).  An ensemble pickles bit for bit (:meth:`__reduce_ex__`).
 
     Examples
     --------
@@ -254,5 +253,54 @@ class Ensemble(_core.Ensemble):
         return (f"<msprings.Ensemble: {self.n_members} members of {self.n_nodes} nodes and {self.n_springs} "
                 f"springs, {integrator}, {diverged} diverged>")
 
-    def __reduce__(self) -> Any:
-        raise TypeError("an Ensemble cannot be pickled; pickle its members (ens.system(i)) instead")
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        """Pickling, every protocol: the members as their :meth:`system` copies (each
+        pickled as a :class:`System` is, bit for bit: parameters, options, colliders, state,
+        ledger with a change of yours still pending, time, step count, ``families``,
+        ``uv``), with :attr:`diverged`, :attr:`divergence_time`, :attr:`divergence_step`,
+        :attr:`batched`, :attr:`threads` and a subclass's own attributes.  The unpickled
+        ensemble steps on with the bits the original would have.  The data carries the
+        version :data:`ENSEMBLE_PICKLE_VERSION`.
+
+        Raises
+        ------
+        RuntimeError
+            Another thread is stepping the ensemble: pickle it once that step is over.
+        """
+        members = [self.system(i) for i in range(self.n_members)]
+        divergence = (self.diverged.copy(), self.divergence_time.copy(), self.divergence_step.copy(), self.batched)
+        extra = {name: value for name, value in getattr(self, "__dict__", {}).items()
+                 if name not in ("_families", "_uv")}
+        return _unpickle_ensemble, (type(self), ENSEMBLE_PICKLE_VERSION, members, divergence, self.threads, extra)
+
+
+#: The version of the data that a pickled :class:`Ensemble` carries; unpickling refuses any other.
+ENSEMBLE_PICKLE_VERSION = 1
+
+
+def _unpickle_ensemble(cls: type, version: Any, members: Any, divergence: Any, threads: Any,
+                       extra: Any) -> Ensemble:
+    """An ensemble from the data of :meth:`Ensemble.__reduce_ex__` (ValueError if damaged)."""
+    if version != ENSEMBLE_PICKLE_VERSION:
+        raise ValueError(f"cannot unpickle an Ensemble of data version {version!r}: this msprings reads version "
+                         f"{ENSEMBLE_PICKLE_VERSION}")
+    if not (isinstance(cls, type) and issubclass(cls, Ensemble)):
+        raise ValueError("damaged Ensemble data: the class is not an Ensemble")
+    if not isinstance(members, list) or not members or not all(isinstance(m, System) for m in members):
+        raise ValueError("damaged Ensemble data: the members must be a non-empty list of Systems")
+    if not isinstance(divergence, tuple) or len(divergence) != 4 or not isinstance(extra, dict):
+        raise ValueError("damaged Ensemble data: the divergence or the attributes are malformed")
+    ensemble = cls(members)
+    flags, times, steps, batched = divergence
+    try:
+        flags = np.ascontiguousarray(flags, dtype=np.bool_).reshape(-1)
+        times = np.ascontiguousarray(times, dtype=np.float64).reshape(-1)
+        steps = np.ascontiguousarray(steps, dtype=np.int64).reshape(-1)
+        batched = int(batched)
+    except (TypeError, ValueError) as error:
+        raise ValueError(f"damaged Ensemble data: {error}") from None
+    ensemble._set_divergence(flags.view(np.uint8).tobytes(), times.tobytes(), steps.tobytes(), batched)
+    ensemble.threads = threads
+    for name, value in extra.items():
+        setattr(ensemble, name, value)
+    return ensemble

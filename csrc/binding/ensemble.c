@@ -406,6 +406,59 @@ static PyObject* Ensemble_add_collider(EnsembleObject* self, PyObject* args) {
 
 #undef E
 
+/* _set_divergence(diverged, time, step, batched): the divergence flags, times and steps of
+   every member (bytes of B uint8, B float64 and B int64 in this machine's order) and the
+   last call's batched count, as an unpickled ensemble restores them.  Checked first:
+   nothing changes unless every value fits. */
+static PyObject* Ensemble_set_divergence(EnsembleObject* self, PyObject* args) {
+    ms_ensemble* const e = self->ensemble;
+    Py_buffer flags, times, steps;
+    long long batched;
+    if (!PyArg_ParseTuple(args, "y*y*y*L:_set_divergence", &flags, &times, &steps, &batched)) return NULL;
+    PyObject* result = NULL;
+    if (require_idle(self) < 0) goto done;
+    const int64_t count = e->nmember;
+    if (flags.len != (Py_ssize_t)count || times.len != (Py_ssize_t)(8 * count) ||
+        steps.len != (Py_ssize_t)(8 * count)) {
+        PyErr_Format(PyExc_ValueError, "_set_divergence: diverged, time and step must hold %lld members",
+                     (long long)count);
+        goto done;
+    }
+    if (batched < 0 || batched > count) {
+        PyErr_Format(PyExc_ValueError, "_set_divergence: batched = %lld is out of range 0..%lld", batched,
+                     (long long)count);
+        goto done;
+    }
+    const uint8_t* flag = flags.buf;
+    for (int64_t i = 0; i < count; ++i) {
+        double time;
+        int64_t step;
+        memcpy(&time, (const char*)times.buf + 8 * i, 8);
+        memcpy(&step, (const char*)steps.buf + 8 * i, 8);
+        const int fits = flag[i] == 1 ? step >= 0 : flag[i] == 0 && step == -1 && time != time;
+        if (!fits) {
+            PyErr_Format(PyExc_ValueError,
+                         "_set_divergence: member %lld has diverged = %d with divergence_step = %lld and a "
+                         "divergence_time that do not go together",
+                         (long long)i, (int)flag[i], (long long)step);
+            goto done;
+        }
+    }
+    for (int64_t i = 0; i < count; ++i) {
+        e->diverged[i] = flag[i];
+        memcpy(&e->divergence_time[i], (const char*)times.buf + 8 * i, 8);
+        memcpy(&e->divergence_step[i], (const char*)steps.buf + 8 * i, 8);
+    }
+    e->nbatched = batched;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyBuffer_Release(&flags);
+    PyBuffer_Release(&times);
+    PyBuffer_Release(&steps);
+    return result;
+}
+
 static PyMethodDef Ensemble_methods[] = {
     {"step", (PyCFunction)(void (*)(void))Ensemble_step, METH_VARARGS | METH_KEYWORDS,
      "step(dt, n=1)\n--\n\nAdvance every member that has not diverged by n steps of dt seconds."},
@@ -416,6 +469,9 @@ static PyMethodDef Ensemble_methods[] = {
     {"_integrators", (PyCFunction)Ensemble_integrators, METH_NOARGS, "Each member's integrator name."},
     {"_set_option", (PyCFunction)Ensemble_set_option, METH_VARARGS,
      "_set_option(name, value): one option of every member."},
+    {"_set_divergence", (PyCFunction)Ensemble_set_divergence, METH_VARARGS,
+     "_set_divergence(diverged, time, step, batched): the divergence of every member and the last call's batched "
+     "count, restored (bytes in this machine's order)."},
     {"_add_collider", (PyCFunction)Ensemble_add_collider, METH_VARARGS,
      "_add_collider(kind, center, axis, size, velocity, restitution, friction, thickness): to every member."},
     {NULL, NULL, 0, NULL}};

@@ -25,14 +25,28 @@
    power and, unless energy is NULL, k (l - L)^2 to *energy. */
 #define SPRING_FORCE(V, dx, dy, dz, du, dv, dw, rest, stiffness, damping, fx, fy, fz, power, energy)             \
     do {                                                                                                        \
+        V length_, inv_length_;                                                                                 \
+        SPRING_LENGTH(V, dx, dy, dz, length_, inv_length_);                                                     \
+        SPRING_FORCE_AT(V, dx, dy, dz, du, dv, dw, length_, inv_length_, rest, stiffness, damping, fx, fy, fz,  \
+                        power, energy);                                                                         \
+    } while (0)
+
+/* The two halves of SPRING_FORCE: the length and its inverse (0 below the shortest length),
+   whose square root and division take long; then the force from them. */
+#define SPRING_LENGTH(V, dx, dy, dz, length, inv_length)                                                        \
+    do {                                                                                                        \
         const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                   \
-        const V length_ = V##_sqrt(length2_);                                                                   \
-        const V inv_length_ =                                                                                   \
-            V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));           \
-        const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_); \
-        const V stretch_ = V##_sub(length_, rest);                                                              \
+        length = V##_sqrt(length2_);                                                                            \
+        inv_length = V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length));     \
+    } while (0)
+
+#define SPRING_FORCE_AT(V, dx, dy, dz, du, dv, dw, length, inv_length, rest, stiffness, damping, fx, fy, fz, power,  \
+                        energy)                                                                                 \
+    do {                                                                                                        \
+        const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length); \
+        const V stretch_ = V##_sub(length, rest);                                                               \
         const V tension_ = V##_mul(stiffness, stretch_);                                                        \
-        const V magnitude_ = V##_mul(V##_add(tension_, V##_mul(damping, closing_)), inv_length_);              \
+        const V magnitude_ = V##_mul(V##_add(tension_, V##_mul(damping, closing_)), inv_length);               \
         fx = V##_mul(magnitude_, dx);                                                                           \
         fy = V##_mul(magnitude_, dy);                                                                           \
         fz = V##_mul(magnitude_, dz);                                                                           \

@@ -21,6 +21,17 @@
 
 enum { W = MS_BATCH_WIDTH };
 
+/* The spring kernel's walk over a block, written out as operations in its order. */
+enum { OP_SPRING = 0, OP_FLUSH = 1 };
+typedef struct batch_op {
+    int32_t kind;
+    int32_t a, b;   /* the spring's ends (owner first); OP_FLUSH: the node in a */
+    int32_t spring; /* the spring's index in the model */
+    int32_t slot;   /* power accumulator: 0 the single springs', 1 + q lane q's */
+    int32_t reg;    /* sum register 0..3 the owner's force is added to (flushed into a's force by OP_FLUSH) */
+    int32_t target; /* the node whose force loses the spring's force */
+} batch_op;
+
 /* Where a taken member's call began (as ms_step keeps it). */
 typedef struct member_start {
     double t;
@@ -33,8 +44,8 @@ typedef struct member_start {
 typedef struct batch {
     int examined;           /* the topology was examined (program made if it suits) */
     int suits;              /* the topology suits the batched path */
-    ms_batch_op* ops;       /* the spring stage                                       (nop) */
-    int64_t nop;
+    ms_batch_program program; /* the spring stage (its arrays in program_storage) */
+    void* program_storage;
     ms_batch_kernel kernel;
     /* the call made in parts under way */
     int active;             /* a call holds taken members */
@@ -45,7 +56,8 @@ typedef struct batch {
     int64_t part_steps;     /* steps of the current part */
     int64_t* part_start;    /* each group lane's step count as the part began    (ngroup x W) */
     ms_batch_lanes* lanes;  /* (ngroup) */
-    double* lane_storage;   /* the lanes' arrays                                        */
+    void* lane_storage;     /* the lanes' arrays, from the first 64-byte boundary in it: whole
+                               cache lines, so that no vector straddles two */
     member_start* start;    /* (nmember) */
     double* start_motion;   /* x, v, f of each taken member as the call began (nmember x 3 x nnode x 3) */
 } batch;
@@ -73,20 +85,20 @@ void ms_batch_destroy(ms_ensemble* e) {
     batch* b = e->batch;
     if (b == NULL) return;
     batch_clear_call(b);
-    free(b->ops);
+    free(b->program_storage);
     free(b);
     e->batch = NULL;
 }
 
-static void push(ms_batch_op* ops, int64_t* nop, int32_t kind, int64_t a, int64_t other, int64_t spring, int slot,
+static void push(batch_op* ops, int64_t* nop, int32_t kind, int64_t a, int64_t other, int64_t spring, int slot,
                  int reg, int64_t target) {
-    const ms_batch_op op = {kind, (int32_t)a, (int32_t)other, (int32_t)spring, slot, reg, (int32_t)target};
+    const batch_op op = {kind, (int32_t)a, (int32_t)other, (int32_t)spring, slot, reg, (int32_t)target};
     ops[(*nop)++] = op;
 }
 
 /* The spring kernel's walk over block 0 of the layout (spring_kernel.h, MS_KERNEL(block)),
    written out as operations.  Returns the count. */
-static int64_t write_program(const ms_layout* layout, ms_batch_op* ops) {
+static int64_t write_program(const ms_layout* layout, batch_op* ops) {
     const int32_t* pairs = layout->pairs;
     const int32_t* dest = layout->dest;
     const int32_t* order = layout->order;
@@ -99,19 +111,119 @@ static int64_t write_program(const ms_layout* layout, ms_batch_op* ops) {
             for (int64_t j = 0; j < k; ++j)
                 for (int q = 0; q < MS_LANES; ++q) {
                     const int64_t r = s + MS_LANES * j + q;
-                    push(ops, &nop, MS_BATCH_SPRING, pairs[2 * r], pairs[2 * r + 1], order[r], 1 + q, q, dest[r]);
+                    push(ops, &nop, OP_SPRING, pairs[2 * r], pairs[2 * r + 1], order[r], 1 + q, q, dest[r]);
                 }
-            for (int q = 0; q < MS_LANES; ++q) push(ops, &nop, MS_BATCH_FLUSH, pairs[2 * (s + q)], 0, 0, 0, q, 0);
+            for (int q = 0; q < MS_LANES; ++q) push(ops, &nop, OP_FLUSH, pairs[2 * (s + q)], 0, 0, 0, q, 0);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s;
         for (; e < end && pairs[2 * e] == a; ++e)
-            push(ops, &nop, MS_BATCH_SPRING, a, pairs[2 * e + 1], order[e], 0, 0, dest[e]);
-        push(ops, &nop, MS_BATCH_FLUSH, a, 0, 0, 0, 0, 0);
+            push(ops, &nop, OP_SPRING, a, pairs[2 * e + 1], order[e], 0, 0, dest[e]);
+        push(ops, &nop, OP_FLUSH, a, 0, 0, 0, 0, 0);
         s = e;
     }
     return nop;
+}
+
+/* The kernel's program (batch.h) of the operations ops[0 .. nop) on nnode nodes: the
+   springs in their order, and each node's terms in the order the operations add to its
+   force.  Returns 0, or -1 if memory runs out. */
+static int compile_program(batch* b, const batch_op* ops, int64_t nop, int64_t nnode) {
+    int64_t nspring = 0, nterm = 0;
+    for (int64_t o = 0; o < nop; ++o) nspring += ops[o].kind == OP_SPRING;
+    /* a spring: its subtraction and its place in a sum; a flush: a clear and an add at most */
+    const int64_t most = 2 * nspring + 2 * (nop - nspring);
+    const size_t bytes = sizeof(ms_batch_spring) * (size_t)(nspring + 1) + sizeof(ms_batch_shape) * (size_t)nnode +
+                         sizeof(ms_batch_term) * (size_t)(most + 1) +
+                         sizeof(int32_t) * (size_t)(nnode + 1) + sizeof(int64_t) * (size_t)(nnode + 4 * nop + 8);
+    char* storage = malloc(bytes);
+    if (storage == NULL) return -1;
+    ms_batch_spring* springs = (ms_batch_spring*)storage;
+    ms_batch_shape* shapes = (ms_batch_shape*)(springs + nspring + 1);
+    ms_batch_term* terms = (ms_batch_term*)(shapes + nnode);
+    int32_t* term_start = (int32_t*)(terms + most + 1);
+    /* scratch: each node's term count, then the springs in each sum register */
+    int64_t* count = (int64_t*)(((uintptr_t)(term_start + nnode + 1) + 7) & ~(uintptr_t)7);
+    int64_t* held = count + nnode;      /* (4 x nop): sum register r holds held[nop r ..] */
+    int64_t held_count[4] = {0, 0, 0, 0};
+    for (int64_t i = 0; i < nnode; ++i) count[i] = 0;
+    /* first the term counts, then the terms in their places */
+    for (int pass = 0; pass < 2; ++pass) {
+        int64_t s = 0;
+        for (int r = 0; r < 4; ++r) held_count[r] = 0;
+        if (pass == 1) {
+            int64_t at = 0;
+            for (int64_t i = 0; i < nnode; ++i) {
+                term_start[i] = (int32_t)at;
+                at += count[i];
+                count[i] = term_start[i]; /* now: where node i's next term goes */
+            }
+            term_start[nnode] = (int32_t)at;
+            nterm = at;
+        }
+        for (int64_t o = 0; o < nop; ++o) {
+            const batch_op* op = &ops[o];
+            if (op->kind == OP_SPRING) {
+                if (pass == 0) {
+                    const ms_batch_spring spring = {op->a, op->b, op->spring, op->slot};
+                    springs[s] = spring;
+                    count[op->target] += 1;
+                } else {
+                    const ms_batch_term term = {MS_BATCH_SUBTRACT, (int32_t)s};
+                    terms[count[op->target]++] = term;
+                }
+                held[nop * op->reg + held_count[op->reg]++] = s;
+                ++s;
+                continue;
+            }
+            const int64_t r = op->reg, held_by = held_count[r];
+            if (pass == 0) {
+                count[op->a] += held_by > 0 ? held_by + 1 : 2;
+            } else if (held_by == 0) {
+                const ms_batch_term clear = {MS_BATCH_CLEAR, 0}, add = {MS_BATCH_ADD, 0};
+                terms[count[op->a]++] = clear;
+                terms[count[op->a]++] = add;
+            } else {
+                for (int64_t j = 0; j < held_by; ++j) {
+                    const ms_batch_term term = {j == 0 ? MS_BATCH_FIRST : MS_BATCH_NEXT, (int32_t)held[nop * r + j]};
+                    terms[count[op->a]++] = term;
+                }
+                const ms_batch_term add = {MS_BATCH_ADD, 0};
+                terms[count[op->a]++] = add;
+            }
+            held_count[r] = 0;
+        }
+    }
+    (void)nterm;
+    for (int64_t i = 0; i < nnode; ++i) {
+        const ms_batch_term* t = terms + term_start[i];
+        const int64_t length = term_start[i + 1] - term_start[i];
+        ms_batch_shape shape = {MS_BATCH_LISTED, 0, 0};
+        if (length == 0) {
+            shape.kind = MS_BATCH_ALONE;
+        } else if (length == 1 && t[0].kind == MS_BATCH_SUBTRACT) {
+            shape.kind = MS_BATCH_LESS;
+            shape.subtracted = t[0].spring;
+        } else if (length == 2 && t[0].kind == MS_BATCH_FIRST && t[1].kind == MS_BATCH_ADD) {
+            shape.kind = MS_BATCH_MORE;
+            shape.added = t[0].spring;
+        } else if (length == 3 && t[0].kind == MS_BATCH_SUBTRACT && t[1].kind == MS_BATCH_FIRST &&
+                   t[2].kind == MS_BATCH_ADD) {
+            shape.kind = MS_BATCH_LESS_MORE;
+            shape.subtracted = t[0].spring;
+            shape.added = t[1].spring;
+        }
+        shapes[i] = shape;
+    }
+    b->program.shapes = shapes;
+    b->program.nspring = nspring;
+    b->program.springs = springs;
+    b->program.nnode = nnode;
+    b->program.term_start = term_start;
+    b->program.terms = terms;
+    b->program_storage = storage;
+    return 0;
 }
 
 /* Whether the members' topology suits the batched path, with its program made if so.
@@ -133,12 +245,18 @@ static int examine(ms_ensemble* e, batch* b) {
     for (int64_t r = 0; single && r < layout->nspring; ++r) single = layout->dest[r] >= 0;
     if (single) {
         /* a spring each, and a flush per owner at most */
-        b->ops = malloc(sizeof(ms_batch_op) * (size_t)(2 * layout->nspring + 1));
-        if (b->ops == NULL) {
+        batch_op* ops = malloc(sizeof(batch_op) * (size_t)(2 * layout->nspring + 1));
+        if (ops == NULL) {
             ms_layout_destroy(layout);
             return -1;
         }
-        b->nop = write_program(layout, b->ops);
+        const int64_t nop = write_program(layout, ops);
+        const int made = compile_program(b, ops, nop, m->nnode);
+        free(ops);
+        if (made != 0) {
+            ms_layout_destroy(layout);
+            return -1;
+        }
         b->suits = 1;
     }
     ms_layout_destroy(layout);
@@ -182,9 +300,10 @@ static int start_call(ms_ensemble* e, batch* b) {
     b->lane_member = malloc(sizeof(int64_t) * W * (size_t)b->ngroup);
     b->part_start = malloc(sizeof(int64_t) * W * (size_t)b->ngroup);
     b->lanes = calloc((size_t)b->ngroup, sizeof(ms_batch_lanes));
-    /* x, v, f (3 x nnode x 3 x W), inv_mass and mass (2 x nnode x W), params (nspring x 3 x W) */
-    const size_t per_group = W * (9 * (size_t)n + 2 * (size_t)n + 3 * (size_t)e->nspring);
-    b->lane_storage = malloc(sizeof(double) * per_group * (size_t)b->ngroup);
+    /* x, v, f (3 x nnode x 3 x W), inv_mass (nnode x W), m g (nnode x 3 x W), params (nspring x 3 x W), the
+       program springs' forces (nspring x 3 x W) */
+    const size_t per_group = W * (13 * (size_t)n + 3 * (size_t)e->nspring + 3 * (size_t)b->program.nspring);
+    b->lane_storage = malloc(sizeof(double) * per_group * (size_t)b->ngroup + 64);
     b->start_motion = malloc(sizeof(double) * 9 * (size_t)n * (size_t)count);
     if (b->lane_member == NULL || b->part_start == NULL || b->lanes == NULL || b->lane_storage == NULL ||
         b->start_motion == NULL)
@@ -205,17 +324,19 @@ static int start_call(ms_ensemble* e, batch* b) {
             ++g;
         }
     }
+    double* storage = (double*)(void*)((char*)b->lane_storage + (64 - (uintptr_t)b->lane_storage % 64) % 64);
     for (g = 0; g < b->ngroup; ++g) {
         ms_batch_lanes* lanes = &b->lanes[g];
-        double* d = b->lane_storage + per_group * (size_t)g;
+        double* d = storage + per_group * (size_t)g;
         lanes->nnode = n;
         lanes->nspring = e->nspring;
         lanes->x = d;
         lanes->v = d + 3 * W * n;
         lanes->f = d + 6 * W * n;
         lanes->inv_mass = d + 9 * W * n;
-        lanes->mass = d + 10 * W * n;
-        lanes->params = d + 11 * W * n;
+        lanes->weight = d + 10 * W * n;
+        lanes->params = d + 13 * W * n;
+        lanes->spring_force = d + 13 * W * n + 3 * W * e->nspring;
     }
     const size_t bytes = sizeof(double) * 3 * (size_t)n;
     for (int64_t i = 0; i < count; ++i) {
@@ -243,7 +364,7 @@ static void gather(const ms_ensemble* e, batch* b) {
     for (int64_t g = 0; g < b->ngroup; ++g) {
         ms_batch_lanes* lanes = &b->lanes[g];
         double* inv_mass = (double*)lanes->inv_mass;
-        double* mass = (double*)lanes->mass;
+        double* weight = (double*)lanes->weight;
         double* params = (double*)lanes->params;
         for (int q = 0; q < W; ++q) {
             const int64_t member = b->lane_member[W * g + q];
@@ -257,14 +378,14 @@ static void gather(const ms_ensemble* e, batch* b) {
                 }
                 /* as ms_team_init has them */
                 inv_mass[W * node + q] = model->pinned[node] ? 0.0 : 1.0 / model->mass[node];
-                mass[W * node + q] = model->mass[node];
+                /* as a step sets each force first */
+                for (int c = 0; c < 3; ++c) weight[W * (3 * node + c) + q] = model->mass[node] * model->opt.gravity[c];
             }
             for (int64_t r = 0; r < m; ++r) {
                 params[3 * W * r + q] = model->rest[r];
                 params[3 * W * r + W + q] = model->k[r];
                 params[3 * W * r + 2 * W + q] = model->c[r];
             }
-            for (int c = 0; c < 3; ++c) lanes->gravity[W * c + q] = model->opt.gravity[c];
             lanes->t[q] = s->t;
             lanes->dampers[q] = s->ledger.dampers;
             lanes->failed[q] = member >= 0 && !e->diverged[member] ? -1 : 0;
@@ -319,7 +440,7 @@ void ms_batch_run(ms_ensemble* e, double h, int64_t n, int worker, int workers) 
     const int64_t first = b->ngroup * worker / workers, last = b->ngroup * (worker + 1) / workers;
     for (int64_t g = first; g < last; ++g) {
         const int explicit_euler = e->models[b->lane_member[W * g]]->opt.integrator == MS_EXPLICIT_EULER;
-        b->kernel(b->ops, b->nop, &b->lanes[g], 1, h, n, explicit_euler);
+        b->kernel(&b->program, &b->lanes[g], 1, h, n, explicit_euler);
     }
 }
 
