@@ -321,7 +321,7 @@ class Playback:
                 advanced = lane._advance(steps)
                 spent = max(self.timer() - began, 0.0) / steps
                 known = self.cost.get(id(lane))
-                self.cost[id(lane)] = spent if known is None else 0.5 * (known + spent)
+                self.cost[id(lane)] = spent if known is None else 0.75 * known + 0.25 * spent
                 if not advanced:
                     continue  # it paused itself with its message
             self.sent[id(lane)] = self.sent.get(id(lane), 0) + 1
