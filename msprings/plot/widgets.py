@@ -45,9 +45,10 @@ frames in flight to it, as it does frames unacknowledged for ``LOST_AFTER`` s.  
 (``speed``) slows the clock, not the frames.  Pausing publishes the kernel's state through
 the traits, so the picture ends where the system is.  Views of one :func:`compare` share the
 kernel's clock and one clock on the page (kept on the page's global object, since the front
-end loads the module once per view).  ``close()`` stops playing and closes every control.  A divergence during playback pauses, rolls back
-and explains exactly as :meth:`LiveControls.tick` does; ``tick()`` and ``run()`` from Python
-step without any of this, which is how tests and notebooks drive the controls.
+end loads the module once per view).  ``close()`` stops playing and closes every control.
+A divergence during playback pauses, rolls back and explains exactly as
+:meth:`LiveControls.tick` does; ``tick()`` and ``run()`` from Python step without any of
+this, which is how tests and notebooks drive the controls.
 
 Drawing a cloth of thousands of springs is kept to a few milliseconds by stroking the
 springs as one path per strain colour (41 colours) and filling the faces, far to near, in
@@ -82,7 +83,8 @@ from .._system import Ledger, StabilityWarning, System
 from ._lab import SHOW, Lab, LabViewTraits
 
 __all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "FRAME_BUDGET", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS",
-           "LOST_AFTER", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare", "interact"]
+           "LOST_AFTER", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare",
+           "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
