@@ -6,17 +6,26 @@ buffers that hold the system's state, a blow-up during playback, the keys, and c
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
+import types
+import warnings
+import weakref
+
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")
+# These tests set play.value = True in plain Python and step by hand: no event loop, as warned.
+pytestmark = pytest.mark.filterwarnings("ignore:Play does nothing here:RuntimeWarning")
 
 import msprings  # noqa: E402
 from msprings import scenes  # noqa: E402
-from msprings.widgets import CATCH_UP, SPEEDS, Comparison, LiveControls, Playback  # noqa: E402
+from msprings.widgets import (  # noqa: E402
+    CATCH_UP, FRAME_BUDGET, LOST_AFTER, SPEEDS, Comparison, LiveControls, Playback)
 
 
 def recording(live: LiveControls) -> list[tuple[dict, list]]:
@@ -220,7 +229,11 @@ def test_keys_on_the_canvas_play_step_and_reset() -> None:
     assert system.steps == live.steps_per_frame.value and not live.play.value
     key("reset")
     assert system.t == 0 and system.steps == 0
-    key("unknown")  # ignored
+    key("step")
+    state = (system.t, system.steps, system.x.copy(), live.play.value, live.view.frame)
+    key("unknown")  # ignored: nothing steps, plays or redraws
+    assert (system.t, system.steps, live.play.value, live.view.frame) == (state[0], state[1], state[3], state[4])
+    assert np.array_equal(system.x, state[2])
 
 
 def test_compare_plays_systems_on_one_clock_and_a_blow_up_stops_only_its_own() -> None:
@@ -269,13 +282,161 @@ def test_compare_speed_step_and_run() -> None:
     (2, {"dt": [0.01]}, ValueError, "dt"),
     (2, {"integrator": ["rk4", "nope"]}, ValueError, "integrator"),
     (2, {"labels": ["a", 2]}, TypeError, "labels"),
+    (2, {"labels": 5}, TypeError, "labels must be a sequence of strings"),
+    (2, {"dt": np.array([0.01, 0.02, 0.03])}, ValueError, "dt must be one value or 2"),
+    (-1, {}, TypeError, "separate arguments"),
     (2, {"width": 100}, ValueError, "width"),
 ])
 def test_compare_refuses_bad_input_naming_it(arguments: int, options: dict, error: type, words: str) -> None:
     a = scenes.chain(4)
-    systems = [a] if arguments == 1 else [a, a] if arguments == 0 else [a, a.copy()]
+    systems = [a] if arguments == 1 else [a, a] if arguments == 0 else [[a, a.copy()]] if arguments == -1 else [
+        a, a.copy()]
     with pytest.raises(error, match=words):
         msprings.compare(*systems, **options)
     with pytest.raises(TypeError, match=r"systems\[1\]"):
         msprings.compare(a, "chain")
     assert a.t == 0 and a.steps == 0
+
+
+def test_compare_takes_an_array_of_steps_one_per_system() -> None:
+    a = scenes.chain(4)
+    view = msprings.compare(a, a.copy(), dt=np.array([0.01, 0.02]))
+    assert [lane.dt.value for lane in view.lanes] == [0.01, 0.02]
+
+
+def test_a_page_that_says_hello_is_sent_frames_again() -> None:
+    live = msprings.interact(scenes.chain(6))
+    sent = recording(live)
+    live.play.value = True
+    player = live.player
+    for _ in range(player.window):  # sent to a page that is not there yet: never acknowledged
+        player.pump()
+    assert not player.pump() and player.in_flight(live) == player.window
+    live._on_view_message(live.view, {"type": "hello"}, [])  # the view starts drawing
+    assert player.in_flight(live) == 0
+    t = live.system.t
+    assert player.pump() and live.system.t > t and sent[-1][0]["seq"] == player.window + 1
+    ack(live, sent[-1][0])  # its acknowledgements count as before
+    assert player.in_flight(live) == 0
+
+
+def test_frames_unacknowledged_for_long_are_counted_lost() -> None:
+    live = msprings.interact(scenes.chain(6))
+    sent = recording(live)
+    live.play.value = True
+    player = live.player
+    for _ in range(player.window):
+        player.pump()
+    waits = 0
+    while not player.pump():  # a frame's wall time each
+        waits += 1
+        assert waits < 1000, "the clock waits for good"
+    assert waits == pytest.approx(LOST_AFTER * player.fps, abs=1)
+    assert len(sent) == player.window + 1 and player.in_flight(live) == 1
+
+
+def test_close_stops_the_timer_and_a_closed_widget_lets_go_of_its_system() -> None:
+    async def play(make: Callable[[msprings.System], LiveControls | Comparison]) -> tuple[weakref.ref, bool]:
+        system = scenes.chain(6)
+        widget = make(system)
+        widget.play.value = True
+        await asyncio.sleep(0.15)
+        assert widget.player.playing and system.t > 0
+        widget.close()
+        t = system.t
+        await asyncio.sleep(0.15)
+        still = system.t == t and not widget.player.playing and widget.player._timer is None
+        still = still and not widget.play.value and widget.comm is None
+        views = widget.lanes if isinstance(widget, Comparison) else [widget]
+        still = still and all(lane.view.comm is None for lane in views)
+        reference = weakref.ref(system)
+        del widget, system, views
+        gc.collect()
+        return reference, still
+
+    for make in (msprings.interact, lambda system: msprings.compare(system, scenes.chain(6))):
+        reference, stopped = asyncio.run(play(make))
+        assert stopped  # no step and no timer after close()
+        assert reference() is None  # nothing holds the system any more
+
+
+def test_the_timer_holds_the_player_only_weakly() -> None:
+    class Lane:  # what the player uses of a LiveControls
+        play = dt = types.SimpleNamespace(value=True)
+        system = types.SimpleNamespace(t=0.0)
+
+    async def dropped() -> weakref.ref:
+        player = Playback([Lane()], lambda: 1.0 / 30.0, 30.0)
+        player.start()  # schedules its timer on this loop
+        assert player._timer is not None
+        reference = weakref.ref(player)
+        del player
+        gc.collect()
+        await asyncio.sleep(0.1)  # the timer fires and finds nothing to do
+        return reference
+
+    assert asyncio.run(dropped())() is None
+
+
+def test_a_kernel_slower_than_real_time_slows_the_clock_evenly() -> None:
+    """Each step costs 2 ms of (fake) wall time, at 30 frames/s: real time would need more
+    steps a frame than fit in one.  The timer fires late by what the last frame took."""
+    system = scenes.chain(6)
+    live = msprings.interact(system, dt=1e-3)
+    sent = recording(live)
+    cost = 2e-3  # s of wall time per step
+    wall = [0.0]
+    live.player.timer = lambda: wall[0]
+    advance = live._advance
+
+    def slow(steps: int) -> bool:
+        wall[0] += cost * steps
+        return advance(steps)
+
+    live._advance = slow
+    live.play.value = True
+    period = 1.0 / live.player.fps
+    elapsed, steps = period, []
+    for _ in range(90):
+        before, began = system.steps, wall[0]
+        live.player.pump(elapsed)
+        ack(live, sent[-1][0])
+        steps.append(system.steps - before)
+        spent = wall[0] - began
+        elapsed = period if spent <= period else spent + 0.5 * period  # as the asyncio timer fires
+    budget = FRAME_BUDGET * period / cost  # steps a frame may take
+    assert abs(steps[0] - period / 1e-3) <= 1  # the first frame, before any cost is known
+    assert all(abs(count - budget) <= 1 for count in steps[2:]), steps  # even: no lurching
+    assert at_clock(system.t, live.player.clock, live.dt.value)
+    rate = (steps[-1] * 1e-3) / period
+    assert rate == pytest.approx(FRAME_BUDGET * 1e-3 / cost, rel=0.1)  # 0.4 x real time, steadily
+
+
+def test_a_cell_that_steps_or_resets_the_system_while_playing_moves_the_clock_to_it() -> None:
+    system = scenes.chain(11)
+    live = msprings.interact(system)
+    sent = recording(live)
+    live.play.value = True
+    for _ in range(60):
+        live.player.pump()
+        ack(live, sent[-1][0])
+    system.reset()  # from a cell, while playing
+    live.player.pump()
+    ack(live, sent[-1][0])
+    assert system.t < 0.1 and at_clock(system.t, live.player.clock, live.dt.value)  # no 2 s burst
+    system.step(live.dt.value, round(3.0 / live.dt.value))  # 3 s ahead
+    t = system.t
+    live.player.pump()
+    ack(live, sent[-1][0])
+    assert sent[-1][1] and system.t > t  # a picture of a step, not a frozen one
+    assert at_clock(system.t, live.player.clock, live.dt.value)
+
+
+def test_play_without_an_event_loop_warns_once_to_use_tick_or_run() -> None:
+    live = msprings.interact(scenes.chain(4))
+    with pytest.warns(RuntimeWarning, match=r"no running asyncio event loop.*tick\(\) or run"):
+        live.play.value = True
+    live.play.value = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        live.play.value = True  # once is enough

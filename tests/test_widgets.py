@@ -15,6 +15,8 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 pytest.importorskip("anywidget")
+# These tests set play.value = True in plain Python and step by hand: no event loop, as warned.
+pytestmark = pytest.mark.filterwarnings("ignore:Play does nothing here:RuntimeWarning")
 
 import msprings  # noqa: E402
 from msprings import scenes  # noqa: E402

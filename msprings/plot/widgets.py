@@ -38,12 +38,17 @@ sends no more while a second's worth of frames are unacknowledged, so a slow rel
 slows the clock (the page's clock waits at the newest frame) instead of piling up messages.
 A timer that fires late (a busy machine) makes a longer frame, up to ``CATCH_UP`` s of wall
 time; a kernel slower than real time for longer drops time rather than catching up in a
-burst.  Slow motion
+burst.  The steps of a frame are held to ``FRAME_BUDGET`` of its wall time (from the
+measured cost of a step), so a kernel slower than real time slows the clock evenly.  A page
+that starts drawing (shown while playing, reloaded) says hello and the kernel forgets the
+frames in flight to it, as it does frames unacknowledged for ``LOST_AFTER`` s.  Slow motion
 (``speed``) slows the clock, not the frames.  Pausing publishes the kernel's state through
 the traits, so the picture ends where the system is.  Views of one :func:`compare` share the
-kernel's clock and one clock on the page.  A divergence during playback pauses, rolls back
-and explains exactly as :meth:`LiveControls.tick` does; ``tick()`` and ``run()`` from Python
-step without any of this, which is how tests and notebooks drive the controls.
+kernel's clock and one clock on the page (kept on the page's global object, since the front
+end loads the module once per view).  ``close()`` stops playing and closes every control.
+A divergence during playback pauses, rolls back and explains exactly as
+:meth:`LiveControls.tick` does; ``tick()`` and ``run()`` from Python step without any of
+this, which is how tests and notebooks drive the controls.
 
 Drawing a cloth of thousands of springs is kept to a few milliseconds by stroking the
 springs as one path per strain colour (41 colours) and filling the faces, far to near, in
@@ -60,7 +65,10 @@ from __future__ import annotations
 import asyncio
 import html
 import math
+import os
+import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -74,8 +82,9 @@ from .. import _core
 from .._system import Ledger, StabilityWarning, System
 from ._lab import SHOW, Lab, LabViewTraits
 
-__all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS", "SPEEDS",
-           "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare", "interact"]
+__all__ = ["CATCH_UP", "DISSIPATION_PARTS", "ENERGY_BARS", "FRAME_BUDGET", "HISTORY_LIMIT", "IN_FLIGHT_SECONDS",
+           "LOST_AFTER", "SPEEDS", "WORK_PARTS", "Comparison", "LiveControls", "Playback", "SystemView", "compare",
+           "interact"]
 
 ENERGY_BARS = ("kinetic", "spring", "gravity", "dissipated", "work")
 """The energy fields (J) shown as bars and in the ledger plot, in that order."""
@@ -98,6 +107,14 @@ CATCH_UP = 0.25
 IN_FLIGHT_SECONDS = 1.0
 """While playing, the kernel sends at most this many seconds' worth of frames (at ``fps``,
 and at least 4) that the page has not acknowledged yet; past that it waits."""
+
+LOST_AFTER = 2.0
+"""Wall time (s) the kernel waits for acknowledgements before it counts the frames in flight
+as lost (a page that went away or never drew them) and sends again."""
+
+FRAME_BUDGET = 0.8
+"""Fraction of a frame's wall time (``1 / fps``) the steps of one frame may take, from the
+measured cost of a step; a kernel slower than real time slows the clock to fit it."""
 
 _CHART_SAMPLES = 600  # samples of the ledger history sent to the strip chart
 _LABELS = {
@@ -167,13 +184,19 @@ class Playback:
     on by ``speed * period()`` simulated seconds per ``1 / fps`` s of wall time since the
     last frame, and each playing lane takes the whole steps of its ``dt`` that bring its
     time to the clock or just past it, then sends one frame.  A timer that fires late (a
-    busy machine) makes a longer frame, up to :data:`CATCH_UP` s of wall time; a kernel
-    slower than that for longer drops the time instead of catching up in a burst.  A frame
-    the page has not acknowledged is in flight; while a lane has :attr:`window` frames in
-    flight the clock waits (neither steps nor sends, and the wall time passes unused), so a
-    slow page or relay slows the playback down instead of piling up messages.  Without a
-    running event loop (plain Python) nothing is scheduled: :meth:`pump` moves the clock
-    one frame by hand.
+    busy machine) makes a longer frame, up to :data:`CATCH_UP` s of wall time.  The steps
+    of one frame are held to :data:`FRAME_BUDGET` of its wall time, from the measured cost
+    of a step (:attr:`cost`): a kernel slower than real time moves the clock on by the same
+    smaller amount every frame, so the motion slows down evenly instead of lurching.  A
+    frame the page has not acknowledged is in flight; while a lane has :attr:`window` frames
+    in flight the clock waits (neither steps nor sends, and the wall time passes unused), so
+    a slow page or relay slows the playback down instead of piling up messages.  A page that
+    starts drawing (a view shown while playing, a reloaded tab) says hello, and the frames in
+    flight to it are forgotten; so are frames unacknowledged for :data:`LOST_AFTER` s.  A
+    system stepped or reset from a cell while playing, more than a frame off the clock, sets
+    the clock to its time.  Without a running event loop (plain Python) nothing is
+    scheduled (a RuntimeWarning says so once): :meth:`pump` moves the clock one frame by
+    hand.  The timer holds the player only weakly, so a widget that is dropped can go.
 
     Parameters
     ----------
@@ -195,7 +218,11 @@ class Playback:
         self.clock = 0.0  # s, simulated
         self.sent: dict[int, int] = {}
         self.acked: dict[int, int] = {}
+        self.cost: dict[int, float] = {}  # s of wall time per step, by lane (a running mean)
         self.stalls = 0  # frames of wall time the clock waited for acknowledgements
+        self.timer: Callable[[], float] = time.perf_counter  # what measures the cost of the steps
+        self._waited = 0.0  # s of wall time waited for acknowledgements in a row
+        self._warned = False
         self._due = 0.0
         self._last = 0.0  # loop time of the last frame
         self._timer: asyncio.TimerHandle | None = None
@@ -227,14 +254,20 @@ class Playback:
         self.run += 1
         self.sent.clear()
         self.acked.clear()
+        self._waited = 0.0
         self.clock = min(float(lane.system.t) for lane in active)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # plain Python: the caller pumps
+            if not self._warned:
+                self._warned = True
+                warnings.warn("Play does nothing here: there is no running asyncio event loop to play on "
+                              "(outside a notebook's kernel); use tick() or run(frames) to step the controls",
+                              RuntimeWarning, stacklevel=2)
             return
         self._last = loop.time()
         self._due = self._last + 1.0 / self.fps
-        self._timer = loop.call_at(self._due, self._on_timer, loop)
+        self._timer = loop.call_at(self._due, Playback._fire, weakref.ref(self), loop)
 
     def stop(self) -> None:
         self.playing = False
@@ -246,31 +279,64 @@ class Playback:
         """The page has the lane's frame ``seq`` of run ``run`` (and every one before it)."""
         if run == self.run and seq <= self.sent.get(id(lane), 0):
             self.acked[id(lane)] = max(self.acked.get(id(lane), 0), seq)
+            self._waited = 0.0
+
+    def hello(self, lane: LiveControls) -> None:
+        """A page started drawing the lane (shown while playing, or reloaded): the frames in
+        flight to it will never be acknowledged, so they no longer count."""
+        self.acked[id(lane)] = self.sent.get(id(lane), 0)
+        self._waited = 0.0
 
     def pump(self, elapsed: float | None = None) -> bool:
         """One frame of the clock, for ``elapsed`` s of wall time (default ``1 / fps``; at
         most :data:`CATCH_UP`).  Returns False when it waited (a lane had :attr:`window`
-        frames in flight) or nothing plays any more."""
+        frames in flight, for less than :data:`LOST_AFTER` s) or nothing plays any more."""
         active = self.active()
         if not active:
             self.stop()
             return False
+        wall = 1.0 / self.fps if elapsed is None else max(elapsed, 0.0)
         if any(self.in_flight(lane) >= self.window for lane in active):
-            self.stalls += 1
-            return False
-        frames = 1.0 if elapsed is None else min(max(elapsed, 0.0), CATCH_UP) * self.fps
-        self.clock += self.speed * self.period() * frames
+            self._waited += wall
+            if self._waited < LOST_AFTER:
+                self.stalls += 1
+                return False
+            for lane in active:  # lost on the way, or sent to a page that went away
+                self.hello(lane)
+        self._waited = 0.0
+        advance = self.speed * self.period() * min(wall, CATCH_UP) * self.fps
+        # A cell stepped or reset a system while playing: the clock goes to it, not it to the clock.
+        frame = max(advance, self.speed * self.period())
+        if any(abs(lane.system.t - self.clock) > frame + lane.dt.value for lane in active):
+            self.clock = min(float(lane.system.t) for lane in active)
+        # Wall time per simulated second of all the lanes' steps: at most FRAME_BUDGET of a frame's worth.
+        load = sum(self.cost.get(id(lane), 0.0) / lane.dt.value for lane in active)
+        if load > 0.0:
+            advance = min(advance, FRAME_BUDGET / self.fps / load)
+        self.clock += advance
         rate = self.rate
         for lane in active:
             dt = lane.dt.value
             steps = min(max(math.ceil((self.clock - lane.system.t) / dt - 1e-6), 0), 100_000)
-            if steps and not lane._advance(steps):
-                continue  # it paused itself with its message
+            if steps:
+                began = self.timer()
+                advanced = lane._advance(steps)
+                spent = max(self.timer() - began, 0.0) / steps
+                known = self.cost.get(id(lane))
+                self.cost[id(lane)] = spent if known is None else 0.75 * known + 0.25 * spent
+                if not advanced:
+                    continue  # it paused itself with its message
             self.sent[id(lane)] = self.sent.get(id(lane), 0) + 1
             lane._stream(self.run, self.sent[id(lane)], self.clock, rate, stepped=steps > 0)
         if not self.active():
             self.stop()
         return True
+
+    @staticmethod
+    def _fire(player: weakref.ref[Playback], loop: asyncio.AbstractEventLoop) -> None:
+        playback = player()
+        if playback is not None:
+            playback._on_timer(loop)
 
     def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
@@ -292,7 +358,7 @@ class Playback:
         self._due += 1.0 / self.fps
         if self._due < now:  # late (a slow step or a busy machine): the next frame is longer
             self._due = now + 0.5 / self.fps
-        self._timer = loop.call_at(self._due, self._on_timer, loop)
+        self._timer = loop.call_at(self._due, Playback._fire, weakref.ref(self), loop)
 
 
 def _positive_number(value: Any, name: str, *, allow_none: bool = False) -> float | None:
@@ -311,6 +377,14 @@ def _integer(value: Any, name: str, low: int, high: int) -> int:
     if not low <= value <= high:
         raise ValueError(f"{name} must be in [{low}, {high}], got {value}")
     return int(value)
+
+
+def _close_tree(widget: ipywidgets.Widget) -> None:
+    """Closes a widget and, first, every widget inside it (ipywidgets keeps each one alive
+    until it is closed)."""
+    for child in getattr(widget, "children", ()):
+        _close_tree(child)
+    ipywidgets.Widget.close(widget)
 
 
 def _joules(value: float) -> str:
@@ -357,7 +431,8 @@ class LiveControls(ipywidgets.Box):
             faces=np.ascontiguousarray(system.faces, dtype="<i4").tobytes(),
             fps=fps, width=width, height=height, **self._default_camera(azimuth, elevation))
         self.view.on_msg(self._on_view_message)
-        self.view.clock = f"msprings-{id(shared if shared is not None else self):x}"
+        # Unique on a page that shows several kernels' widgets: the process's id and the owner's.
+        self.view.clock = f"msprings-{os.getpid():x}-{id(shared if shared is not None else self):x}"
 
         self.play = ipywidgets.ToggleButton(description="Play", icon="play", tooltip="Play or pause",
                                             layout={"width": "96px"})
@@ -702,6 +777,19 @@ class LiveControls(ipywidgets.Box):
         self.view.generation += 1
         self._update_critical()
 
+    def close(self) -> None:
+        """Pauses (the player's timer stops) and closes the view and every control."""
+        if self.comm is None and self.view.comm is None:
+            return  # closed already
+        self._closed = True  # nothing more to publish
+        if self._shared is None:
+            self.player.stop()
+        self.play.value = False
+        _close_tree(self)
+        # anywidget keeps every view of a module file for live reloading: the closed view lets go of us.
+        self.view.unobserve_all()
+        self.view.on_msg(self._on_view_message, remove=True)
+
     def drag(self, node: int, position: Sequence[float]) -> None:
         """Hold ``node`` at ``position`` (m) with zero velocity until :meth:`release`, as the
         mouse does; while held it is pinned, so the rest of the network pulls on the hand."""
@@ -734,6 +822,8 @@ class LiveControls(ipywidgets.Box):
         kind = content.get("type")
         if kind == "ack":
             self.player.ack(self, int(content.get("run", -1)), int(content.get("seq", 0)))
+        elif kind == "hello":
+            self.player.hello(self)
         elif kind == "key":
             owner = self._shared if self._shared is not None else self
             action = content.get("action")
@@ -756,7 +846,7 @@ class LiveControls(ipywidgets.Box):
 
     def _publish(self, full: bool = False) -> None:
         """Sends the current state to the view in one message."""
-        if not hasattr(self, "view"):
+        if not hasattr(self, "view") or getattr(self, "_closed", False):
             return
         system = self.system
         shown, _sample = self._record()
@@ -838,7 +928,10 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
     The page draws each frame at its simulated time (between two frames it interpolates the
     positions), so the motion is smooth whatever the delay between kernel and page; a page
     or kernel that cannot keep up slows the clock down rather than piling up frames.  Space,
-    → and r on the canvas (click it first) play/pause, step and reset.  The
+    → and r on the canvas (click it first) play/pause, step and reset.  To stop playing,
+    press Pause or space: interrupting the kernel does not (it plays while the kernel is
+    idle, and an idle kernel ignores an interrupt); ``close()`` stops it too.  Play needs the
+    kernel's event loop: in plain Python, step with ``tick()`` or ``run(frames)``.  The
     sliders write straight into the system: ``dt`` (its critical step for the chosen
     integrator is marked beside it, red once crossed), the integrator, ``k`` and the
     damping ratio ζ (or ``c``) per spring family (``system.families``), gravity, and wind
@@ -1048,6 +1141,18 @@ class Comparison(ipywidgets.VBox):
             self.tick()
         return not self._halted
 
+    def close(self) -> None:
+        """Pauses (the shared clock's timer stops) and closes every lane and control."""
+        if self.comm is None:
+            return  # closed already
+        self.player.stop()
+        for lane in self.lanes:
+            lane._closed = True
+        self.play.value = False
+        for lane in self.lanes:
+            lane.close()
+        _close_tree(self)
+
     def reset(self) -> None:
         """Every system back to t = 0."""
         self.play.value = False
@@ -1088,20 +1193,27 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
 
     Examples
     --------
-    Symplectic Euler stays bounded while explicit Euler, at the same ``dt``, gains energy
-    until it blows up:
+    Two integrators at one step, a tenth of symplectic Euler's critical step: symplectic
+    Euler stays bounded, while explicit Euler (whose own critical step is far shorter) gains
+    energy every step, until it blows up after about 2 s:
 
     >>> import msprings
     >>> from msprings import scenes
     >>> cloth = scenes.cloth(20)
-    >>> limit = cloth.critical_dt()  # s, symplectic Euler's critical step
-    >>> view = msprings.compare(cloth, cloth.copy(), dt=[0.5 * limit, 1.5 * limit],
-    ...                         labels=["dt = 0.5 × critical", "dt = 1.5 × critical"])
+    >>> dt = 0.1 * cloth.critical_dt()  # s, a tenth of symplectic Euler's critical step
+    >>> view = msprings.compare(cloth, cloth.copy(), dt=dt, integrator=["symplectic_euler", "explicit_euler"],
+    ...                         labels=["symplectic Euler", "explicit Euler"])
     >>> view.run(150)  # 5 s on the shared clock; in a notebook, show `view` and press Play
     False
-    >>> [round(system.t, 1) for system in view.systems]  # B blew up, rolled back, stopped
-    [5.0, 2.8]
+    >>> [round(system.t, 1) for system in view.systems]  # explicit Euler blew up, rolled back, stopped
+    [5.0, 2.1]
+
+    One integrator at two steps, either side of its critical step, works the same way:
+    ``dt=[0.5 * limit, 1.5 * limit]`` with ``limit = cloth.critical_dt()``.
     """
+    if len(systems) == 1 and isinstance(systems[0], (list, tuple)):
+        raise TypeError("systems must be passed as separate arguments: compare(a, b), or compare(*systems) "
+                        f"for a {type(systems[0]).__name__} of them")
     if len(systems) < 2:
         raise ValueError(f"compare needs at least two systems, got {len(systems)}")
     for index, system in enumerate(systems):
@@ -1112,6 +1224,8 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
     count = len(systems)
 
     def each(value: Any, name: str) -> list[Any]:
+        if isinstance(value, np.ndarray):  # an array of values, one per system, or a single one
+            value = value.tolist()
         if isinstance(value, (list, tuple)):
             if len(value) != count:
                 raise ValueError(f"{name} must be one value or {count} values (one per system), got {len(value)}")
@@ -1120,7 +1234,13 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
 
     if labels is None:
         labels = [chr(ord("A") + index) if index < 26 else str(index + 1) for index in range(count)]
-    labels = each(list(labels) if not isinstance(labels, str) else labels, "labels")
+    elif not isinstance(labels, str):
+        try:
+            labels = list(labels)
+        except TypeError:
+            raise TypeError(f"labels must be a sequence of strings, one per system, not "
+                            f"{type(labels).__name__}") from None
+    labels = each(labels, "labels")
     if not all(isinstance(label, str) for label in labels):
         raise TypeError("labels must be strings")
     options = [_checked(system, dt=step, integrator=name, steps_per_frame=None, damping=damping, fps=fps,

@@ -30,11 +30,14 @@ const FACE_COLOURS = Array.from({ length: FACE_SHADES }, (_, k) => {
 });
 
 // Clocks shared by the views of one player (one id per interact or compare), on this page.
-const CLOCKS = new Map();
+// On the page's global object: the front end loads this module once per widget, so a map of
+// the module's own would hold one clock per view.
+const CLOCKS = (globalThis.__mspringsClocks ??= new Map());
 function sharedClock(id) {
   let clock = CLOCKS.get(id);
   if (!clock) {
-    clock = { run: -1, time: 0, wall: 0, rate: 1, views: new Set() };
+    const serial = `${id}#${Math.random().toString(36).slice(2, 10)}`; // tells one clock object from another
+    clock = { run: -1, time: 0, wall: 0, rate: 1, views: new Set(), serial };
     CLOCKS.set(id, clock);
   }
   return clock;
@@ -891,6 +894,9 @@ function render({ model, el }) {
     shown = null;
     charted = frames[0].t;
     clock.views.add(view);
+    // Frames the kernel sent before this view drew (shown while playing, a reloaded page)
+    // will never be acknowledged: hello tells it to stop waiting for them.
+    model.send({ type: "hello" });
     if (raf === null) raf = requestAnimationFrame(animate);
   }
 
@@ -973,6 +979,8 @@ function render({ model, el }) {
     shown = { energy: a.energy, lab: a.lab, status: { ...(a.status || {}), time: Math.max(a.t, Math.min(time, b ? b.t : a.t)) } };
     canvas.dataset.playing = "true";
     canvas.dataset.underruns = String(underruns);
+    canvas.dataset.clock = clock.serial; // which clock object draws this view, and how many views share it
+    canvas.dataset.clockViews = String(clock.views.size);
     refit();
     draw();
   }
