@@ -823,6 +823,7 @@ class LiveControls(ipywidgets.Box):
         return {
             "time": float(system.t), "steps": int(system.steps), "dt": float(self.dt.value),
             "critical": critical if math.isfinite(critical) and not self._hidden() else None,
+            "hidden": self._hidden() and math.isfinite(critical) and critical > 0.0,
             "integrator": _LABELS.get(system.integrator, system.integrator),
         }
 

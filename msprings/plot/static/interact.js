@@ -670,8 +670,9 @@ function render({ model, el }) {
     if (status.dt !== undefined) {
       const critical = status.critical;
       const above = critical !== null && critical !== undefined && status.dt > critical;
-      g.fillStyle = above ? "#c62828" : "#2e7d32";
-      const limit = critical === null || critical === undefined ? "no stability limit"
+      g.fillStyle = status.hidden ? "#757575" : above ? "#c62828" : "#2e7d32";
+      const limit = status.hidden ? "critical step ?"
+        : critical === null || critical === undefined ? "no stability limit"
         : `critical ${format(critical)} s (${format(status.dt / critical)}×)`;
       g.fillText(`dt = ${format(status.dt)} s, ${limit}`, scene.x + 10, scene.y + 24);
     }
