@@ -449,6 +449,8 @@ def test_a_mystery_is_not_given_away_by_the_page() -> None:
             tick = live.lab.ruler_length / 100
             for height in live.view.lab["lines"].values():
                 assert height is None or abs(height / tick - round(height / tick)) < 1e-6
+            for point in live.view.lab["extent"]:
+                assert np.allclose(np.asarray(point) / tick, np.round(np.asarray(point) / tick), atol=1e-6)
         # What m g gives away: m from the gravity energy and the node's height, g from the arrow.
         y = np.frombuffer(live.view.positions, "<f4").reshape(-1, 3)[1, 1]
         if mystery == "mass":

@@ -891,6 +891,10 @@ class Lab:
             tick = self.ruler_length / 100.0
             lines = {name: None if value is None else float(np.round(value / tick) * tick)
                      for name, value in lines.items()}
+        extent = self._extent()
+        if self.mystery:  # its lowest point is twice the way down to the equilibrium: as coarse as the lines
+            tick = self.ruler_length / 100.0
+            extent = [[float(np.round(value / tick) * tick) for value in point] for point in extent]
         self.watch_label.value = f'<span style="font-variant-numeric:tabular-nums">{self.stopwatch:.2f} s</span>'
         self.readout.value = self._readout_html(period, amplitude)
         lab = {
@@ -898,7 +902,7 @@ class Lab:
             "lines": {name: lines.get(name) for name in LINES}, "up": [float(u) for u in self._up()],
             "stopwatch": {"time": self.stopwatch, "running": self._watch_running},
             "period": period, "amplitude": amplitude, "ruler_length": self.ruler_length,
-            "blown_up": not sane, "extent": self._extent(), "mystery": self.mystery,
+            "blown_up": not sane, "extent": extent, "mystery": self.mystery,
         }
         return arrows, trace, lab
 
