@@ -580,3 +580,17 @@ def test_the_equilibrium_line_is_solved_briefly_and_once_per_setting(monkeypatch
     assert live.view.lab["lines"]["equilibrium"] == pytest.approx(first)
     assert len(calls) == solved
     assert calls and all(budget is not None and budget <= 0.25 for budget in calls)
+
+
+def test_a_catch_up_frame_records_the_motion_in_between() -> None:
+    # Playing behind the clock, one frame may step many frames' worth: the trace still gets
+    # the measured node every steps_per_frame steps, as frame-by-frame playing records it.
+    caught_up = msprings.interact(scenes.lab_spring())
+    framed = msprings.interact(scenes.lab_spring())
+    per_frame = caught_up.steps_per_frame.value
+    assert caught_up._advance(30 * per_frame)
+    framed.run(30)
+    assert np.array_equal(caught_up.system.x, framed.system.x) and np.array_equal(caught_up.system.v, framed.system.v)
+    assert np.allclose(np.asarray(caught_up.lab._records), np.asarray(framed.lab._records), rtol=0, atol=1e-12)
+    assert len(caught_up.lab._records) == 30
+    assert caught_up.lab._lowest == pytest.approx(framed.lab._lowest, abs=1e-12)

@@ -349,6 +349,7 @@ class Lab:
         self._watch_start = 0.0
         self._watch_total = 0.0
         self._quiet = False
+        self._between: list[tuple[float, float, float, float]] = []  # records inside the last frame
         self._sent: list[tuple[float, float]] = []  # (monotonic s, kg) put on the mass slider from Python
         self._sent_gravity: list[tuple[float, float]] = []  # (monotonic s, m/s²) put on the gravity slider
         self._solved: dict[bytes, np.ndarray] = {}  # equilibria found, by the settings they hold for
@@ -769,6 +770,22 @@ class Lab:
             total, scale = self._energy_balance()
         return (total, scale) if math.isfinite(total) and math.isfinite(scale) else None
 
+    def step(self, dt: float, steps: int, per_frame: int) -> None:
+        """Steps the system ``steps`` times by ``dt`` (s), as :meth:`System.step` does (bit
+        for bit, all or nothing).  A frame that catches up more than ``per_frame`` steps
+        (playing behind the clock) is run recording the measured node every ``per_frame``
+        steps, so that the trace and the readout get its motion in between rather than a
+        straight line across it."""
+        system = self.system
+        if steps <= per_frame:
+            system.step(dt, steps)
+            return
+        record = system.run(dt, steps, record_every=per_frame, progress=False)
+        node = int(self.node.value)
+        times = np.asarray(record.times, dtype=float)[1:-1]
+        positions = np.asarray(record.positions, dtype=float)[1:-1, node]
+        self._between = [(float(time_), *map(float, position)) for time_, position in zip(times, positions)]
+
     def after_step(self) -> bool:
         """Records the measured node after a frame's steps; False when the state has blown up:
         a non-finite value, a spring stretched :data:`BLOW_UP_STRAIN` times its rest length,
@@ -776,6 +793,7 @@ class Lab:
         :data:`BLOW_UP_DRIFT` times the energies of the sane frames (a stable integrator keeps
         it within a few % of them)."""
         system = self.system
+        between, self._between = self._between, []
         with np.errstate(invalid="ignore", over="ignore"):
             strain = np.asarray(system.strain())
             finite = np.isfinite(system.x).all() and np.isfinite(system.v).all()
@@ -797,6 +815,11 @@ class Lab:
             self._balance = (self._balance[0], max(self._balance[1], scale))
         node = int(self.node.value)
         position = np.asarray(system.x[node], dtype=float)
+        if between and np.all(np.isfinite(between)):
+            self._records.extend(between)
+            heights = np.asarray(between)[:, 1:] @ self._up()
+            lowest = float(heights.min())
+            self._lowest = lowest if self._lowest is None else min(self._lowest, lowest)
         self._records.append((float(system.t), *position))
         del self._records[:-RECORD_LIMIT]
         height = float(position @ self._up())

@@ -668,7 +668,7 @@ class LiveControls(ipywidgets.Box):
             with warnings.catch_warnings():
                 # The controls show the stability verdict beside the dt slider.
                 warnings.simplefilter("ignore", StabilityWarning)
-                system.step(self.dt.value, steps)
+                self.lab.step(self.dt.value, steps, self.steps_per_frame.value)
         except _core.DivergenceError as error:
             self.play.value = False
             label = _LABELS.get(system.integrator, system.integrator)
