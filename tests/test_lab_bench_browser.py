@@ -103,6 +103,15 @@ def test_every_bench_control_renders_and_works_in_jupyterlab(lab: Lab, tmp_path:
         outputs = page.js("return Array.from(document.querySelectorAll('.jp-OutputArea-output'))"
                           ".map((e) => e.innerText).join(' ');")
         assert "0.1734" not in outputs and "173" not in outputs and "mass (kg): ?" in outputs
+        # The critical step (2 sqrt(m / k)) and the ledger would give the mass away: "?".
+        critical = float(page.python("print(live.system.critical_dt())"))
+        assert f"{critical:.3g}" not in outputs and "critical step for symplectic Euler: ? s" in outputs
+        assert "dissipated ? J" in outputs
+        page.click("Play")
+        page.wait(lambda: float(page.python("print(live.system.t)")) > 4.0, 60, "the mystery mass moving")
+        page.click("Pause")
+        page.js("arguments[0].scrollIntoView();", page.canvas)
+        page.screenshot(tmp_path / "lab-4-mystery-mass.png")
 
         # A quick run of swaps from Python: the slider's late answers leave the last one.
         page.python("for name in ('50 g', '250 g', '100 g'): live.masses.value = name\n"

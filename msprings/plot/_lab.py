@@ -20,7 +20,8 @@ from __future__ import annotations
 import html
 import math
 import time
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import ipywidgets
@@ -56,6 +57,8 @@ TRACE_SAMPLES = 400  # samples of the trace sent to the view
 RECORD_LIMIT = 4000  # samples of the chosen node's motion kept for the readout
 ECHO_SECONDS = 30.0  # how long a browser's late answer to a value set from Python is recognised
 EQUILIBRIUM_NODES = 500  # the largest network whose equilibrium line is solved for (a 22 x 22 cloth)
+SHRINK_FRAMES = 45  # frames (1.5 s at 30 fps) of short arrows before their unit is chosen smaller
+EQUILIBRIUM_BUDGET = 0.2  # s of computing for the equilibrium line after a change of the settings
 BLOW_UP_STRAIN = 100.0  # a spring 100 times longer than at rest: the picture is no longer the model
 BLOW_UP_DRIFT = 3.0  # the energy balance off by three times the energies of sane frames: not physics any more
 
@@ -103,13 +106,21 @@ def _checked_positive(value: Any, name: str) -> float:
     return float(value)
 
 
-def node_forces(system: System) -> dict[str, np.ndarray]:
+def node_forces(system: System, dt: float | None = None) -> dict[str, np.ndarray]:
     """The forces (N) on every node by cause, each shape (n, 3), with velocity and acceleration.
 
     ``spring``: k (l - L) along each spring; ``damper``: c (v_j - v_i).n along it; ``gravity``:
-    m g; ``net``: the total force the integrator uses (:meth:`System.update_forces`, which
-    also holds drag, wind, contacts and the external force); ``other``: net minus the three
-    named ones; ``velocity`` (m/s); ``acceleration`` = net / m (m/s²), zero on pinned nodes.
+    m g; ``net``: the total force on the node (:meth:`System.update_forces`, which holds drag,
+    wind and the external force, plus the push and friction of a collider on a node touching
+    it); ``other``: net minus the three named ones; ``velocity`` (m/s); ``acceleration`` =
+    net / m (m/s²), zero on pinned nodes.
+
+    A collider's push is not a force of the model but a correction of the step, so for the
+    nodes touching a collider it is measured: a copy of the system takes one step of ``dt``
+    (s; default a hundredth of the critical step, at most 1 ms) and the contact force is
+    m (v' - v) / dt - F, what the node's change of velocity asks for beyond the model's
+    forces F.  The arrows of a node resting on a floor then add up to zero, those of a
+    node sliding on it to the friction that slows it.
     """
     x, v = np.asarray(system.x), np.asarray(system.v)
     springs = np.asarray(system.springs)
@@ -135,6 +146,7 @@ def node_forces(system: System) -> dict[str, np.ndarray]:
     free = ~np.asarray(system.pinned, dtype=bool)
     gravity = mass[:, None] * np.asarray(system.gravity, dtype=float)[None, :]
     net = np.array(system.update_forces(), dtype=float)
+    net += _contact_forces(system, net, free, dt)
     for array in (spring, damper, gravity, net):
         array[~free] = 0.0
     acceleration = np.zeros((n, 3))
@@ -143,14 +155,54 @@ def node_forces(system: System) -> dict[str, np.ndarray]:
             "net": net, "velocity": np.where(free[:, None], v, 0.0), "acceleration": acceleration}
 
 
+def _contact_forces(system: System, force: np.ndarray, free: np.ndarray, dt: float | None) -> np.ndarray:
+    """The force (N), shape (n, 3), of the colliders on the free nodes touching one (within
+    its thickness and a step's travel of its surface), measured over one step of a copy:
+    m (v' - v) / dt - ``force``; zero elsewhere."""
+    n = system.n_nodes
+    contact = np.zeros((n, 3))
+    if not system.colliders or not free.any():
+        return contact
+    x, v = np.asarray(system.x, dtype=float), np.asarray(system.v, dtype=float)
+    if dt is None:
+        with np.errstate(all="ignore"):
+            critical = float(system.critical_dt())
+        dt = min(1e-3, 0.01 * critical) if math.isfinite(critical) and critical > 0 else 1e-3
+    reach = np.linalg.norm(v, axis=1) * dt + 1e-9
+    touching = np.zeros(n, dtype=bool)
+    with np.errstate(all="ignore"):
+        for collider in system.colliders:
+            touching |= collider.distance(x) <= float(collider.thickness) + reach + 1e-6
+    touching &= free & np.isfinite(x).all(axis=1)
+    if not touching.any():
+        return contact
+    probe = system.copy()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            probe.step(dt)
+    except Exception:  # a probe step that diverges: no contact arrow rather than a wrong one
+        return contact
+    mass = np.asarray(system.mass, dtype=float)[touching, None]
+    change = (np.asarray(probe.v, dtype=float)[touching] - v[touching]) / dt
+    contact[touching] = mass * change - force[touching]
+    return contact
+
+
 def measure_oscillation(times: np.ndarray, positions: np.ndarray) -> tuple[float | None, float | None, np.ndarray]:
     """Period (s) and amplitude (m) of a node's oscillation, from its sampled positions.
 
     The displacement is taken along the direction in which the node moves most (the first
-    principal axis of its positions), about the middle of its range.  The period is the
-    mean time between its last upward zero crossings (up to four cycles; each crossing
-    interpolated linearly between samples), the amplitude half the range of the last full
-    cycle.  None where there is not yet a full cycle.
+    principal axis of its positions), about the middle of its range.  Its swings are the
+    moves between its turning points (each refined by a parabola through its three samples)
+    that span more than 1 % of the largest; small wiggles are ignored.  Each upward swing
+    crosses its own midline, the mean of the low before it and the high after it: for a
+    damped oscillation, which shrinks by the same factor every cycle, these crossings come
+    exactly one damped period 2 pi / omega_d apart, wherever the motion started.  The
+    period is the mean time between the last crossings (up to four cycles; each crossing
+    interpolated linearly between samples), the amplitude half the last full swing.  None
+    before two crossings, and again once no crossing has come for two periods (the motion
+    has died away).
 
     Returns
     -------
@@ -173,15 +225,57 @@ def measure_oscillation(times: np.ndarray, positions: np.ndarray) -> tuple[float
         axis = -axis
     s = centred @ axis
     s = s - 0.5 * (s.max() + s.min())
-    up = np.flatnonzero((s[:-1] < 0.0) & (s[1:] >= 0.0))
-    crossings = t[up] + (t[up + 1] - t[up]) * (-s[up]) / (s[up + 1] - s[up])
+    swings = _turning_points(t, s, 0.01 * float(np.ptp(s)))
+    crossings: list[float] = []
+    heights: list[float] = []
+    for (i0, _, low), (i1, _, high) in zip(swings[:-1], swings[1:]):
+        if high <= low:
+            continue  # a downward swing
+        level = 0.5 * (low + high)
+        segment = s[i0:i1 + 1]
+        up = np.flatnonzero((segment[:-1] < level) & (segment[1:] >= level))
+        if up.size == 0:
+            continue
+        k = i0 + int(up[0])
+        crossings.append(t[k] + (t[k + 1] - t[k]) * (level - s[k]) / (s[k + 1] - s[k]))
+        heights.append(high - low)
     if len(crossings) < 2:
         return None, None, s
-    last = crossings[-5:]
+    last = np.asarray(crossings[-5:])
     period = float((last[-1] - last[0]) / (len(last) - 1))
-    cycle = (t >= crossings[-2]) & (t <= crossings[-1])
-    amplitude = float(0.5 * (s[cycle].max() - s[cycle].min())) if np.count_nonzero(cycle) > 1 else None
-    return period, amplitude, s
+    if t[-1] - last[-1] > 2.0 * period:
+        return None, None, s
+    return period, 0.5 * heights[-1], s
+
+
+def _turning_points(t: np.ndarray, s: np.ndarray, least: float) -> list[tuple[int, float, float]]:
+    """The turning points of ``s`` (index, time s, value m), alternately highs and lows,
+    whose swings from one to the next are at least ``least`` (m); their values are the vertex
+    of a parabola through the sample and its neighbours."""
+    sign = np.sign(np.diff(s))
+    nonzero = np.flatnonzero(sign)
+    if nonzero.size < 2:
+        return []
+    before = sign[nonzero[:-1]]
+    change = before != sign[nonzero[1:]]
+    points: list[tuple[int, float, float]] = []
+    kinds: list[bool] = []
+    for k, high in zip(nonzero[1:][change], before[change] > 0):
+        a, b, c = s[k - 1], s[k], s[k + 1]
+        curve = a - 2.0 * b + c
+        shift = 0.5 * (a - c) / curve if curve != 0.0 else 0.0
+        value = float(b - 0.25 * (a - c) * shift) if abs(shift) <= 1.0 else float(b)
+        point = (int(k), float(t[k]), value)
+        if not points:
+            points.append(point)
+            kinds.append(bool(high))
+        elif kinds[-1] == high:  # a small swing between was skipped: keep the farther turn
+            if (value > points[-1][2]) == high:
+                points[-1] = point
+        elif abs(value - points[-1][2]) >= least:
+            points.append(point)
+            kinds.append(bool(high))
+    return points
 
 
 def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200,
@@ -245,6 +339,8 @@ class Lab:
         self._lowest: float | None = None
         self._equilibrium: np.ndarray | None | bool = False  # False: not computed for these settings
         self._units: dict[str, float | None] = {"force": None, "velocity": None, "acceleration": None}
+        self._small = {"force": 0, "velocity": 0, "acceleration": 0}  # frames with every arrow under 1/3 unit
+        self._largest: dict[str, float] = {}  # the largest unit chosen for each kind of arrow
         self._sample = np.zeros(0, dtype=np.int64)
         self._sane: dict[str, Any] | None = None
         self._balance: tuple[float, float] | None = self._start_balance()
@@ -253,8 +349,12 @@ class Lab:
         self._watch_start = 0.0
         self._watch_total = 0.0
         self._quiet = False
+        self._between: list[tuple[float, float, float, float]] = []  # records inside the last frame
         self._sent: list[tuple[float, float]] = []  # (monotonic s, kg) put on the mass slider from Python
         self._sent_gravity: list[tuple[float, float]] = []  # (monotonic s, m/s²) put on the gravity slider
+        self._solved: dict[bytes, np.ndarray] = {}  # equilibria found, by the settings they hold for
+        self._rest: np.ndarray | None = None  # the nodes at rest length (m), solved when first drawn
+        self._hidden_on: tuple[int, float] | None = None  # the node with the mystery mass, and its own mass (kg)
 
         typical = float(np.median(system.mass[free])) if free.size else 1.0
         self._reference_mass = float(system.mass[node]) if system.mass[node] > 0 else typical
@@ -283,7 +383,8 @@ class Lab:
                 raise TypeError(f"show[{name!r}] must be True or False, not {type(value).__name__}")
             self.show[name].value = bool(value)
         style = {"description_width": "128px"}
-        self.node = ipywidgets.BoundedIntText(value=node, min=0, max=system.n_nodes - 1, description="measured node",
+        low, high = (int(free.min()), int(free.max())) if free.size else (0, system.n_nodes - 1)
+        self.node = ipywidgets.BoundedIntText(value=node, min=low, max=high, description="measured node",
                                               style=style, layout={"width": "220px"})
         mass = float(system.mass[node])
         self.mass = ipywidgets.FloatLogSlider(
@@ -395,8 +496,32 @@ class Lab:
         if publish:
             self.publish_alone()
 
+    def _mass_changed(self) -> None:
+        """A node's mass changed: the readout starts again, the damping sliders keep their
+        damping ratio (c follows the mass, as it follows k), the critical step is recomputed."""
+        live = self.live
+        self._changed()
+        if live.damping_mode == "zeta":
+            for family, slider in live.damping.items():
+                live._apply_ratio(family, slider.value)
+        live._update_critical()
+
     def _on_node(self, change: Mapping[str, Any]) -> None:
         node = int(change["new"])
+        pinned = np.asarray(self.system.pinned, dtype=bool)
+        if pinned[node] and not pinned.all():
+            # A pinned node does not move: the box skips to the next free node the way it went.
+            free = np.flatnonzero(~pinned)
+            ahead = free[free > node] if node >= int(change["old"]) else free[free < node][::-1]
+            self.node.value = int(ahead[0]) if ahead.size else int(change["old"])
+            return
+        if self.masses.value == MYSTERY and self._hidden_on is not None and self._hidden_on[0] != node:
+            # The mystery mass moves with the measured node; the old node gets its own back.
+            old, own = self._hidden_on
+            self.system.mass[old] = own
+            self._hidden_on = (node, float(self.system.mass[node]))
+            self.system.mass[node] = self._mystery_mass
+            self._mass_changed()
         self._changed()
         self._choose_sample()
         mass = float(self.system.mass[node])
@@ -446,28 +571,29 @@ class Lab:
             return  # the browser's answer to what is already so
         self.system.mass[node] = mass
         self.masses.value = matching[0] if matching else None
-        self._changed()
-        self.live._update_critical()
+        self._mass_changed()
 
     def _on_masses(self, change: Mapping[str, Any]) -> None:
         name = change["new"]
         if name is None:
             return
+        node = int(self.node.value)
         if name == MYSTERY:
-            self.system.mass[int(self.node.value)] = self._mystery_mass
+            if self._hidden_on is None or self._hidden_on[0] != node:
+                self._hidden_on = (node, float(self.system.mass[node]))
+            self.system.mass[node] = self._mystery_mass
             self.mass.disabled = True
             self.mass.readout = False
             self.mass.description = "mass (kg): ?"
-            self._changed()
-            self.live._update_critical()
+            self._mass_changed()
             return
+        self._hidden_on = None
         self.mass.disabled = False
         self.mass.readout = True
         self.mass.description = "mass (kg)"
         if math.isclose(self.mass.value, self.presets[name], rel_tol=1e-6):
             self.system.mass[int(self.node.value)] = self.presets[name]
-            self._changed()
-            self.live._update_critical()
+            self._mass_changed()
         else:
             self._show_mass(self.presets[name])
 
@@ -486,11 +612,12 @@ class Lab:
             live.gravity.readout = False
             live.gravity.description = "gravity (m/s²): ?"
             self._changed()
-            live._publish()
+            live._show_verdict()  # publishes, with the energies veiled
             return
         live.gravity.disabled = False
         live.gravity.readout = True
         live.gravity.description = "gravity (m/s²)"
+        live._show_verdict()
         if live.gravity.value == GRAVITY_PRESETS[name]:
             live.system.gravity = GRAVITY_PRESETS[name] * live._gravity_direction
             self._changed()
@@ -544,6 +671,27 @@ class Lab:
                                f'{html.escape(PLANET_X)}: g = {self._mystery_gravity:.4g} m/s²</div>')
         return {"mass": self._mystery_mass, "gravity": self._mystery_gravity}
 
+    @property
+    def mystery(self) -> bool:
+        """True while a hidden value acts: the mystery mass is on the measured node or the
+        mystery planet is chosen.  The page is then sent nothing that gives it away more
+        closely than the ruler and the stopwatch measure it (see :meth:`veil`)."""
+        return self.masses.value == MYSTERY or self.planet.value == PLANET_X
+
+    def veil(self, values: Sequence[float | None]) -> list[float | None]:
+        """Energies (J) for the page: as they are, or while :attr:`mystery` is on, rounded to
+        a step of a twentieth or more of the largest of them (so that m g h, 1/2 m v² or the
+        ledger do not give the hidden mass or gravity to better than a few %)."""
+        if not self.mystery:
+            return list(values)
+        finite = [abs(value) for value in values if value is not None and math.isfinite(value)]
+        size = max(finite, default=0.0)
+        if size == 0.0:
+            return list(values)
+        step = _nice(size / 20.0)
+        return [None if value is None else (float(np.round(value / step) * step) if math.isfinite(value) else value)
+                for value in values]
+
     def measurement(self) -> tuple[float | None, float | None]:
         """The period (s) and amplitude (m) of the measured node, see :func:`measure_oscillation`."""
         if len(self._records) < 3:
@@ -564,12 +712,47 @@ class Lab:
         """The heights (m, along -gravity) of the reference lines through the measured node."""
         node = int(self.node.value)
         up = self._up()
-        if self._equilibrium is False:
-            self._equilibrium = equilibrium(self.system)
-        resting = self._equilibrium
-        return {"rest": float(self._initial[node] @ up),
+        resting = self._resting()
+        return {"rest": float(self._rest_positions()[node] @ up),
                 "equilibrium": None if resting is None or resting is False else float(resting[node] @ up),
                 "lowest": self._lowest}
+
+    def _resting(self) -> np.ndarray | None:
+        """The equilibrium (m) under the present settings, solved with a short budget
+        (:data:`EQUILIBRIUM_BUDGET`, so that a slider dragged while playing does not stall
+        the frames) and kept for each setting it was found for, so that going back to a
+        mass, k or planet already seen costs nothing."""
+        if self._equilibrium is False:
+            system = self.system
+            pinned = np.asarray(system.pinned, dtype=bool)
+            key = b"".join(np.ascontiguousarray(array, dtype=float).tobytes() for array in (
+                system.mass, system.k, system.rest, pinned, np.asarray(system.x)[pinned], system.gravity,
+                system.external)) + repr([collider.describe() for collider in system.colliders]).encode()
+            found = self._solved.get(key)
+            if found is None:
+                found = equilibrium(system, budget=EQUILIBRIUM_BUDGET)
+                if found is not None:
+                    self._solved[key] = found
+                    while len(self._solved) > 64:
+                        self._solved.pop(next(iter(self._solved)))
+            self._equilibrium = found
+        return None if self._equilibrium is False else self._equilibrium
+
+    def _rest_positions(self) -> np.ndarray:
+        """Where the nodes sit with the springs at rest length (m), shape (n, 3): the initial
+        state let settle without gravity, wind or external force (a lab spring started
+        stretched shortens to its rest length; a model started at rest stays where it is).
+        Solved once: the springs' rest lengths do not change on the bench."""
+        if self._rest is None:
+            probe = self.system.copy()
+            probe.x[:] = self._initial
+            probe.v[:] = 0.0
+            probe.gravity = (0.0, 0.0, 0.0)
+            probe.wind = (0.0, 0.0, 0.0)
+            probe.external[:] = 0.0
+            settled = equilibrium(probe, budget=EQUILIBRIUM_BUDGET) if np.any(probe.pinned) else None
+            self._rest = self._initial if settled is None else settled
+        return self._rest
 
     # -- each frame ----------------------------------------------------------------------
     def _energy_balance(self) -> tuple[float, float]:
@@ -587,6 +770,22 @@ class Lab:
             total, scale = self._energy_balance()
         return (total, scale) if math.isfinite(total) and math.isfinite(scale) else None
 
+    def step(self, dt: float, steps: int, per_frame: int) -> None:
+        """Steps the system ``steps`` times by ``dt`` (s), as :meth:`System.step` does (bit
+        for bit, all or nothing).  A frame that catches up more than ``per_frame`` steps
+        (playing behind the clock) is run recording the measured node every ``per_frame``
+        steps, so that the trace and the readout get its motion in between rather than a
+        straight line across it."""
+        system = self.system
+        if steps <= per_frame:
+            system.step(dt, steps)
+            return
+        record = system.run(dt, steps, record_every=per_frame, progress=False)
+        node = int(self.node.value)
+        times = np.asarray(record.times, dtype=float)[1:-1]
+        positions = np.asarray(record.positions, dtype=float)[1:-1, node]
+        self._between = [(float(time_), *map(float, position)) for time_, position in zip(times, positions)]
+
     def after_step(self) -> bool:
         """Records the measured node after a frame's steps; False when the state has blown up:
         a non-finite value, a spring stretched :data:`BLOW_UP_STRAIN` times its rest length,
@@ -594,6 +793,7 @@ class Lab:
         :data:`BLOW_UP_DRIFT` times the energies of the sane frames (a stable integrator keeps
         it within a few % of them)."""
         system = self.system
+        between, self._between = self._between, []
         with np.errstate(invalid="ignore", over="ignore"):
             strain = np.asarray(system.strain())
             finite = np.isfinite(system.x).all() and np.isfinite(system.v).all()
@@ -615,6 +815,11 @@ class Lab:
             self._balance = (self._balance[0], max(self._balance[1], scale))
         node = int(self.node.value)
         position = np.asarray(system.x[node], dtype=float)
+        if between and np.all(np.isfinite(between)):
+            self._records.extend(between)
+            heights = np.asarray(between)[:, 1:] @ self._up()
+            lowest = float(heights.min())
+            self._lowest = lowest if self._lowest is None else min(self._lowest, lowest)
         self._records.append((float(system.t), *position))
         del self._records[:-RECORD_LIMIT]
         height = float(position @ self._up())
@@ -631,6 +836,8 @@ class Lab:
         """Forgets the measurement, the lowest point and the blow-up; zeroes the stopwatch."""
         self._changed()
         self._units = {"force": None, "velocity": None, "acceleration": None}
+        self._small = dict.fromkeys(self._small, 0)
+        self._largest = {}
         self.blown_up = False
         self._sane = None
         self._watch_total = 0.0
@@ -686,9 +893,13 @@ class Lab:
         wanted = [name for name in ARROWS if shown[name]]
         arrows: bytes | None = None
         if wanted and sane and self._sample.size:
-            forces = node_forces(system)
+            critical = self.live._critical
+            probe = min(1e-3, 0.01 * critical) if math.isfinite(critical) and critical > 0 else 1e-3
+            forces = node_forces(system, probe)
             block = np.stack([forces[name][self._sample] for name in ARROWS], axis=1)
             self._rescale(block)
+            if self.mystery:
+                block = self._rounded(block)
             arrows = np.clip(block, -1e30, 1e30).astype("<f4").tobytes()
         elif not sane:
             arrows = b""
@@ -699,6 +910,14 @@ class Lab:
             _, _, displacement = measure_oscillation(record[:, 0], record[:, 1:])
             trace = np.column_stack([record[:, 0], displacement]).astype("<f4").tobytes()
         lines = self.lines() if (shown["rest"] or shown["equilibrium"] or shown["lowest"]) else {}
+        if self.mystery:  # as closely as the ruler reads them: half its smallest division
+            tick = self.ruler_length / 100.0
+            lines = {name: None if value is None else float(np.round(value / tick) * tick)
+                     for name, value in lines.items()}
+        extent = self._extent()
+        if self.mystery:  # its lowest point is twice the way down to the equilibrium: as coarse as the lines
+            tick = self.ruler_length / 100.0
+            extent = [[float(np.round(value / tick) * tick) for value in point] for point in extent]
         self.watch_label.value = f'<span style="font-variant-numeric:tabular-nums">{self.stopwatch:.2f} s</span>'
         self.readout.value = self._readout_html(period, amplitude)
         lab = {
@@ -706,7 +925,7 @@ class Lab:
             "lines": {name: lines.get(name) for name in LINES}, "up": [float(u) for u in self._up()],
             "stopwatch": {"time": self.stopwatch, "running": self._watch_running},
             "period": period, "amplitude": amplitude, "ruler_length": self.ruler_length,
-            "blown_up": not sane, "extent": self._extent(),
+            "blown_up": not sane, "extent": extent, "mystery": self.mystery,
         }
         return arrows, trace, lab
 
@@ -719,25 +938,42 @@ class Lab:
             top = list(self.live.view.ruler)
             points += [top, [top[0], top[1] - self.ruler_length, top[2]]]
         if np.count_nonzero(~np.asarray(self.system.pinned, dtype=bool)) == 1:
-            if self._equilibrium is False:
-                self._equilibrium = equilibrium(self.system)
-            if self._equilibrium is not None and self._equilibrium is not False:
+            if self._resting() is not None:
                 node = int(self.node.value)
                 low = 2.0 * self._equilibrium[node] - self._initial[node]
                 points.append([float(value) for value in low])
         return points
 
+    def _rounded(self, block: np.ndarray) -> np.ndarray:
+        """The arrows rounded to a tenth of their unit in the key (while a mystery is on, so
+        that the gravity arrow does not give m g, nor the acceleration arrow m, exactly)."""
+        block = np.array(block)
+        for name, columns in (("force", slice(0, 5)), ("velocity", slice(5, 6)), ("acceleration", slice(6, 7))):
+            unit = self._units[name]
+            if unit:
+                block[:, columns] = np.round(block[:, columns] / (0.1 * unit)) * (0.1 * unit)
+        return block
+
     def _rescale(self, block: np.ndarray) -> None:
         """Chooses the arrow units (a unit arrow is 40 px long): a round value about half the
-        largest arrow, chosen again only when an arrow grows past three units."""
+        largest arrow, chosen again when an arrow grows past three units or when every arrow
+        has stayed below a third of a unit for :data:`SHRINK_FRAMES` frames."""
         groups = {"force": block[:, :5], "velocity": block[:, 5:6], "acceleration": block[:, 6:7]}
         for name, vectors in groups.items():
             size = float(np.max(np.linalg.norm(vectors, axis=2), initial=0.0))
             if not math.isfinite(size) or size <= 0.0:
                 continue
             unit = self._units[name]
-            if unit is None or size > 3.0 * unit:
-                self._units[name] = _nice(size / 2.0)
+            if unit is not None and size < unit / 3.0:
+                # Every arrow short for a while (the motion died down): a smaller unit again.
+                self._small[name] += 1
+            else:
+                self._small[name] = 0
+            if unit is None or size > 3.0 * unit or self._small[name] > SHRINK_FRAMES:
+                # Not below a thousandth of the largest unit: a resting node's round-off stays invisible.
+                self._units[name] = max(_nice(size / 2.0), 1e-3 * self._largest.get(name, 0.0))
+                self._largest[name] = max(self._largest.get(name, 0.0), self._units[name])
+                self._small[name] = 0
 
     def _readout_html(self, period: float | None, amplitude: float | None) -> str:
         node = int(self.node.value)

@@ -639,6 +639,14 @@ class LiveControls(ipywidgets.Box):
         self._critical = self.system.critical_dt()
         self._show_verdict()
 
+    def _hidden(self) -> bool:
+        """True while the lab bench hides a mystery mass or gravity: then the critical step
+        (which gives the mass) and the energies are not shown exactly."""
+        return hasattr(self, "lab") and self.lab.mystery
+
+    def _critical_text(self, critical: float) -> str:
+        return "?" if self._hidden() else f"{critical:.3g}"
+
     def _show_verdict(self) -> None:
         """The critical step of the chosen integrator under the dt slider, red once dt is above it."""
         name = self.system.integrator
@@ -646,6 +654,15 @@ class LiveControls(ipywidgets.Box):
         critical, dt = self._critical, self.dt.value
         above = dt > critical
         colour = _DANGER_COLOUR if above else _SAFE_COLOUR
+        if self._hidden() and math.isfinite(critical) and critical > 0.0:
+            # The critical step gives the mystery mass (2 sqrt(m / k) for one spring): hidden.
+            colour = "#757575"
+            self.dt.style.handle_color = colour
+            self.critical.value = (
+                f'<div style="margin-left:{_TRACK_LEFT}px;line-height:1.3;font-size:12px">'
+                f'<span style="color:{colour}">critical step for {label}: ? s (hidden with a mystery on)</span></div>')
+            self._publish()
+            return
         if math.isinf(critical):
             text = f"{label} is stable at any dt"
         elif critical == 0.0:
@@ -686,9 +703,10 @@ class LiveControls(ipywidgets.Box):
         rows = []
         for title, parts, colour in (("dissipated", DISSIPATION_PARTS, "#8e5ea2"), ("work", WORK_PARTS, "#b8860b")):
             total = sum(getattr(ledger, name) for name in parts)
-            shown = ", ".join(f"{name} {_joules(getattr(ledger, name))}" for name in parts
-                              if getattr(ledger, name) != 0.0)
-            rows.append(f'<tr><td style="color:{colour};padding-right:10px"><b>{title}</b> {_joules(total)} J</td>'
+            shown = ", ".join(f"{name} {'?' if self._hidden() else _joules(getattr(ledger, name))}"
+                              for name in parts if getattr(ledger, name) != 0.0)
+            amount = "?" if self._hidden() else _joules(total)
+            rows.append(f'<tr><td style="color:{colour};padding-right:10px"><b>{title}</b> {amount} J</td>'
                         f'<td style="color:#555">{shown or "none yet"}</td></tr>')
         return f'<table style="font-size:12px;line-height:1.4">{"".join(rows)}</table>'
 
@@ -725,12 +743,12 @@ class LiveControls(ipywidgets.Box):
             with warnings.catch_warnings():
                 # The controls show the stability verdict beside the dt slider.
                 warnings.simplefilter("ignore", StabilityWarning)
-                system.step(self.dt.value, steps)
+                self.lab.step(self.dt.value, steps, self.steps_per_frame.value)
         except _core.DivergenceError as error:
             self.play.value = False
             label = _LABELS.get(system.integrator, system.integrator)
             critical = system.critical_dt()
-            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
+            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
                       if self.dt.value > critical else "the state became non-finite")
             self._set_message(
                 f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
@@ -747,7 +765,7 @@ class LiveControls(ipywidgets.Box):
             self._publish()
             label = _LABELS.get(system.integrator, system.integrator)
             critical = system.critical_dt()
-            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {critical:.3g} s"
+            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
                       if self.dt.value > critical else "a spring stretched to over a hundred times its rest length")
             self._set_message(
                 f"{label} blew up", f"by t = {system.t:.4g} s: {reason}. {self.lab.blow_up_note()} Lower dt or "
@@ -852,7 +870,10 @@ class LiveControls(ipywidgets.Box):
         shown, _sample = self._record()
         strain = self._strain()
         # float32 holds up to 3.4e38; a blown-up ledger is drawn at the edge of that range.
-        recent = np.clip(np.asarray(self._history[-_CHART_SAMPLES:]), -1e30, 1e30).astype("<f4")
+        recent = np.asarray(self._history[-_CHART_SAMPLES:], dtype=float).reshape(-1, 1 + len(ENERGY_BARS))
+        if hasattr(self, "lab") and self.lab.mystery:
+            recent = np.array([[row[0], *self.lab.veil(row[1:])] for row in recent.tolist()]).reshape(recent.shape)
+        recent = np.clip(recent, -1e30, 1e30).astype("<f4")
         self.breakdown.value = self._breakdown_table()
         with self.view.hold_sync():
             if full:
@@ -877,6 +898,9 @@ class LiveControls(ipywidgets.Box):
         if not self._history or self._history[-1][0] != sample[0]:
             self._history.append(sample)
             del self._history[:-HISTORY_LIMIT]
+        if hasattr(self, "lab") and self.lab.mystery:  # the page gets no closer look at a hidden value
+            shown = dict(zip(ENERGY_BARS, self.lab.veil(list(shown.values()))))
+            sample = (sample[0], *self.lab.veil(sample[1:]))
         return shown, sample
 
     def _strain(self) -> np.ndarray:
@@ -888,7 +912,8 @@ class LiveControls(ipywidgets.Box):
         system, critical = self.system, self._critical
         return {
             "time": float(system.t), "steps": int(system.steps), "dt": float(self.dt.value),
-            "critical": critical if math.isfinite(critical) else None,
+            "critical": critical if math.isfinite(critical) and not self._hidden() else None,
+            "hidden": self._hidden() and math.isfinite(critical) and critical > 0.0,
             "integrator": _LABELS.get(system.integrator, system.integrator),
         }
 
@@ -1008,6 +1033,9 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
                        fps=fps, azimuth=azimuth, elevation=elevation, width=width, height=height)
     if node is not None:
         node = _integer(node, "node", 0, system.n_nodes - 1)
+        if system.pinned[node] and not np.all(system.pinned):
+            raise ValueError(f"node {node} is pinned: it cannot move, so there is nothing to measure; "
+                             "choose a free node")
     _positive_number(mystery_mass, "mystery_mass", allow_none=True)
     _positive_number(mystery_gravity, "mystery_gravity", allow_none=True)
     if show is not None:

@@ -673,8 +673,9 @@ function render({ model, el }) {
     if (status.dt !== undefined) {
       const critical = status.critical;
       const above = critical !== null && critical !== undefined && status.dt > critical;
-      g.fillStyle = above ? "#c62828" : "#2e7d32";
-      const limit = critical === null || critical === undefined ? "no stability limit"
+      g.fillStyle = status.hidden ? "#757575" : above ? "#c62828" : "#2e7d32";
+      const limit = status.hidden ? "critical step ?"
+        : critical === null || critical === undefined ? "no stability limit"
         : `critical ${format(critical)} s (${format(status.dt / critical)}×)`;
       g.fillText(`dt = ${format(status.dt)} s, ${limit}`, scene.x + 10, scene.y + 24);
     }
@@ -718,6 +719,9 @@ function render({ model, el }) {
     g.fillText("Energy (J)", x0 + 12, 10);
     const energy = current("energy") || {};
     const values = ENERGY.map(([key]) => energy[key] ?? NaN);
+    // With a mystery mass or planet on, the numbers would give it away: the bars stay, rounded.
+    const hidden = Boolean((current("lab") || {}).mystery);
+    const number = (v) => (hidden ? "?" : format(v));
     widen(energyRange, [0, ...values]);
     const [lo, hi] = energyRange;
     const span = hi - lo || 1;
@@ -733,14 +737,18 @@ function render({ model, el }) {
       g.fillStyle = "#222";
       g.font = SMALL;
       g.textAlign = "center";
-      // The value sits at the end of its bar, kept inside the panel, on a white halo.
-      const end = v >= 0 ? Math.min(y0, y1) - 2 : Math.max(y0, y1) + 2;
+      // The value sits at the end of its bar, kept inside the panel, on a white halo; a value
+      // wider than its slot (e.g. "0.00554") moves every other one a line further out, so that
+      // neighbours do not run into each other.
+      const wide = ENERGY.some((_, j) => g.measureText(number(values[j])).width > slot - 4);
+      const stagger = wide && k % 2 ? 12 : 0;
+      const end = v >= 0 ? Math.min(y0, y1) - 2 - stagger : Math.max(y0, y1) + 2 + stagger;
       g.textBaseline = v >= 0 ? "bottom" : "top";
-      const at = v >= 0 ? Math.max(end, top - 2) : Math.min(end, bottom - 14);
+      const at = v >= 0 ? Math.max(end, top - 2 - stagger) : Math.min(end, bottom - 14 - stagger);
       g.lineWidth = 3;
       g.strokeStyle = "rgba(255,255,255,0.9)";
-      g.strokeText(format(v), cx, at);
-      g.fillText(format(v), cx, at);
+      g.strokeText(number(v), cx, at);
+      g.fillText(number(v), cx, at);
       g.save();
       g.translate(cx, bottom + 6);
       g.textBaseline = "top";
@@ -754,7 +762,7 @@ function render({ model, el }) {
     g.textBaseline = "top";
     g.fillStyle = TOTAL_COLOUR;
     g.fillText("kinetic + spring + gravity", x0 + 12, scene.h - 34);
-    g.fillText(`+ dissipated − work = ${format(total)}`, x0 + 12, scene.h - 19);
+    g.fillText(`+ dissipated − work = ${number(total)}`, x0 + 12, scene.h - 19);
   }
 
   function drawChart() {
