@@ -747,7 +747,7 @@ class LiveControls(ipywidgets.Box):
         except _core.DivergenceError as error:
             self.play.value = False
             label = _LABELS.get(system.integrator, system.integrator)
-            critical = system.critical_dt()
+            critical = self._critical  # the step shown beside the dt slider, not that of the wild state
             reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
                       if self.dt.value > critical else "the state became non-finite")
             self._set_message(
@@ -764,7 +764,7 @@ class LiveControls(ipywidgets.Box):
             self.play.value = False
             self._publish()
             label = _LABELS.get(system.integrator, system.integrator)
-            critical = system.critical_dt()
+            critical = self._critical  # the step shown beside the dt slider, not that of the wild state
             reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
                       if self.dt.value > critical else "a spring stretched to over a hundred times its rest length")
             self._set_message(
