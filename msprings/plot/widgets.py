@@ -746,14 +746,10 @@ class LiveControls(ipywidgets.Box):
                 self.lab.step(self.dt.value, steps, self.steps_per_frame.value)
         except _core.DivergenceError as error:
             self.play.value = False
-            label = _LABELS.get(system.integrator, system.integrator)
-            critical = self._critical  # the step shown beside the dt slider, not that of the wild state
-            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
-                      if self.dt.value > critical else "the state became non-finite")
-            self._set_message(
-                f"{label} blew up", f"at t = {error.time:.4g} s (step {error.step}): {reason}. The system is as "
-                f"it was before this frame (t = {system.t:.4g} s): lower dt or change the integrator and play "
-                f"on, or press Reset. {self.lab.blow_up_note()}".strip())
+            self._set_message(*self._blow_up(
+                f"at t = {error.time:.4g} s (step {error.step})", "the state became non-finite",
+                f"The system is as it was before this frame (t = {system.t:.4g} s): lower dt or change the "
+                f"integrator and play on, or press Reset. {self.lab.blow_up_note()}".strip()))
             self._publish()
             return False
         except ValueError as error:
@@ -763,15 +759,19 @@ class LiveControls(ipywidgets.Box):
         if not self.lab.after_step():
             self.play.value = False
             self._publish()
-            label = _LABELS.get(system.integrator, system.integrator)
-            critical = self._critical  # the step shown beside the dt slider, not that of the wild state
-            reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(critical)} s"
-                      if self.dt.value > critical else "a spring stretched to over a hundred times its rest length")
-            self._set_message(
-                f"{label} blew up", f"by t = {system.t:.4g} s: {reason}. {self.lab.blow_up_note()} Lower dt or "
-                "change the integrator, then press Reset.")
+            self._set_message(*self._blow_up(
+                f"by t = {system.t:.4g} s", "a spring stretched to over a hundred times its rest length",
+                f"{self.lab.blow_up_note()} Lower dt or change the integrator, then press Reset."))
             return False
         return True
+
+    def _blow_up(self, when: str, otherwise: str, advice: str) -> tuple[str, str]:
+        """The headline and text of a blow-up's message: why (dt above the critical step shown
+        beside the slider, not that of the wild state, or ``otherwise``), then ``advice``."""
+        label = _LABELS.get(self.system.integrator, self.system.integrator)
+        reason = (f"dt = {self.dt.value:.3g} s is above its critical step {self._critical_text(self._critical)} s"
+                  if self.dt.value > self._critical else otherwise)
+        return f"{label} blew up", f"{when}: {reason}. {advice}"
 
     def reveal(self) -> dict[str, float]:
         """The hidden values of the lab bench, shown under its controls too: ``{"mass": kg
