@@ -440,3 +440,28 @@ def test_play_without_an_event_loop_warns_once_to_use_tick_or_run() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         live.play.value = True  # once is enough
+
+
+def test_after_a_blow_up_while_playing_the_page_shows_one_sane_frame_whole() -> None:
+    """A lab control changed while playing must not make the picture from before Play the
+    'last sane frame', and the status line and ledger chart must stop where the picture does."""
+    system = scenes.single_spring()
+    live = msprings.interact(system)
+    sent = recording(live)
+    live.dt.value = 1.01 * system.critical_dt("symplectic_euler")
+    live.play.value = True
+    frames = 0
+    while live.player.playing:
+        live.show["trace"].value = not live.show["trace"].value  # the lab publishes between frames
+        live.player.pump()
+        if sent:
+            ack(live, sent[-1][0])
+        frames += 1
+        assert frames < 5000, "symplectic Euler above its critical step should blow up"
+    assert live.lab.blown_up and "last sane frame" in live.message.value
+    streamed = [(content, buffers) for content, buffers in sent if buffers]
+    last, buffers = streamed[-1]
+    assert live.view.positions == buffers[0] and live.view.strain == buffers[1]
+    assert live.view.status["time"] == last["t"] == live.lab._sane["time"] < system.t
+    history = np.frombuffer(live.view.history, "<f4").reshape(-1, 6)
+    assert history[-1, 0] == np.float32(last["t"])

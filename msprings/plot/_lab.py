@@ -860,28 +860,35 @@ class Lab:
         sane = (not self.blown_up and all(value is not None for value in energy.values())
                 and np.isfinite(system.x).all())
         if sane:
-            self.remember(view.positions, view.strain, energy)
+            # While playing, the view's traits hold the picture from before Play (the frames
+            # go as messages, and frame() keeps each): only a paused view's traits are current.
+            if not self.live.player.playing:
+                self.remember(view.positions, view.strain, energy, dict(view.status))
         elif self._sane is not None:
             view.positions = self._sane["positions"]
             view.strain = self._sane["strain"]
             view.energy = self._sane["energy"]
+            view.status = self._sane["status"]
         arrows, trace, lab = self._overlay(sane)
         if arrows is not None:
             view.arrows = arrows
         view.trace = trace
         view.lab = lab
 
-    def remember(self, positions: bytes, strain: bytes, energy: dict[str, float | None]) -> None:
-        """Keeps a sane frame (the view's float32 bytes and its energies): the picture shown
-        after a blow-up."""
-        self._sane = {"positions": positions, "strain": strain, "energy": energy, "time": float(self.system.t)}
+    def remember(self, positions: bytes, strain: bytes, energy: dict[str, float | None],
+                 status: dict[str, Any]) -> None:
+        """Keeps a sane frame (the view's float32 bytes, its energies and status line): the
+        picture shown after a blow-up."""
+        self._sane = {"positions": positions, "strain": strain, "energy": energy, "status": status,
+                      "time": float(self.system.t)}
 
-    def frame(self, positions: bytes, strain: bytes, energy: dict[str, float | None]) -> tuple[dict[str, Any], list[bytes]]:
+    def frame(self, positions: bytes, strain: bytes, energy: dict[str, float | None],
+              status: dict[str, Any]) -> tuple[dict[str, Any], list[bytes]]:
         """The lab's part of a frame streamed while playing (the frame is sane: it passed
         :meth:`after_step`): its JSON (the ``lab`` dict) and two float32 buffers, the arrows
         (empty when none is shown) and the trace, so that the page draws them with the
         positions they belong to."""
-        self.remember(positions, strain, energy)
+        self.remember(positions, strain, energy, status)
         arrows, trace, lab = self._overlay(True)
         return lab, [arrows if arrows is not None else b"", trace]
 

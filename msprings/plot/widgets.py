@@ -895,7 +895,8 @@ class LiveControls(ipywidgets.Box):
         values = tuple(float(getattr(energy, name)) for name in ENERGY_BARS)
         shown = {name: value if math.isfinite(value) else None for name, value in zip(ENERGY_BARS, values)}
         sample = (float(system.t), *values)
-        if not self._history or self._history[-1][0] != sample[0]:
+        blown_up = hasattr(self, "lab") and self.lab.blown_up  # the chart ends at the last sane frame
+        if not blown_up and (not self._history or self._history[-1][0] != sample[0]):
             self._history.append(sample)
             del self._history[:-HISTORY_LIMIT]
         if hasattr(self, "lab") and self.lab.mystery:  # the page gets no closer look at a hidden value
@@ -931,7 +932,7 @@ class LiveControls(ipywidgets.Box):
             buffers = [np.ascontiguousarray(np.clip(self.system.x, -1e30, 1e30), dtype="<f4").tobytes(),
                        self._strain().tobytes()]
             if hasattr(self, "lab"):  # the lab's overlays travel with the positions they belong to
-                content["lab"], overlays = self.lab.frame(buffers[0], buffers[1], shown)
+                content["lab"], overlays = self.lab.frame(buffers[0], buffers[1], shown, content["status"])
                 buffers += overlays
             if seq % max(1, round(self.player.fps / 4)) == 0:  # the ledger table, a few times a second
                 self.breakdown.value = self._breakdown_table()

@@ -252,6 +252,7 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     ms_error unused;
     ms_spring_adjoint* springs = ms_spring_adjoint_create(m, err);
     if (springs == NULL) {
+        contact_tape_free(&contact);
         free(states);
         free(work);
         return MS_ERR_MEMORY;

@@ -878,7 +878,8 @@ function render({ model, el }) {
   model.on("change:azimuth", draw);
   model.on("change:elevation", draw);
   model.on("change:message", draw);
-  model.on("change:lab", refresh);
+  // While playing, the frames carry the lab's overlays: a change of the trait only redraws.
+  model.on("change:lab", () => (model.get("playing") ? draw() : refresh()));
   model.on("change:ruler", draw);
 
   // -- playing: frames pushed by the kernel, drawn on the shared clock ------------------
