@@ -368,24 +368,30 @@ function basis(azimuth, elevation) {
   return { toward, right, up };
 }
 
-function render({ model, el }) {
-  const width = model.get("width"), height = model.get("height");
-  const scene = { x: 0, y: 0, w: width - BARS_WIDTH, h: height - CHART_HEIGHT };
+// A framed canvas of width x height CSS pixels drawn at the screen's pixel ratio.
+function makeCanvas(width, height, ratio, className, label) {
   const canvas = document.createElement("canvas");
-  const ratio = window.devicePixelRatio || 1;
   canvas.width = Math.round(width * ratio);
   canvas.height = Math.round(height * ratio);
   canvas.style.width = `${width}px`;
   canvas.style.height = `${height}px`;
-  canvas.style.display = "block";
   canvas.style.border = "1px solid #d0d7de";
   canvas.style.borderRadius = "6px";
+  canvas.className = className;
+  canvas.setAttribute("role", "img");
+  canvas.setAttribute("aria-label", label);
+  return canvas;
+}
+
+function render({ model, el }) {
+  const width = model.get("width"), height = model.get("height");
+  const scene = { x: 0, y: 0, w: width - BARS_WIDTH, h: height - CHART_HEIGHT };
+  const ratio = window.devicePixelRatio || 1;
+  const canvas = makeCanvas(width, height, ratio, "msprings-interact",
+    "mass-spring system, energy bars and energy ledger; keys: space play or pause, right arrow step, r reset");
+  canvas.style.display = "block";
   canvas.style.background = "#fff";
   canvas.style.touchAction = "none";
-  canvas.className = "msprings-interact";
-  canvas.setAttribute("role", "img");
-  canvas.setAttribute("aria-label",
-    "mass-spring system, energy bars and energy ledger; keys: space play or pause, right arrow step, r reset");
   // Focusable, and the front end's own shortcuts (JupyterLab's) left alone while it has focus.
   canvas.tabIndex = 0;
   canvas.setAttribute("data-lm-suppress-shortcuts", "true");
@@ -404,18 +410,10 @@ function render({ model, el }) {
   let arrowNodes = copyOf(model.get("arrow_nodes"), Int32Array);
   let trace = copyOf(model.get("trace"), Float32Array);
   let movingRuler = null; // {x, y, top}: the ruler being dragged
-  const traceCanvas = document.createElement("canvas");
-  traceCanvas.width = Math.round(width * ratio);
-  traceCanvas.height = Math.round(TRACE_HEIGHT * ratio);
-  traceCanvas.style.width = `${width}px`;
-  traceCanvas.style.height = `${TRACE_HEIGHT}px`;
-  traceCanvas.style.border = "1px solid #d0d7de";
-  traceCanvas.style.borderRadius = "6px";
+  const traceCanvas = makeCanvas(width, TRACE_HEIGHT, ratio, "msprings-trace",
+    "trace of the measured node's displacement over time");
   traceCanvas.style.marginTop = "4px";
   traceCanvas.style.display = "none";
-  traceCanvas.className = "msprings-trace";
-  traceCanvas.setAttribute("role", "img");
-  traceCanvas.setAttribute("aria-label", "trace of the measured node's displacement over time");
   el.appendChild(traceCanvas);
   let fit = null; // {center, radius, limit}: grows to keep the motion in view, never shrinks
   let strainScale = 1e-3;
