@@ -15,10 +15,11 @@ import pytest
 
 import msprings
 from msprings import scenes
+
+from gradient_checks import PARAMETERS, assert_adjoint_matches_tangent, direction
 from package_path import python_path
 
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "velocity_verlet", "rk4", "implicit_euler"]
-PARAMETERS = ["k", "c", "rest", "mass", "x", "v", "external"]
 DT, STEPS, EVERY = 2e-3, 240, 7
 
 
@@ -61,14 +62,6 @@ def loss(s: msprings.System, weights: tuple[np.ndarray, np.ndarray]) -> float:
     return float(np.sum(weights[0] * run.positions) + np.sum(weights[1] * run.velocities))
 
 
-def direction(s: msprings.System, name: str, seed: int) -> np.ndarray:
-    values = getattr(s, name)
-    d = np.random.default_rng(seed).normal(size=values.shape)
-    if name in ("x", "v"):
-        d[s.pinned] = 0.0
-    return d
-
-
 def central_difference(s: msprings.System, name: str, d: np.ndarray, weights) -> float:
     """The fourth-order central difference of the loss along d, with a step scaled to the
     parameter (small enough for truncation, large enough for rounding)."""
@@ -102,12 +95,7 @@ def test_adjoint_and_tangent_agree_to_rounding(integrator):
     s = network(integrator, energy_loss=0.02)
     weights = loss_weights(s)
     run = s.run(DT, STEPS, EVERY, differentiable=True)
-    gradient = run.backward(*weights)
-    d = {name: direction(s, name, seed) for seed, name in enumerate(PARAMETERS)}
-    adjoint = sum(float(np.sum(getattr(gradient, name) * d[name])) for name in PARAMETERS)
-    t = run.tangent(velocities=True, **d)
-    tangent = float(np.sum(weights[0] * t.positions) + np.sum(weights[1] * t.velocities))
-    assert abs(adjoint - tangent) <= 1e-12 * abs(adjoint)
+    assert_adjoint_matches_tangent(s, run, weights)
 
 
 @pytest.mark.parametrize("integrator", INTEGRATORS)

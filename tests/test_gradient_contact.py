@@ -14,8 +14,9 @@ import pytest
 import msprings
 from msprings import scenes
 
+from gradient_checks import PARAMETERS, assert_adjoint_matches_tangent, direction
+
 INTEGRATORS = ["symplectic_euler", "explicit_euler", "velocity_verlet", "rk4", "implicit_euler"]
-PARAMETERS = ["k", "c", "rest", "mass", "x", "v", "external"]
 G = 9.81
 # Implicit Euler's Newton iterations converge to newton_tol = 1e-13 in these runs, while with
 # nodes held on a collider some inner conjugate-gradient solve stops short of cg_tol (the
@@ -115,13 +116,6 @@ def loss_weights(s: msprings.System) -> tuple[np.ndarray, np.ndarray]:
     return rng.normal(size=shape), rng.normal(size=shape)
 
 
-def direction(s: msprings.System, name: str, seed: int) -> np.ndarray:
-    d = np.random.default_rng(seed).normal(size=getattr(s, name).shape)
-    if name in ("x", "v"):
-        d[s.pinned] = 0.0
-    return d
-
-
 def central_difference(s: msprings.System, name: str, d: np.ndarray, weights, states: np.ndarray) -> float:
     """The fourth-order central difference of the loss along d, each run checked to touch,
     slide and stick where the unperturbed run does at every step."""
@@ -166,12 +160,7 @@ def test_contact_adjoint_and_tangent_agree_to_rounding(scene, integrator):
     s = SCENES[scene](integrator)
     weights = loss_weights(s)
     run = run_of(s, differentiable=True, checkpoint_every=10)
-    gradient = run.backward(*weights)
-    d = {name: direction(s, name, seed) for seed, name in enumerate(PARAMETERS)}
-    adjoint = sum(float(np.sum(getattr(gradient, name) * d[name])) for name in PARAMETERS)
-    t = run.tangent(velocities=True, **d)
-    tangent = float(np.sum(weights[0] * t.positions) + np.sum(weights[1] * t.velocities))
-    assert abs(adjoint - tangent) <= 1e-12 * abs(adjoint)
+    assert_adjoint_matches_tangent(s, run, weights)
 
 
 @pytest.mark.parametrize("integrator", INTEGRATORS)
