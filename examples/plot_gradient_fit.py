@@ -17,7 +17,7 @@ from scipy.optimize import least_squares
 
 import msprings
 
-hanging = msprings.System([[0, 0, 0], [0.8, -0.5, 0], [1.5, -1.0, 0.2]], [[0, 1], [1, 2]],
+hanging = msprings.System([[0.0, 0.0, 0.0], [0.8, -0.5, 0.0], [1.5, -1.0, 0.2]], [[0, 1], [1, 2]],
                           k=[30.0, 45.0], c=0.2, pinned=[0], drag=0.05)
 dt, steps, every = 1e-3, 600, 20  # s
 measured = hanging.copy().run(dt, steps, record_every=every).positions

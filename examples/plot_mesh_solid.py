@@ -17,14 +17,15 @@ import importlib.util
 import matplotlib.pyplot as plt
 import numpy as np
 
+import msprings
 from msprings import mesh, plot
 
 surface = mesh.icosphere(2, radius=0.1, center=(0.0, 0.3, 0.0))
-material = dict(density=1100.0, youngs_modulus=2e6, damping_ratio=0.1)  # kg/m³, Pa, dimensionless
-if importlib.util.find_spec("scipy") is not None:
-    ball = mesh.from_mesh(surface.vertices, surface.faces, fill="tetrahedra", **material)
-else:
-    ball = mesh.from_mesh(surface.vertices, surface.faces, stabilise="center", **material)
+filled = importlib.util.find_spec("scipy") is not None
+ball = mesh.from_mesh(surface.vertices, surface.faces, fill="tetrahedra" if filled else None,
+                      stabilise=None if filled else "center",
+                      density=1100.0, youngs_modulus=2e6, damping_ratio=0.1)  # kg/m³, Pa, dimensionless
+assert isinstance(ball, msprings.System)
 print(ball)
 ball.add_plane(restitution=0.5)
 dt = 0.5 * ball.critical_dt()

@@ -43,6 +43,7 @@ path_ax.set_ylabel("y (m)")
 path_ax.set_title("path of the free end")
 path_ax.set_aspect("equal")
 path_ax.legend()
+assert again.velocities is not None  # recorded with velocities=True
 speed = np.linalg.norm(again.velocities, axis=2)
 image = speed_ax.pcolormesh(again.times, np.arange(chain.n_nodes), speed.T, shading="auto", cmap="viridis")
 fig.colorbar(image, ax=speed_ax, label="speed (m/s)")
