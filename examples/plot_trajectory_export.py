@@ -12,6 +12,7 @@ beads (1 kg, 5000 N/m) swings down from level for 3 s.
 # %%
 import importlib.util
 import pathlib
+import shutil
 import tempfile
 
 import matplotlib.pyplot as plt
@@ -55,3 +56,4 @@ plt.show()
 # %%
 # The file holds exactly what was recorded.
 assert np.array_equal(again.positions, run.positions) and np.array_equal(again.total, run.total)
+shutil.rmtree(folder)  # the files were for this example only
