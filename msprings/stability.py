@@ -295,7 +295,7 @@ def _scalar_if_0d(array: np.ndarray) -> np.ndarray | float:
 
 
 def spectral_radius(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 0.0) -> np.ndarray | float:
-    """Largest |eigenvalue| of the amplification matrix G(omega h, zeta) (dimensionless).
+    """Largest absolute value of an eigenvalue of the amplification matrix G(omega h, zeta) (dimensionless).
 
     The method is stable for this step when it is at most 1 (up to
     :data:`RADIUS_TOLERANCE`): then every solution stays bounded (a double eigenvalue of
@@ -395,7 +395,7 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
     radius is scanned from small steps upwards on a fine grid and the first unstable grid
     point is bisected against the stable one before it to a relative width of 1e-13.
     Taking the *first* crossing matters because a stable set need not be an interval
-    starting at 0.  The grid is in units of r = |fastest mode| * h, r = omega h (zeta <= 1)
+    starting at 0.  The grid is in units of r = abs(fastest mode) * h, r = omega h (zeta <= 1)
     or omega h (zeta + sqrt(zeta^2 - 1)) (overdamped): geometric from r = 1e-7 to 1e-2,
     spacing 1e-4 up to r = 8, geometric beyond, up to r = 1e6.
 
@@ -418,11 +418,11 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
 
 
 def stability_region(integrator: str, re: ArrayLike, im: ArrayLike) -> np.ndarray:
-    """|R(z)| for the first-order test equation y' = lambda y, with z = h lambda = re + i im.
+    """abs(R(z)) for the first-order test equation y' = lambda y, with z = h lambda = re + i im.
 
     R is the method's stability function, y_{n+1} = R(z) y_n: ``1 + z`` for explicit
     Euler, ``1 + z + z^2/2 + z^3/6 + z^4/24`` for RK4, ``1 / (1 - z)`` for backward Euler.
-    The method is stable where |R(z)| <= 1.  ``re`` and ``im`` broadcast together (use
+    The method is stable where abs(R(z)) <= 1.  ``re`` and ``im`` broadcast together (use
     ``np.meshgrid`` for a grid).  On the oscillator the eigenvalues are
     ``z = omega h (-zeta +- i sqrt(1 - zeta^2))``, and the eigenvalues of
     :func:`amplification_matrix` are R at those points.
