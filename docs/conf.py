@@ -13,7 +13,11 @@ from pathlib import Path
 
 import matplotlib
 
-matplotlib.use("Agg")
+matplotlib.use("Agg")  # the gallery draws off screen in this process
+# The notebooks' kernels inherit this environment: without MPLBACKEND (a CI or test setting of
+# Agg would make plt.show() draw nothing) they use Jupyter's inline backend, so their figures are
+# on the pages.
+os.environ.pop("MPLBACKEND", None)
 
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
@@ -93,6 +97,7 @@ html_title = "msprings"
 html_static_path: list[str] = []
 html_theme_options = {
     "navigation_with_keys": False,
+    "header_links_before_dropdown": 7,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
     "footer_start": ["copyright"],
@@ -105,4 +110,17 @@ suppress_warnings = [
     "mystnb.unknown_mime_type",  # widget views (anywidget) in the notebooks: shown as their text form
 ]
 nitpicky = False
-os.environ.setdefault("MPLBACKEND", "Agg")
+
+
+_C_MEMBERS = (type(msprings._core.System.x), type(msprings._core.System.lengths), type(len))
+
+
+def _escape_bars_in_c_docstrings(app, what, name, obj, options, lines) -> None:
+    """The C extension's docstrings are plain text, in which |x| means a norm; reST would read
+    it as a substitution, so their bars are escaped (the Python docstrings are reST already)."""
+    if isinstance(obj, _C_MEMBERS):
+        lines[:] = [line.replace("|", "\\|") for line in lines]
+
+
+def setup(app) -> None:
+    app.connect("autodoc-process-docstring", _escape_bars_in_c_docstrings)
