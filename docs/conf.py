@@ -80,7 +80,7 @@ nb_merge_streams = True
 sphinx_gallery_conf = {
     "examples_dirs": str(ROOT / "examples"),
     "gallery_dirs": str(DOCS / "auto_examples"),
-    "filename_pattern": r"/plot_",
+    "filename_pattern": r"\.py$",  # every script runs: each one's picture is made by running it
     "download_all_examples": False,
     "remove_config_comments": True,
     "within_subsection_order": "FileNameSortKey",

@@ -55,7 +55,7 @@ def test_the_pages_exist(site: Path) -> None:
              "tutorials/index.html", "benchmarks/index.html", "benchmarks/suites.html", "search.html", "genindex.html"]
     pages += [f"guide/{name}.html" for name in GUIDE]
     pages += [f"tutorials/{path.stem}.html" for path in sorted((ROOT / "notebooks").glob("*.ipynb"))]
-    pages += [f"auto_examples/{path.stem}.html" for path in sorted((ROOT / "examples").glob("plot_*.py"))]
+    pages += [f"auto_examples/{path.stem}.html" for path in sorted((ROOT / "examples").glob("*.py"))]
     for page in pages:
         assert (site / page).is_file(), page
     assert "Getting started" in _visible(_text(site / "getting_started.html"))
@@ -88,7 +88,7 @@ def test_the_system_page_documents_the_c_attributes_with_units_shapes_and_errors
 
 
 def test_the_gallery_and_the_notebooks_carry_their_pictures(site: Path) -> None:
-    for script in sorted((ROOT / "examples").glob("plot_*.py")):
+    for script in sorted((ROOT / "examples").glob("*.py")):
         pictures = sorted((site / "_images").glob(f"sphx_glr_{script.stem}_*.png"))
         pictures = [path for path in pictures if "_thumb" not in path.name]
         assert pictures, script.name
