@@ -24,7 +24,7 @@ README = ROOT / "README.md"
 DOCS = ROOT / "docs"
 RUNNER = Path(__file__).resolve().parent / "readme_blocks.py"
 # What a build writes or copies into docs/ (the generated API pages, the gallery, the notebooks).
-_BUILT = ("_build", "auto_examples", "jupyter_execute", "api/generated", "_templates")
+_BUILT = ("_build", "auto_examples", "jupyter_execute", "api/generated", "_templates", "sg_execution_times")
 
 
 def _pages() -> list[Path]:
