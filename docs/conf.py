@@ -72,7 +72,7 @@ myst_enable_extensions = ["dollarmath", "colon_fence"]
 
 # Notebooks are executed at every build (never shown with stored outputs), each in its own kernel.
 nb_execution_mode = "force"
-nb_execution_timeout = 300
+nb_execution_timeout = 900  # s per notebook: notebook 7 fills and drops two solids (10-150 s here)
 nb_execution_raise_on_error = True
 nb_execution_show_tb = True
 nb_merge_streams = True
