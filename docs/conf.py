@@ -56,6 +56,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-n
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**.ipynb_checkpoints", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.json"]
 templates_path = ["_templates"]
+highlight_language = "none"  # docstrings' literal blocks are formulas and tables, not Python
 
 # API reference: one page per public name, members of classes listed on the class's page.
 autosummary_generate = True
