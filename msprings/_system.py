@@ -305,8 +305,8 @@ class System(_core.System):
         Fraction of every free velocity removed after each step, in [0, 1).  Not a physical
         force: its effect depends on the step size.  Default 0.
     integrator : str
-        ``"symplectic_euler"`` (default), ``"explicit_euler"``, ``"velocity_verlet"``, ``"rk4"``
-        or ``"implicit_euler"``.
+        ``"symplectic_euler"`` (default), ``"explicit_euler"``, ``"velocity_verlet"``, ``"rk4"``,
+        ``"implicit_euler"``, ``"projective"`` or ``"xpbd"`` (:data:`msprings.INTEGRATORS`).
     faces : array_like of int, shape (F, 3), optional
         Triangles (node indices) of a surface: they catch the air (``drag_coefficient``,
         ``lift_coefficient``, ``wind``, ``gust``) and give :meth:`vertex_normals`.  A triangle
@@ -318,6 +318,19 @@ class System(_core.System):
     Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
     springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
     ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
+
+    Raises
+    ------
+    TypeError
+        An argument of the wrong kind, naming it: a float or string array where node indices
+        belong (``springs``, ``pinned``, ``faces``), a complex or string array where real numbers
+        belong, a non-``str`` integrator.
+    ValueError
+        A wrong shape, NaN or infinity, or a value out of range, naming the argument and the
+        entry: a spring that refers to a node outside ``0..n-1`` or joins a node to itself, a
+        negative mass, stiffness, damping or rest length, a free node of zero mass, an
+        ``energy_loss`` outside [0, 1), an unknown integrator, a triangle that repeats a node or
+        has zero area.
 
     Notes
     -----

@@ -15,6 +15,12 @@ as ``k={"structural": 2500, "shear": 2500, "bend": 500}``; ``families=("structur
 leaves the others out.  All springs start at their rest length.
 
 Conventions: SI units, y up; grids are indexed row-major, node (i, j) = ``i * columns + j``.
+
+Errors, for every builder: ``TypeError`` for a size that is not an integer, or for a keyword
+the builder does not take (suggesting the closest, e.g. ``cloth(pinned="corners")``: did you
+mean pin=?); ``ValueError`` for a size below the builder's minimum or beyond what the core's
+int32 node indices can number, for conflicting values (``mass`` and ``density``, ``c`` and
+``damping_ratio``), and for any value the :class:`~msprings.System` it builds refuses.
 """
 from __future__ import annotations
 

@@ -1,45 +1,45 @@
 """Numerical stability of the integrators on the damped harmonic oscillator.
 
-The model problem is one mass on one spring with an axial damper,
+The model problem is one mass on one spring with an axial damper::
 
     m x'' = -k x - c x',      omega = sqrt(k / m) (rad/s),   zeta = c / (2 sqrt(k m)),
 
 stepped with time step h (s).  Measuring time in units of 1/omega and velocity as
-``w = v / omega`` (so ``x`` and ``w`` share a unit) turns it into
+``w = v / omega`` (so ``x`` and ``w`` share a unit) turns it into::
 
     x'' = -x - 2 zeta x',      step a = omega h (dimensionless),
 
 so everything below depends on the pair (a, zeta) only.  Every integrator is linear on a
-linear problem, so one step is a 2x2 *amplification matrix* G(a, zeta),
+linear problem, so one step is a 2x2 *amplification matrix* G(a, zeta)::
 
     (x_{n+1}, w_{n+1}) = G (x_n, w_n),
 
 and its eigenvalues say everything about long runs: the method is stable when the spectral
-radius max |lambda| is at most 1, the energy changes by |lambda|^2 per step, and the phase
+radius max abs(lambda) is at most 1, the energy changes by abs(lambda)^2 per step, and the phase
 arg(lambda) per step gives the numerical frequency.  What the energy loses per step under
 backward Euler, projective dynamics and xpbd is their own numerical damping, which the
 energy ledger books as ``numerical`` (:class:`msprings.Ledger`): on this model problem it is
 exactly the energy that G says a step removes, less what the damper's power books.
 
-The integrators are exactly those of the C core (see DESIGN.md), plus backward Euler:
+The integrators are exactly those of the C core (see DESIGN.md), plus backward Euler::
 
-``explicit_euler``      x' = x + h v;  v' = v + h a(x, v)
-``symplectic_euler``    v' = v + h a(x, v);  x' = x + h v'
-``velocity_verlet``     v½ = v + h/2 a(x, v);  x' = x + h v½;
-                        v~ = v½ + h/2 a(x', v½);  v' = v½ + h/2 a(x', v~)
-``rk4``                 classical Runge-Kutta on (x, v) with slopes (v, a)
-``implicit_euler``      M (v' - v) = h f(x + h v', v');  x' = x + h v'
-``projective``          v^ = v + h a_ext (the damper, taken at the start); y = x + h v^;
-                        local/global iterations (Liu et al. 2013) towards M (x' - y) / h^2 = -k x';
-                        on one spring along a line the first one is exact;  v' = (x' - x) / h.
-                        (On one spring the implicit spring keeps the damper stable at any step;
-                        on a network a node's dampers add up beyond its springs' reach, and
-                        System.critical_dt asks h gamma < 2 of the highest damping rate.)
-``xpbd``                x^ = x + h v (the forces other than the spring's kick first; none here);
-                        one projection of the spring as a compliant constraint (compliance 1/k,
-                        damping c) moves x^ to x';  v' = (x' - x) / h.  On one spring that single
-                        projection solves the constraint exactly, so on this model problem xpbd
-                        steps as backward Euler (on a network, Gauss-Seidel sweeps approach it)
+    explicit_euler          x' = x + h v;  v' = v + h a(x, v)
+    symplectic_euler        v' = v + h a(x, v);  x' = x + h v'
+    velocity_verlet         v½ = v + h/2 a(x, v);  x' = x + h v½;
+                            v~ = v½ + h/2 a(x', v½);  v' = v½ + h/2 a(x', v~)
+    rk4                     classical Runge-Kutta on (x, v) with slopes (v, a)
+    implicit_euler          M (v' - v) = h f(x + h v', v');  x' = x + h v'
+    projective              v^ = v + h a_ext (the damper, taken at the start); y = x + h v^;
+                            local/global iterations (Liu et al. 2013) towards M (x' - y) / h^2 = -k x';
+                            on one spring along a line the first one is exact;  v' = (x' - x) / h.
+                            (On one spring the implicit spring keeps the damper stable at any step;
+                            on a network a node's dampers add up beyond its springs' reach, and
+                            System.critical_dt asks h gamma < 2 of the highest damping rate.)
+    xpbd                    x^ = x + h v (the forces other than the spring's kick first; none here);
+                            one projection of the spring as a compliant constraint (compliance 1/k,
+                            damping c) moves x^ to x';  v' = (x' - x) / h.  On one spring that single
+                            projection solves the constraint exactly, so on this model problem xpbd
+                            steps as backward Euler (on a network, Gauss-Seidel sweeps approach it)
 
 Here a(x, v) = f / m = -omega^2 x - 2 zeta omega v.  :func:`amplification_matrix` builds G
 by applying these update formulas to the two basis states, so it mirrors the definitions
@@ -236,7 +236,7 @@ def amplification_matrix(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 
     Column j of G is the integrator's update formula applied to basis state j, so G is
     exactly what the method does (up to round-off), not a closed form.
 
-    ``omega_h`` and ``zeta`` broadcast together; the result has shape
+    omega_h     and ``zeta`` broadcast together; the result has shape
     ``broadcast_shape + (2, 2)``.  Both must be >= 0 and finite.
     """
     step = _STEPS[_check_integrator(integrator)]
@@ -295,7 +295,7 @@ def _scalar_if_0d(array: np.ndarray) -> np.ndarray | float:
 
 
 def spectral_radius(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 0.0) -> np.ndarray | float:
-    """Largest |eigenvalue| of the amplification matrix G(omega h, zeta) (dimensionless).
+    """Largest absolute value of an eigenvalue of the amplification matrix G(omega h, zeta) (dimensionless).
 
     The method is stable for this step when it is at most 1 (up to
     :data:`RADIUS_TOLERANCE`): then every solution stays bounded (a double eigenvalue of
@@ -395,7 +395,7 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
     radius is scanned from small steps upwards on a fine grid and the first unstable grid
     point is bisected against the stable one before it to a relative width of 1e-13.
     Taking the *first* crossing matters because a stable set need not be an interval
-    starting at 0.  The grid is in units of r = |fastest mode| * h, r = omega h (zeta <= 1)
+    starting at 0.  The grid is in units of r = abs(fastest mode) * h, r = omega h (zeta <= 1)
     or omega h (zeta + sqrt(zeta^2 - 1)) (overdamped): geometric from r = 1e-7 to 1e-2,
     spacing 1e-4 up to r = 8, geometric beyond, up to r = 1e6.
 
@@ -409,7 +409,7 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
     Closed forms: explicit Euler ``2 zeta`` (zeta <= 1) and ``2 (zeta - sqrt(zeta^2 - 1))``
     (zeta > 1); symplectic Euler ``2 (sqrt(1 + zeta^2) - zeta)``; velocity Verlet 2 and
     RK4 ``2 sqrt(2)`` when undamped.  Divide by omega for the critical time step in s.
-    ``zeta`` (>= 0, finite) may be an array; the result then has its shape.
+    zeta     (>= 0, finite) may be an array; the result then has its shape.
     """
     _check_integrator(integrator)
     zetas = _finite_non_negative(zeta, "zeta")
@@ -418,11 +418,11 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
 
 
 def stability_region(integrator: str, re: ArrayLike, im: ArrayLike) -> np.ndarray:
-    """|R(z)| for the first-order test equation y' = lambda y, with z = h lambda = re + i im.
+    """abs(R(z)) for the first-order test equation y' = lambda y, with z = h lambda = re + i im.
 
     R is the method's stability function, y_{n+1} = R(z) y_n: ``1 + z`` for explicit
     Euler, ``1 + z + z^2/2 + z^3/6 + z^4/24`` for RK4, ``1 / (1 - z)`` for backward Euler.
-    The method is stable where |R(z)| <= 1.  ``re`` and ``im`` broadcast together (use
+    The method is stable where abs(R(z)) <= 1.  ``re`` and ``im`` broadcast together (use
     ``np.meshgrid`` for a grid).  On the oscillator the eigenvalues are
     ``z = omega h (-zeta +- i sqrt(1 - zeta^2))``, and the eigenvalues of
     :func:`amplification_matrix` are R at those points.

@@ -429,9 +429,9 @@ def sweep(
         dimension when recording -- ``"time"`` (s, steps taken x dt, counted from the
         member's start; the coordinate ``"step"`` along it gives the step counts), or
         ``"step"`` when the grid has a ``"dt"`` axis -- and variables:
-        ``x`` (*grid, [time,] node, axis) positions in m with axis coordinates x, y, z;
-        each of measure's keys (*grid, [time,] *shape), array keys getting dimensions
-        ``<key>_0``, ``<key>_1``, ...; ``diverged`` (*grid) bool.  The DataFrame is the same
+        ``x`` ``(*grid, [time,] node, axis)`` positions in m with axis coordinates x, y, z;
+        each of measure's keys ``(*grid, [time,] *shape)``, array keys getting dimensions
+        ``<key>_0``, ``<key>_1``, ...; ``diverged`` ``(*grid)`` bool.  The DataFrame is the same
         in long form: a row per grid point (and record), indexed by the grid names (and
         time or step); columns ``diverged``, each scalar measure, ``key[i]``, ``key[i,j]``, ... for array
         measures and ``x[node,axis]`` (e.g. ``x[3,y]``) for positions.  Records follow

@@ -1,12 +1,14 @@
-"""The python blocks of README.md, and a script that runs them as a reader would.
+"""The python blocks of README.md and of the documentation's pages, and a script that runs
+them as a reader would.
 
-``python readme_blocks.py README.md REPORT.json [FIGURES]`` runs every block fenced as
-python, in order, in one namespace, in the current working directory.  Each top-level
+``python readme_blocks.py PAGE REPORT.json [FIGURES]`` runs every python block of PAGE (a
+Markdown file: blocks fenced with ```python; a reStructuredText file: ``.. code-block:: python``
+directives), in order, in one namespace, in the current working directory.  Each top-level
 expression's value (what a notebook cell would display) is kept, and its type is written to
-the JSON report with the block's line in README.md, the time each block took (s) and how many
+the JSON report with the block's line in the page, the time each block took (s) and how many
 figures it left open.  Every matplotlib figure a block leaves open is saved as a PNG to the
 folder FIGURES (if given) and closed.  A block that fails stops the run with its traceback,
-whose lines are README.md's.
+whose lines are the page's.
 """
 from __future__ import annotations
 
@@ -14,30 +16,41 @@ import ast
 import json
 import re
 import sys
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 _FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
+# reStructuredText: a python code directive, its options, a blank line, then the indented body.
+_DIRECTIVE = re.compile(r"^\.\. (?:code-block|code|sourcecode):: python[ \t]*\n((?:[ \t]+:.*\n)*)[ \t]*\n"
+                        r"((?:(?:[ \t]+.*)?\n)+)", re.MULTILINE)
 _SHOWN = "_readme_shown"
 
 
 @dataclass(frozen=True)
 class Block:
-    """A python block of the README: its first line's number (1-based) and its code."""
+    """A python block of a page: its first line's number (1-based) and its code."""
 
     line: int
     code: str
 
 
-def python_blocks(text: str) -> list[Block]:
-    """The blocks fenced with ```python, in order (other fences, such as bash or text, are
-    not code to run)."""
+def python_blocks(text: str, suffix: str = ".md") -> list[Block]:
+    """The python blocks of a page's ``text``, in order: fenced with ```python in Markdown
+    (``suffix`` ".md"; other fences, such as bash or text, are not code to run), or
+    ``.. code-block:: python`` directives in reStructuredText (".rst"; dedented)."""
+    if suffix == ".rst":
+        blocks = []
+        for match in _DIRECTIVE.finditer(text):
+            body = textwrap.dedent(match.group(2)).rstrip("\n") + "\n"
+            blocks.append(Block(text.count("\n", 0, match.start(2)) + 1, body))
+        return blocks
     return [Block(text.count("\n", 0, match.start(1)) + 1, match.group(1)) for match in _FENCE.finditer(text)]
 
 
 def _compiled(block: Block, filename: str, index: int) -> object:
-    """The block compiled with README.md's line numbers; each top-level expression statement
+    """The block compiled with the page's line numbers; each top-level expression statement
     becomes ``_readme_shown.append((index, line, value))``."""
     tree = ast.parse("\n" * (block.line - 1) + block.code, filename=filename)
     body: list[ast.stmt] = []
@@ -59,10 +72,10 @@ def _type_name(value: object) -> str:
 
 
 def main(readme: Path, report: Path, figures: Path | None) -> None:
-    """Runs the blocks of ``readme`` and writes ``report`` (see the module's docstring)."""
+    """Runs the blocks of the page ``readme`` and writes ``report`` (see the module's docstring)."""
     import matplotlib.pyplot as plt
 
-    blocks = python_blocks(readme.read_text(encoding="utf-8"))
+    blocks = python_blocks(readme.read_text(encoding="utf-8"), readme.suffix)
     namespace: dict[str, object] = {"__name__": "__main__", _SHOWN: []}
     shown: list[tuple[int, int, object]] = namespace[_SHOWN]  # type: ignore[assignment]
     runs = []

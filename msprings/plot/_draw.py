@@ -902,7 +902,7 @@ def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain",
         if it carries ``k``, else strain is shown), or nothing.  It colours the springs when
         they are drawn, else the faces (each face the mean of the springs along its edges).
         The scale is symmetric about 0 (blue compressed, red stretched) with a colour bar.
-        When every value is round-off (|strain| < 1e-9, |tension| < 1e-6 N: a system at
+        When every value is round-off (abs(strain) < 1e-9, abs(tension) < 1e-6 N: a system at
         rest), everything keeps its neutral colour and a note says so instead of a colour
         bar of round-off.
     cmap : str or Colormap, optional
