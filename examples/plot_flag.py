@@ -4,7 +4,7 @@ A flag in gusty wind
 
 A 3 m × 2 m flag of 20 × 30 nodes pinned to a pole along one edge, in a 2 m/s wind with
 gusts of 6 m/s amplitude.  The air pushes on every triangle with pressure drag
-(½ ρ C_d A |u|², C_d = 1) and lift (C_l = 0.2), ρ = 1.2 kg/m³ the air's density and u the
+(½ ρ C_d A ‖u‖², C_d = 1) and lift (C_l = 0.2), ρ = 1.2 kg/m³ the air's density and u the
 wind relative to the triangle.  The energy ledger says how much work the wind did on the
 flag and how much its dampers and the air's drag took back.
 """
