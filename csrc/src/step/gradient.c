@@ -228,6 +228,129 @@ static int not_reproduced(ms_error* err, int64_t step) {
                         (long long)step);
 }
 
+/* ---- the backward pass ----------------------------------------------------------------
+   What the pass shares between the replay of stretches and their adjoint. */
+typedef struct backward {
+    const ms_model* m;
+    ms_state* s;
+    const ms_gradient_run* run;
+    const double* dx_records;
+    const double* dv_records;
+    double* grad_x;
+    double* grad_v;
+    ms_parameter_arrays* grad;
+    contact_tape* contact;
+    ms_spring_adjoint* springs;
+    ms_adjoint_preconditioner* factor;
+    double* work;
+    const double* inv_mass;
+    pacer* p;
+    int first;     /* no step taken yet (step_once) */
+    int64_t r;     /* the last record not yet added */
+} backward;
+
+/* Steps stretch c again from its checkpoint, keeping x then v before each of its steps and
+   after its last in states, and checks that it reaches the next checkpoint bit for bit.
+   p: the caller's check, or NULL for none. */
+static int replay(backward* b, int64_t c, double* states, pacer* p, ms_error* err) {
+    const ms_model* m = b->m;
+    ms_state* s = b->s;
+    const ms_gradient_run* run = b->run;
+    contact_tape* contact = b->contact;
+    const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
+    const size_t state_bytes = sizeof(double) * (size_t)n3;
+    const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
+    const double* start = run->checkpoints + 2 * n3 * c;
+    memcpy(s->x, start, state_bytes);
+    memcpy(s->v, start + n3, state_bytes);
+    if (contact->ncollider > 0)
+        memcpy(s->collider_center, contact->at_checkpoint + 3 * contact->ncollider * c,
+               sizeof(double) * 3 * (size_t)contact->ncollider);
+    int status = MS_OK;
+    for (int64_t k = begin; k < end && status == MS_OK; ++k) {
+        double* kept = states + 2 * n3 * (k - begin);
+        memcpy(kept, s->x, state_bytes);
+        memcpy(kept + n3, s->v, state_bytes);
+        double* before_contact = contact_keep(m, s, contact, k - begin, run->h, &status, err);
+        if (status == MS_OK)
+            status = step_once(m, s, run->h, &b->first, k == begin || contact->ncollider > 0, before_contact, err);
+        if (status == MS_OK && p != NULL && should_stop(p)) status = MS_ERR_INTERRUPTED;
+    }
+    if (status != MS_OK) return status;
+    const double* next = start + 2 * n3;
+    if (memcmp(s->x, next, state_bytes) != 0 || memcmp(s->v, next + n3, state_bytes) != 0)
+        return not_reproduced(err, end);
+    memcpy(states + 2 * n3 * (end - begin), next, 2 * state_bytes);
+    return MS_OK;
+}
+
+/* Takes the steps of stretch c back, from the states its replay kept. */
+static int take_back(backward* b, int64_t c, const double* states, ms_error* err) {
+    const ms_model* m = b->m;
+    const ms_gradient_run* run = b->run;
+    contact_tape* contact = b->contact;
+    const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
+    const size_t state_bytes = sizeof(double) * (size_t)n3;
+    const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
+    double *grad_x = b->grad_x, *grad_v = b->grad_v;
+    for (int64_t k = end - 1; k >= begin; --k) {
+        for (; b->r >= 0 && run->record_steps[b->r] == k + 1; --b->r) {
+            for (int64_t q = 0; q < n3; ++q) grad_x[q] += b->dx_records[n3 * b->r + q];
+            if (b->dv_records != NULL)
+                for (int64_t q = 0; q < n3; ++q) grad_v[q] += b->dv_records[n3 * b->r + q];
+        }
+        const double* kept = states + 2 * n3 * (k - begin);
+        const double* after = kept + 2 * n3;
+        if (contact->ncollider > 0) { /* contact, then the integrator's step up to it */
+            after = contact->before + 2 * n3 * (k - begin);
+            memset(contact->lx_old, 0, state_bytes);
+            ms_contact_adjoint(m, b->inv_mass, contact->centers + 3 * contact->ncollider * (k - begin), run->h, kept,
+                               after, after + n3, grad_x, grad_v, contact->lx_old, contact->scratch);
+        }
+        ms_held_contact on;
+        const ms_held_contact* held = contact_held(m, contact, k - begin, kept, &on);
+        const double* external = b->s->external;
+        if (held != NULL ? ms_implicit_held_adjoint(m, b->inv_mass, external, kept + n3, after, after + n3, run->h,
+                                                    held, grad_x, grad_v, b->grad, b->factor, b->work)
+                         : ms_adjoint_step(m, b->inv_mass, external, kept, kept + n3, after, after + n3, run->h,
+                                           grad_x, grad_v, b->grad, b->factor, b->springs, b->work))
+            return unsolved(err, k + 1);
+        if (contact->ncollider > 0)
+            for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact->lx_old[q];
+        if (should_stop(b->p)) return MS_ERR_INTERRUPTED;
+    }
+    return MS_OK;
+}
+
+/* One stage of the pipeline: the adjoint of stretch c + 1 on the calling thread (worker 0,
+   which alone runs the caller's check) while worker 1 steps stretch c again. */
+typedef struct stage {
+    backward* b;
+    int64_t c;
+    double* replayed; /* where the replay of stretch c keeps its states */
+    const double* kept; /* the states of stretch c + 1 */
+    int replay_status, adjoint_status;
+    ms_error replay_err, adjoint_err;
+} stage;
+
+static void stage_work(void* context, int worker) {
+    stage* g = context;
+    if (worker == 0) {
+        g->adjoint_status = take_back(g->b, g->c + 1, g->kept, &g->adjoint_err);
+        return;
+    }
+    const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
+    g->replay_status = replay(g->b, g->c, g->replayed, NULL, &g->replay_err);
+    ms_restore_fp(found);
+}
+
+/* Whether the pass steps each stretch again on a second worker while it takes the next one
+   back: with two workers or more, more than one stretch, no colliders (their tape is kept
+   for one stretch) and a step that runs on one worker. */
+static int pipelined(const ms_model* m, const ms_state* s, const ms_gradient_run* run) {
+    return run->threads >= 2 && checkpoint_count(run) > 2 && m->ncollider == 0 && ms_step_workers(m, s) == 1;
+}
+
 int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* run, const double* dx_records,
                          const double* dv_records, double* grad_x, double* grad_v, ms_parameter_arrays* grad,
                          ms_error* err) {
@@ -235,10 +358,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t stretch = every < run->steps ? every : run->steps;
-    if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * state_bytes))
+    const int two = pipelined(m, s, run); /* two stretches of states: one replayed, one taken back */
+    if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * (2 * state_bytes)))
         return ms_error_set(err, MS_ERR_MEMORY, "a stretch of %lld steps between checkpoints does not fit in memory",
                             (long long)stretch);
-    double* states = malloc(2 * state_bytes * (size_t)(stretch + 1)); /* x then v at each step of a stretch */
+    const size_t stretch_doubles = 2 * (size_t)n3 * (size_t)(stretch + 1); /* x then v at each step of a stretch */
+    double* states = malloc(sizeof(double) * stretch_doubles * (two ? 2 : 1));
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     contact_tape contact;
     if (states == NULL || work == NULL || contact_tape_make(m, stretch, checkpoint_count(run), &contact)) {
@@ -262,67 +387,44 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     pacer p = {run->interrupt, ms_clock_seconds()};
     memset(grad_x, 0, state_bytes);
     memset(grad_v, 0, state_bytes);
-    int status = MS_OK, first = 1;
-    int64_t r = run->nrecord - 1;
-    for (int64_t c = checkpoint_count(run) - 2; c >= 0 && status == MS_OK; --c) {
-        const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
-        const double* start = run->checkpoints + 2 * n3 * c;
-        memcpy(s->x, start, state_bytes);
-        memcpy(s->v, start + n3, state_bytes);
-        if (contact.ncollider > 0)
-            memcpy(s->collider_center, contact.at_checkpoint + 3 * contact.ncollider * c,
-                   sizeof(double) * 3 * (size_t)contact.ncollider);
-        for (int64_t k = begin; k < end && status == MS_OK; ++k) {
-            double* kept = states + 2 * n3 * (k - begin);
-            memcpy(kept, s->x, state_bytes);
-            memcpy(kept + n3, s->v, state_bytes);
-            double* before_contact = contact_keep(m, s, &contact, k - begin, run->h, &status, err);
-            if (status == MS_OK)
-                status = step_once(m, s, run->h, &first, k == begin || contact.ncollider > 0, before_contact, err);
-            if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
-        }
-        if (status != MS_OK) break;
-        const double* next = start + 2 * n3;
-        if (memcmp(s->x, next, state_bytes) != 0 || memcmp(s->v, next + n3, state_bytes) != 0) {
-            status = not_reproduced(err, end);
-            break;
-        }
-        memcpy(states + 2 * n3 * (end - begin), next, 2 * state_bytes);
-        for (int64_t k = end - 1; k >= begin; --k) {
-            for (; r >= 0 && run->record_steps[r] == k + 1; --r) {
-                for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * r + q];
-                if (dv_records != NULL)
-                    for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
-            }
-            const double* kept = states + 2 * n3 * (k - begin);
-            const double* after = kept + 2 * n3;
-            if (contact.ncollider > 0) { /* contact, then the integrator's step up to it */
-                after = contact.before + 2 * n3 * (k - begin);
-                memset(contact.lx_old, 0, state_bytes);
-                ms_contact_adjoint(m, inv_mass, contact.centers + 3 * contact.ncollider * (k - begin), run->h, kept,
-                                   after, after + n3, grad_x, grad_v, contact.lx_old, contact.scratch);
-            }
-            ms_held_contact on;
-            const ms_held_contact* held = contact_held(m, &contact, k - begin, kept, &on);
-            if (held != NULL ? ms_implicit_held_adjoint(m, inv_mass, s->external, kept + n3, after, after + n3, run->h,
-                                                        held, grad_x, grad_v, grad, factor, work)
-                             : ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h,
-                                               grad_x, grad_v, grad, factor, springs, work)) {
-                status = unsolved(err, k + 1);
+    backward b = {m, s, run, dx_records, dv_records, grad_x, grad_v, grad, &contact, springs, factor, work, inv_mass,
+                  &p, 1, run->nrecord - 1};
+    int status = MS_OK;
+    const int64_t last = checkpoint_count(run) - 2;
+    if (two) {
+        /* stretch c is stepped again into states + (c % 2) stretch_doubles while stretch c + 1
+           is taken back from the other half: the same operations on the same numbers as one
+           stretch after the other */
+        status = replay(&b, last, states + (size_t)(last % 2) * stretch_doubles, &p, err);
+        for (int64_t c = last - 1; c >= -1 && status == MS_OK; --c) {
+            const double* kept = states + (size_t)((c + 1) % 2) * stretch_doubles;
+            if (c < 0) {
+                status = take_back(&b, 0, kept, err);
                 break;
             }
-            if (contact.ncollider > 0)
-                for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact.lx_old[q];
-            if (should_stop(&p)) {
-                status = MS_ERR_INTERRUPTED;
-                break;
+            stage g = {&b, c, states + (size_t)(c % 2) * stretch_doubles, kept, MS_OK, MS_OK, {0}, {0}};
+            if (ms_threads_run(2, stage_work, &g) != 0) { /* no second thread: one after the other */
+                stage_work(&g, 0);
+                if (g.adjoint_status == MS_OK) stage_work(&g, 1);
             }
+            if (g.adjoint_status != MS_OK) { /* what the pass on one worker would have met first */
+                status = g.adjoint_status;
+                *err = g.adjoint_err;
+            } else if (g.replay_status != MS_OK) {
+                status = g.replay_status;
+                *err = g.replay_err;
+            }
+        }
+    } else {
+        for (int64_t c = last; c >= 0 && status == MS_OK; --c) {
+            status = replay(&b, c, states, &p, err);
+            if (status == MS_OK) status = take_back(&b, c, states, err);
         }
     }
-    for (; status == MS_OK && r >= 0; --r) { /* the records of the initial state */
-        for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * r + q];
+    for (; status == MS_OK && b.r >= 0; --b.r) { /* the records of the initial state */
+        for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * b.r + q];
         if (dv_records != NULL)
-            for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
+            for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * b.r + q];
     }
     if (status == MS_OK) ms_spring_adjoint_collect(springs, grad);
     ms_restore_fp(found);
