@@ -266,16 +266,17 @@ static int replay(backward* b, int64_t c, double* states, pacer* p, ms_error* er
     if (contact->ncollider > 0)
         memcpy(s->collider_center, contact->at_checkpoint + 3 * contact->ncollider * c,
                sizeof(double) * 3 * (size_t)contact->ncollider);
-    int status = MS_OK;
+    int status = MS_OK, first = b->first; /* b's fields are the adjoint's while this runs beside it */
     for (int64_t k = begin; k < end && status == MS_OK; ++k) {
         double* kept = states + 2 * n3 * (k - begin);
         memcpy(kept, s->x, state_bytes);
         memcpy(kept + n3, s->v, state_bytes);
         double* before_contact = contact_keep(m, s, contact, k - begin, run->h, &status, err);
         if (status == MS_OK)
-            status = step_once(m, s, run->h, &b->first, k == begin || contact->ncollider > 0, before_contact, err);
+            status = step_once(m, s, run->h, &first, k == begin || contact->ncollider > 0, before_contact, err);
         if (status == MS_OK && p != NULL && should_stop(p)) status = MS_ERR_INTERRUPTED;
     }
+    b->first = first;
     if (status != MS_OK) return status;
     const double* next = start + 2 * n3;
     if (memcmp(s->x, next, state_bytes) != 0 || memcmp(s->v, next + n3, state_bytes) != 0)
@@ -293,11 +294,14 @@ static int take_back(backward* b, int64_t c, const double* states, ms_error* err
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
     double *grad_x = b->grad_x, *grad_v = b->grad_v;
-    for (int64_t k = end - 1; k >= begin; --k) {
-        for (; b->r >= 0 && run->record_steps[b->r] == k + 1; --b->r) {
-            for (int64_t q = 0; q < n3; ++q) grad_x[q] += b->dx_records[n3 * b->r + q];
+    const double* external = b->s->external; /* read once: the replay beside writes into s */
+    int64_t r = b->r;
+    int status = MS_OK;
+    for (int64_t k = end - 1; k >= begin && status == MS_OK; --k) {
+        for (; r >= 0 && run->record_steps[r] == k + 1; --r) {
+            for (int64_t q = 0; q < n3; ++q) grad_x[q] += b->dx_records[n3 * r + q];
             if (b->dv_records != NULL)
-                for (int64_t q = 0; q < n3; ++q) grad_v[q] += b->dv_records[n3 * b->r + q];
+                for (int64_t q = 0; q < n3; ++q) grad_v[q] += b->dv_records[n3 * r + q];
         }
         const double* kept = states + 2 * n3 * (k - begin);
         const double* after = kept + 2 * n3;
@@ -309,17 +313,19 @@ static int take_back(backward* b, int64_t c, const double* states, ms_error* err
         }
         ms_held_contact on;
         const ms_held_contact* held = contact_held(m, contact, k - begin, kept, &on);
-        const double* external = b->s->external;
         if (held != NULL ? ms_implicit_held_adjoint(m, b->inv_mass, external, kept + n3, after, after + n3, run->h,
                                                     held, grad_x, grad_v, b->grad, b->factor, b->work)
                          : ms_adjoint_step(m, b->inv_mass, external, kept, kept + n3, after, after + n3, run->h,
-                                           grad_x, grad_v, b->grad, b->factor, b->springs, b->work))
-            return unsolved(err, k + 1);
+                                           grad_x, grad_v, b->grad, b->factor, b->springs, b->work)) {
+            status = unsolved(err, k + 1);
+            break;
+        }
         if (contact->ncollider > 0)
             for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact->lx_old[q];
-        if (should_stop(b->p)) return MS_ERR_INTERRUPTED;
+        if (should_stop(b->p)) status = MS_ERR_INTERRUPTED;
     }
-    return MS_OK;
+    b->r = r;
+    return status;
 }
 
 /* One stage of the pipeline: the adjoint of stretch c + 1 on the calling thread (worker 0,
