@@ -63,19 +63,23 @@
         }                                                                                                              \
     } while (0)
 
-/* The springs of a group go through in chunks of up to ADJOINT_CHUNK (one lane each): the
-   lengths of a chunk first, their square roots and divisions independent of one another,
-   then the rest spring by spring, so that the rest need not wait on each square root. */
+/* The springs of a group go through in chunks of up to ADJOINT_CHUNK (four springs each):
+   the ends' positions and velocities and the lengths of a chunk first, their square roots
+   and divisions independent of one another, then the rest spring by spring, so that the
+   rest need not wait on each square root. */
 #define ADJOINT_CHUNK 8
 
-/* Where four springs' ends are relative to their owners: d and l, 1 / l (SPRING_LENGTH). */
+/* Where four springs' ends are relative to their owners: d, w and l, 1 / l (SPRING_LENGTH). */
 typedef struct MS_KERNEL(adjoint_geometry) {
-    v4 d[3], length, inv_length;
+    v4 d[3], w[3], length, inv_length;
 } MS_KERNEL(adjoint_geometry);
 
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_measure)(const v4 own[3], const v4 other[3],
+MS_ALWAYS_INLINE void MS_KERNEL(adjoint_measure)(const v4 own[6], const v4 other[6],
                                                  MS_KERNEL(adjoint_geometry) * g) {
-    for (int c = 0; c < 3; ++c) g->d[c] = v4_sub(other[c], own[c]);
+    for (int c = 0; c < 3; ++c) {
+        g->d[c] = v4_sub(other[c], own[c]);
+        g->w[c] = v4_sub(other[3 + c], own[3 + c]);
+    }
     SPRING_LENGTH(v4, g->d[0], g->d[1], g->d[2], g->length, g->inv_length);
 }
 
@@ -88,7 +92,7 @@ typedef struct MS_KERNEL(adjoint_out) {
     double* grad;
 } MS_KERNEL(adjoint_out);
 
-/* Four springs, one lane each, from owners (v, lf) = own[3..8] to ends other[3..8] at
+/* Four springs, one lane each, from owners (lf) = own[6..8] to ends other[6..8] at
    geometry geo, with parameters and derivatives at p and grad (four rest lengths, four k,
    four c); their J_d^T e and J_w^T e into g[0..2] and h[0..2], their pairings at the owners
    and the ends into pair[0..1]. */
@@ -97,7 +101,7 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9
                                                double* MS_RESTRICT grad, v4 g[3], v4 h[3], v4 pair[2], int with_pair,
                                                int with_grad) {
     const v4 dx = geo->d[0], dy = geo->d[1], dz = geo->d[2];
-    const v4 du = v4_sub(other[3], own[3]), dv = v4_sub(other[4], own[4]), dw = v4_sub(other[5], own[5]);
+    const v4 du = geo->w[0], dv = geo->w[1], dw = geo->w[2];
     v4 grest = v4_set(0.0), gk = grest, gc = grest;
     if (with_grad) {
         grest = v4_load(grad);
@@ -129,15 +133,16 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs,
         MS_KERNEL(adjoint_geometry) geo[ADJOINT_CHUNK];
         const int64_t chunk = k - first < ADJOINT_CHUNK ? k - first : ADJOINT_CHUNK;
         for (int64_t q = 0; q < chunk; ++q) {
-            v4 other[3];
-            v4_load_nodes(x + 3 * pairs[2 * (s + MS_LANES * (first + q)) + 1], &other[0], &other[1], &other[2]);
+            v4 other[6];
+            const int64_t b = pairs[2 * (s + MS_LANES * (first + q)) + 1];
+            v4_load_nodes(x + 3 * b, &other[0], &other[1], &other[2]);
+            v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
             MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
         for (int64_t q = 0; q < chunk; ++q) {
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t b = pairs[2 * r + 1];
             v4 other[9], g[3], h[3], pair[2];
-            v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
             v4_load_nodes(lf + 3 * b, &other[6], &other[7], &other[8]);
             MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
                                      pair, with_pair, with_grad);
@@ -194,15 +199,15 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
         for (int64_t q = 0; q < chunk; ++q) {
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
-            v4 other[3];
+            v4 other[6];
             v4_gather_nodes(x, end, &other[0], &other[1], &other[2]);
+            v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
             MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
         for (int64_t q = 0; q < chunk; ++q) {
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
             v4 other[9], g[3], h[3], pair[2];
-            v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
             v4_gather_nodes(lf, end, &other[6], &other[7], &other[8]);
             MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
                                      pair, with_pair, with_grad);
