@@ -328,26 +328,65 @@ static int take_back(backward* b, int64_t c, const double* states, ms_error* err
     return status;
 }
 
-/* One stage of the pipeline: the adjoint of stretch c + 1 on the calling thread (worker 0,
-   which alone runs the caller's check) while worker 1 steps stretch c again. */
-typedef struct stage {
+/* The pipeline: worker 1 steps the stretches again from the last to the first, the i-th
+   into half i % 2 of the states, while worker 0 (the calling thread, which alone runs the
+   caller's check) takes them back in the same order.  Each hands the other a count: the
+   stretches stepped again, the stretches taken back (a half is stepped into again once the
+   stretch before in it was taken back).  They sleep while they wait. */
+typedef struct pipeline {
     backward* b;
-    int64_t c;
-    double* replayed; /* where the replay of stretch c keeps its states */
-    const double* kept; /* the states of stretch c + 1 */
-    int replay_status, adjoint_status;
-    ms_error replay_err, adjoint_err;
-} stage;
+    double* states;
+    size_t stretch_doubles;
+    int64_t last;              /* the last stretch, stepped again first */
+    ms_counter* replayed;      /* stretches stepped again (or failed: replay_status) */
+    ms_counter* taken_back;    /* stretches taken back; all of them once worker 0 stops */
+    int replay_status[2];      /* of the stretch in each half, written before replayed is raised */
+    ms_error replay_err;       /* the replay's failure (it stops at the first) */
+    int stop;                  /* worker 0 stopped: written before it raises taken_back to the end */
+    int status;                /* worker 0's */
+    ms_error* err;
+} pipeline;
 
-static void stage_work(void* context, int worker) {
-    stage* g = context;
-    if (worker == 0) {
-        g->adjoint_status = take_back(g->b, g->c + 1, g->kept, &g->adjoint_err);
-        return;
-    }
+static void pipeline_replay(pipeline* pl) {
     const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
-    g->replay_status = replay(g->b, g->c, g->replayed, NULL, &g->replay_err);
+    for (int64_t i = 0; i <= pl->last; ++i) {
+        if (i >= 2) { /* half i % 2 is free once stretch i - 2 was taken back */
+            ms_counter_wait(pl->taken_back, i - 1);
+            if (pl->stop) break;
+        }
+        const int status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, NULL,
+                                  &pl->replay_err);
+        pl->replay_status[i % 2] = status;
+        ms_counter_add(pl->replayed, 1);
+        if (status != MS_OK) break;
+    }
     ms_restore_fp(found);
+}
+
+static void pipeline_take_back(pipeline* pl) {
+    int status = MS_OK;
+    for (int64_t i = 0; i <= pl->last && status == MS_OK; ++i) {
+        ms_counter_wait(pl->replayed, i + 1);
+        status = pl->replay_status[i % 2];
+        if (status != MS_OK) {
+            *pl->err = pl->replay_err;
+            break;
+        }
+        status = take_back(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, pl->err);
+        if (status == MS_OK) ms_counter_add(pl->taken_back, 1);
+    }
+    if (status != MS_OK) { /* send worker 1 home */
+        pl->stop = 1;
+        ms_counter_add(pl->taken_back, pl->last + 2);
+    }
+    pl->status = status;
+}
+
+static void pipeline_work(void* context, int worker) {
+    if (worker == 0)
+        pipeline_take_back(context);
+    else
+        pipeline_replay(context);
 }
 
 /* Whether the pass steps each stretch again on a second worker while it takes the next one
@@ -397,36 +436,21 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
                   &p, 1, run->nrecord - 1};
     int status = MS_OK;
     const int64_t last = checkpoint_count(run) - 2;
+    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, 0, MS_OK, err};
     if (two) {
-        /* stretch c is stepped again into states + (c % 2) stretch_doubles while stretch c + 1
-           is taken back from the other half: the same operations on the same numbers as one
-           stretch after the other */
-        status = replay(&b, last, states + (size_t)(last % 2) * stretch_doubles, &p, err);
-        for (int64_t c = last - 1; c >= -1 && status == MS_OK; --c) {
-            const double* kept = states + (size_t)((c + 1) % 2) * stretch_doubles;
-            if (c < 0) {
-                status = take_back(&b, 0, kept, err);
-                break;
-            }
-            stage g = {&b, c, states + (size_t)(c % 2) * stretch_doubles, kept, MS_OK, MS_OK, {0}, {0}};
-            if (ms_threads_run(2, stage_work, &g) != 0) { /* no second thread: one after the other */
-                stage_work(&g, 0);
-                if (g.adjoint_status == MS_OK) stage_work(&g, 1);
-            }
-            if (g.adjoint_status != MS_OK) { /* what the pass on one worker would have met first */
-                status = g.adjoint_status;
-                *err = g.adjoint_err;
-            } else if (g.replay_status != MS_OK) {
-                status = g.replay_status;
-                *err = g.replay_err;
-            }
-        }
+        pl.replayed = ms_counter_create();
+        pl.taken_back = ms_counter_create();
+    }
+    if (pl.replayed != NULL && pl.taken_back != NULL && ms_threads_run(2, pipeline_work, &pl) == 0) {
+        status = pl.status; /* the same operations on the same numbers as one stretch after the other */
     } else {
         for (int64_t c = last; c >= 0 && status == MS_OK; --c) {
             status = replay(&b, c, states, &p, err);
             if (status == MS_OK) status = take_back(&b, c, states, err);
         }
     }
+    ms_counter_destroy(pl.replayed);
+    ms_counter_destroy(pl.taken_back);
     for (; status == MS_OK && b.r >= 0; --b.r) { /* the records of the initial state */
         for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * b.r + q];
         if (dv_records != NULL)
