@@ -151,7 +151,7 @@ PyObject* System_gradient_backward(SystemObject* self, PyObject* const* args, Py
     if (mspy_require_idle(self) < 0) return NULL;
     module_state* st = mspy_state_of_type(Py_TYPE(self));
     long long threads;
-    if (st == NULL || mspy_parse_integer(args[7], "threads", 0, 1024, &threads) < 0) return NULL;
+    if (st == NULL || mspy_parse_integer(args[7], "threads", 0, MSPY_THREADS_MAX, &threads) < 0) return NULL;
     const ms_model* m = self->model;
     ms_gradient_run run = {0};
     PyArrayObject *checkpoints = NULL, *record_steps = NULL, *dx = NULL, *dv = NULL;
