@@ -6,7 +6,8 @@
  * bit for bit (the same code on the same state and model; any number of workers gives the
  * same bits); then it takes the stretch's steps back with ms_adjoint_step, adding each
  * record's dL/dx and dL/dv where the record was made.  The memory is the checkpoints and
- * one stretch of states.  The tangent pass steps the run forward once, carrying every
+ * one stretch of states; with two threads, two: a second thread steps each stretch again
+ * while the calling thread takes the one after it back (the pipeline below).  The tangent pass steps the run forward once, carrying every
  * direction's tangent along with ms_tangent_step.
  */
 #include <math.h>
