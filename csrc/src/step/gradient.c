@@ -7,8 +7,9 @@
  * same bits); then it takes the stretch's steps back with ms_adjoint_step, adding each
  * record's dL/dx and dL/dv where the record was made.  The memory is the checkpoints and
  * one stretch of states; with two threads, two: a second thread steps each stretch again
- * while the calling thread takes the one after it back (the pipeline below).  The tangent pass steps the run forward once, carrying every
- * direction's tangent along with ms_tangent_step.
+ * while the calling thread takes the one after it back (the pipeline below).  The tangent
+ * pass steps the run forward once, carrying every direction's tangent along with
+ * ms_tangent_step.
  */
 #include <math.h>
 #include <stdint.h>
