@@ -94,8 +94,9 @@ class Tangent(NamedTuple):
 
 class Tape:
     """What a differentiable run keeps for its backward pass: the system as it started
-    (stepped again single-threaded; any thread count gives the same bits), the step size, and
-    the state at every checkpoint (steps 0, C, 2C, ... and the last)."""
+    (stepped again single-threaded; any thread count gives the same bits), its thread setting
+    (the backward pass's workers), the step size, and the state at every checkpoint (steps 0,
+    C, 2C, ... and the last)."""
 
     def __init__(self, system: System, dt: float, steps: int, record_every: int,
                  checkpoint_every: int | None) -> None:
@@ -114,6 +115,9 @@ class Tape:
         self.dt = float(dt)
         self.steps = int(steps)
         self.start = system.copy()
+        # the backward pass steps each stretch again on one worker; with more than one it
+        # does so beside the adjoint of the next stretch (the same bits)
+        self.threads = system.threads
         self.start.threads = 1
         self.start_steps = system.steps
         count = (self.steps + self.every - 1) // self.every + 1
@@ -174,7 +178,8 @@ def backward(trajectory: Trajectory, positions: ArrayLike | None = None,
     dv = None if velocities is None else _record_values(velocities, "velocities", shape)
     # each pass steps its own copy of the start: the tape stays as recorded, and two threads
     # may take gradients of one trajectory at once
-    x, v, k, c, rest, mass, external = tape.start.copy()._gradient_backward(*tape.run_arguments(), dx, dv)
+    x, v, k, c, rest, mass, external = tape.start.copy()._gradient_backward(*tape.run_arguments(), dx, dv,
+                                                                                   getattr(tape, "threads", 0))
     pinned = tape.start.pinned
     x[pinned] = 0.0
     v[pinned] = 0.0

@@ -133,6 +133,37 @@ def test_gradient_is_the_same_for_every_worker_count():
         assert np.array_equal(getattr(gradients[0], name), getattr(gradients[1], name)), name
 
 
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_backward_pass_on_two_threads_gives_the_bits_of_one(integrator: str) -> None:
+    """With two or more threads the backward pass steps each stretch again on a second thread
+    while it takes the next one back: the gradient is the one-thread gradient bit for bit,
+    and that of a run kept whole (no checkpoints)."""
+    s = network(integrator)
+    weights = loss_weights(s)
+    gradients = []
+    for threads, every in ((1, 4 * EVERY), (2, 4 * EVERY), (3, 4 * EVERY), (2, STEPS)):
+        copy = s.copy()
+        copy.threads = threads
+        run = copy.run(DT, STEPS, EVERY, velocities=True, differentiable=True, checkpoint_every=every)
+        gradients.append(run.backward(*weights))
+    for gradient in gradients[1:]:
+        for name in PARAMETERS:
+            assert np.array_equal(getattr(gradient, name), getattr(gradients[0], name)), name
+    assert np.any(gradients[0].k != 0.0)
+
+
+def test_backward_pass_threads_are_checked() -> None:
+    """The binding refuses a thread count that is not one (0: the process's setting)."""
+    s = network()
+    run = s.run(DT, 20, 10, differentiable=True)
+    arguments = run._tape.run_arguments()
+    seeds = np.zeros(run.positions.shape)
+    with pytest.raises(ValueError, match="threads"):
+        run._tape.start.copy()._gradient_backward(*arguments, seeds, None, -1)
+    with pytest.raises(TypeError, match="threads"):
+        run._tape.start.copy()._gradient_backward(*arguments, seeds, None, 1.5)
+
+
 def test_pinned_nodes_have_no_gradient():
     s = network()
     gradient = s.run(DT, STEPS, EVERY, differentiable=True).backward(*loss_weights(s))
@@ -242,7 +273,7 @@ from msprings import scenes
 
 s = scenes.cloth(20)
 s.c[:] = 0.5
-run = s.run(1e-3, 20000, 1000, differentiable=True)
+run = s.run(1e-3, 100000, 1000, differentiable=True)  # a backward pass of a second or more
 main = threading.main_thread().ident
 threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT)).start()
 try:
@@ -438,11 +469,11 @@ def test_damaged_run_descriptions_are_refused_not_read_out_of_bounds() -> None:
         pickle.loads(pickle.dumps(run))
     seeds = np.zeros(2 * 12)
     with pytest.raises(MemoryError, match="does not fit in memory"):
-        s._gradient_backward(1e-3, 2**62, 2**62, np.zeros(2 * 24), np.array([0, 2**62]), seeds, None)
+        s._gradient_backward(1e-3, 2**62, 2**62, np.zeros(2 * 24), np.array([0, 2**62]), seeds, None, 0)
     with pytest.raises(ValueError, match="more than an array can hold"):
-        s._gradient_backward(1e-3, 2**62, 1, np.zeros(48), np.array([0, 2**62]), seeds, None)
+        s._gradient_backward(1e-3, 2**62, 1, np.zeros(48), np.array([0, 2**62]), seeds, None, 0)
     with pytest.raises(ValueError, match="must be at most steps"):
-        s._gradient_backward(1e-3, 1, 2, np.zeros(48), np.array([0, 1]), seeds, None)
+        s._gradient_backward(1e-3, 1, 2, np.zeros(48), np.array([0, 1]), seeds, None, 0)
 
 
 def test_two_threads_take_gradients_of_one_trajectory() -> None:

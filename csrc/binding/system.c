@@ -253,8 +253,8 @@ static PyMethodDef System_methods[] = {
     {"_gradient_check", (PyCFunction)System_gradient_check, METH_NOARGS,
      "_gradient_check(): ValueError unless steps of this system have a gradient"},
     {"_gradient_backward", (PyCFunction)(void (*)(void))System_gradient_backward, METH_FASTCALL,
-     "_gradient_backward(dt, steps, checkpoint_every, checkpoints, record_steps, dx, dv) -> (x, v, k, c, rest, mass, "
-     "external)"},
+     "_gradient_backward(dt, steps, checkpoint_every, checkpoints, record_steps, dx, dv, threads) -> (x, v, k, c, rest, "
+     "mass, external)"},
     {"_gradient_tangent", (PyCFunction)(void (*)(void))System_gradient_tangent, METH_FASTCALL,
      "_gradient_tangent(dt, steps, checkpoint_every, checkpoints, record_steps, dx0, dv0, k, c, rest, mass, external, "
      "velocities) -> (record_dx, record_dv or None)"},

@@ -143,18 +143,22 @@ static int parse_run(SystemObject* self, PyObject* const* args, ms_gradient_run*
 }
 
 PyObject* System_gradient_backward(SystemObject* self, PyObject* const* args, Py_ssize_t nargs) {
-    if (nargs != 7) {
+    if (nargs != 8) {
         PyErr_SetString(PyExc_TypeError,
-                        "_gradient_backward(dt, steps, checkpoint_every, checkpoints, record_steps, dx, dv)");
+                        "_gradient_backward(dt, steps, checkpoint_every, checkpoints, record_steps, dx, dv, threads)");
         return NULL;
     }
     if (mspy_require_idle(self) < 0) return NULL;
+    module_state* st = mspy_state_of_type(Py_TYPE(self));
+    long long threads;
+    if (st == NULL || mspy_parse_integer(args[7], "threads", 0, MSPY_THREADS_MAX, &threads) < 0) return NULL;
     const ms_model* m = self->model;
     ms_gradient_run run = {0};
     PyArrayObject *checkpoints = NULL, *record_steps = NULL, *dx = NULL, *dv = NULL;
     PyObject *grad_x = NULL, *grad_v = NULL, *k = NULL, *c = NULL, *rest = NULL, *mass = NULL, *external = NULL;
     PyObject* result = NULL;
     if (parse_run(self, args, &run, &checkpoints, &record_steps) < 0) goto error;
+    run.threads = ms_resolve_threads(threads > 0 ? (int)threads : st->num_threads); /* 0: the process's setting */
     const npy_intp values = (npy_intp)(run.nrecord * 3 * m->nnode);
     if ((dx = values_of(args[5], "positions", values)) == NULL) goto error;
     if (args[6] != Py_None && (dv = values_of(args[6], "velocities", values)) == NULL) goto error;

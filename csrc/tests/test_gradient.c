@@ -2,7 +2,7 @@
    against central differences of the runs themselves, for every integrator that has one;
    the same for a node sliding on the ground and over a sphere, and the dot-product test of
    the backward and tangent passes there; the refusals; a checkpoint that the steps do not
-   reproduce; and the adjoint of the spring forces on the step's layout against the
+   reproduce; the same bits on two workers as on one; and the adjoint of the spring forces on the step's layout against the
    spring-by-spring one, on every vector path. */
 #include <math.h>
 #include <stdlib.h>
@@ -54,8 +54,8 @@ typedef struct backward_result {
 } backward_result;
 
 /* dL/d(...) of L = the free node's final x, with checkpoints from checkpoints_of (corrupted
-   at one value if corrupt). */
-static backward_result backward(const ms_model* m, int corrupt) {
+   at one value if corrupt), on threads workers. */
+static backward_result backward_on(const ms_model* m, int corrupt, int threads) {
     backward_result result;
     memset(&result, 0, sizeof result);
     double checkpoints[(STEPS / EVERY + 1) * 12];
@@ -69,13 +69,15 @@ static backward_result backward(const ms_model* m, int corrupt) {
         return result;
     }
     if (corrupt) checkpoints[2 * 6 * 2 + 3] += 1e-12; /* x of node 1 at step 2 EVERY */
-    ms_gradient_run run = {H, STEPS, EVERY, checkpoints, 2, record_steps, NULL};
+    ms_gradient_run run = {H, STEPS, EVERY, checkpoints, 2, record_steps, NULL, threads};
     ms_state* s = ms_state_create(m, &err);
     result.status = s == NULL ? -1 : ms_gradient_backward(m, s, &run, dx, NULL, result.grad_x, result.grad_v, &g, &err);
     if (result.status != MS_OK && !has_message(&err)) result.status = -2;
     ms_state_destroy(s);
     return result;
 }
+
+static backward_result backward(const ms_model* m, int corrupt) { return backward_on(m, corrupt, 1); }
 
 static int test_oscillator_gradient_matches_central_differences(void) {
     const ms_integrator integrators[5] = {MS_SYMPLECTIC_EULER, MS_EXPLICIT_EULER, MS_VELOCITY_VERLET, MS_RK4,
@@ -195,7 +197,7 @@ static int test_sliding_contact_gradient_matches_central_differences(void) {
             dx[6 + 3] = 1.0, dx[6 + 5] = 2.0, dv[6 + 5] = 3.0;
             double grad_x[6], grad_v[6], k = 0.0, c = 0.0, rest = 0.0, mass[2] = {0.0}, external[6] = {0.0};
             ms_parameter_arrays g = {&k, &c, &rest, mass, external};
-            ms_gradient_run run = {CONTACT_H, CONTACT_STEPS, CONTACT_EVERY, checkpoints, 2, record_steps, NULL};
+            ms_gradient_run run = {CONTACT_H, CONTACT_STEPS, CONTACT_EVERY, checkpoints, 2, record_steps, NULL, 1};
             ms_error err = fresh_error();
             ms_state* s = ms_state_create(m, &err);
             ENSURE(s != NULL);
@@ -240,6 +242,33 @@ static int test_a_checkpoint_not_reproduced_is_reported(void) {
     return 0;
 }
 
+/* Two workers step each stretch again beside the adjoint of the next one: the same bits as
+   one, for every integrator, and the checkpoint not reproduced is still reported. */
+static int test_two_workers_give_the_bits_of_one(void) {
+    const ms_integrator integrators[] = {MS_SYMPLECTIC_EULER, MS_EXPLICIT_EULER, MS_VELOCITY_VERLET, MS_RK4,
+                                         MS_IMPLICIT_EULER};
+    for (size_t i = 0; i < sizeof integrators / sizeof integrators[0]; ++i) {
+        ms_model* m = make_oscillator(4.0, 1.5, 0.3, 0.2, integrators[i]);
+        ENSURE(m != NULL);
+        const backward_result one = backward_on(m, 0, 1);
+        ENSURE(one.status == MS_OK);
+        ENSURE(one.k != 0.0 && one.grad_x[3] != 0.0);
+        for (int threads = 2; threads <= 3; ++threads) {
+            const backward_result more = backward_on(m, 0, threads);
+            ENSURE(more.status == MS_OK);
+            ENSURE(memcmp(more.grad_x, one.grad_x, sizeof one.grad_x) == 0);
+            ENSURE(memcmp(more.grad_v, one.grad_v, sizeof one.grad_v) == 0);
+            ENSURE(memcmp(more.mass, one.mass, sizeof one.mass) == 0);
+            ENSURE(memcmp(more.external, one.external, sizeof one.external) == 0);
+            ENSURE(memcmp(&more.k, &one.k, sizeof one.k) == 0 && memcmp(&more.c, &one.c, sizeof one.c) == 0);
+            ENSURE(memcmp(&more.rest, &one.rest, sizeof one.rest) == 0);
+            ENSURE(backward_on(m, 1, threads).status == MS_ERR_DIVERGED);
+        }
+        ms_model_destroy(m);
+    }
+    return 0;
+}
+
 static int test_what_has_no_gradient_is_refused(void) {
     ms_model* m = make_oscillator(4.0, 1.5, 0.3, 0.2, MS_XPBD);
     ENSURE(m != NULL);
@@ -271,7 +300,7 @@ static int test_what_has_no_gradient_is_refused(void) {
     const int64_t record_steps[2] = {STEPS, 0};
     double dx[12] = {0.0}, grad_x[6], grad_v[6], k, c, rest, mass[2], external[6];
     ms_parameter_arrays g = {&k, &c, &rest, mass, external};
-    ms_gradient_run run = {H, STEPS, EVERY, checkpoints, 2, record_steps, NULL};
+    ms_gradient_run run = {H, STEPS, EVERY, checkpoints, 2, record_steps, NULL, 1};
     ms_state* s = ms_state_create(m, &err);
     ENSURE(s != NULL);
     err = fresh_error();
@@ -406,6 +435,7 @@ const test_case gradient_tests[] = {
     TEST(test_oscillator_gradient_matches_central_differences),
     TEST(test_sliding_contact_gradient_matches_central_differences),
     TEST(test_a_checkpoint_not_reproduced_is_reported),
+    TEST(test_two_workers_give_the_bits_of_one),
     TEST(test_what_has_no_gradient_is_refused),
     TEST(test_spring_adjoint_on_the_layout_matches_the_reference),
     {NULL, NULL},

@@ -1,5 +1,5 @@
-/* Threads and determinism: thread counts, and the same result for one call of n steps
-   and n calls of one step. */
+/* Threads and determinism: thread counts, counters that hand turns between workers, and
+   the same result for one call of n steps and n calls of one step. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -9,6 +9,7 @@
 #include "ensure.h"
 #include "helpers.h"
 #include "msprings/msprings.h"
+#include "platform/thread.h"
 #include "step/ranked.h"
 
 /* recorded from a run of test_golden_hash: symplectic Euler on the user's numbering and
@@ -76,6 +77,41 @@ static int test_thread_counts(void) {
     ms_state_destroy(copy);
     ms_state_destroy(s);
     ms_model_destroy(m);
+    return 0;
+}
+
+/* Two workers take turns through two counters (ms_counter): each writes its turn into a
+   shared log only after the other's count says the previous turn is done, so the log
+   alternates and each count ends at the number of its worker's turns. */
+#define TURNS 2000
+typedef struct turns {
+    ms_counter* done[2];
+    int log[2 * TURNS];
+} turns;
+
+static void take_turns(void* context, int worker) {
+    turns* t = context;
+    for (int k = 0; k < TURNS; ++k) {
+        const int turn = 2 * k + worker;
+        if (turn > 0) ms_counter_wait(t->done[1 - worker], worker == 0 ? k : k + 1); /* the other's last turn */
+        t->log[turn] = worker;
+        ms_counter_add(t->done[worker], 1);
+    }
+}
+
+static int test_counters_hand_turns_between_workers(void) {
+    turns* t = calloc(1, sizeof *t);
+    ENSURE(t != NULL);
+    t->done[0] = ms_counter_create();
+    t->done[1] = ms_counter_create();
+    ENSURE(t->done[0] != NULL && t->done[1] != NULL);
+    ENSURE(ms_threads_run(2, take_turns, t) == 0);
+    for (int turn = 0; turn < 2 * TURNS; ++turn) ENSURE(t->log[turn] == turn % 2);
+    ms_counter_wait(t->done[0], TURNS); /* already there: returns at once */
+    ms_counter_wait(t->done[1], TURNS);
+    ms_counter_destroy(t->done[0]);
+    ms_counter_destroy(t->done[1]);
+    free(t);
     return 0;
 }
 
@@ -320,6 +356,7 @@ static int test_interrupted(void) {
 
 const test_case threads_tests[] = {
     TEST(test_thread_counts),
+    TEST(test_counters_hand_turns_between_workers),
     TEST(test_build_paths),
     TEST(test_determinism),
     TEST(test_same_result_on_any_number_of_threads),

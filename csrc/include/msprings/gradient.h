@@ -50,6 +50,10 @@ typedef struct ms_gradient_run {
     int64_t nrecord;             /* records, >= 1 */
     const int64_t* record_steps; /* the step of each record, ascending in [0, steps] (nrecord) */
     const ms_interrupt* interrupt; /* the caller's check, or NULL */
+    int threads;                 /* the backward pass's workers: with 2 or more (and more than one
+                                    stretch, no colliders, a step on one worker) it steps each
+                                    stretch again on a second thread while it takes the next one
+                                    back; 0 or 1: one after the other.  The same bits either way */
 } ms_gradient_run;
 
 /* MS_OK if steps of this model have a gradient here; else MS_ERR_VALUE naming what has

@@ -20,18 +20,23 @@
  * after its springs, as in the forces.
  */
 
-/* The adjoint of springs with separation (dx, dy, dz), relative velocity (du, dv, dw) and
-   force adjoints (ax, ay, az) = lf_a, (bx, by, bz) = lf_b, in type V (v4 or v1): J_d^T e
-   into (gx, gy, gz), J_w^T e into (hx, hy, hz), unless PAIR is 0 the pairings lf_a.F and
-   lf_b.F into pa and pb, and unless GRAD is 0 the parameters' derivatives added to (grest,
-   gk, gc). */
-#define SPRING_ADJOINT(V, dx, dy, dz, du, dv, dw, ax, ay, az, bx, by, bz, rest, stiffness, damping, gx, gy, gz, hx,    \
-                       hy, hz, pa, pb, grest, gk, gc, PAIR, GRAD)                                                      \
+/* The length l of springs with separation (dx, dy, dz) and 1 / l (0 below MS_MIN_LENGTH), in
+   type V (v4 or v1). */
+#define SPRING_LENGTH(V, dx, dy, dz, length, inv_length)                                                               \
     do {                                                                                                               \
         const V length2_ = V##_add(V##_add(V##_mul(dx, dx), V##_mul(dy, dy)), V##_mul(dz, dz));                        \
-        const V length_ = V##_sqrt(length2_);                                                                          \
-        const V inv_length_ =                                                                                          \
-            V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length_));                  \
+        length = V##_sqrt(length2_);                                                                                   \
+        inv_length = V##_if_greater(length2_, V##_set(MS_MIN_LENGTH_SQUARED), V##_div(V##_set(1.0), length));          \
+    } while (0)
+
+/* The adjoint of springs with separation (dx, dy, dz), its length and 1 / length
+   (SPRING_LENGTH), relative velocity (du, dv, dw) and force adjoints (ax, ay, az) = lf_a,
+   (bx, by, bz) = lf_b, in type V (v4 or v1): J_d^T e into (gx, gy, gz), J_w^T e into (hx, hy,
+   hz), unless PAIR is 0 the pairings lf_a.F and lf_b.F into pa and pb, and unless GRAD is 0
+   the parameters' derivatives added to (grest, gk, gc). */
+#define SPRING_ADJOINT(V, dx, dy, dz, length_, inv_length_, du, dv, dw, ax, ay, az, bx, by, bz, rest, stiffness,       \
+                       damping, gx, gy, gz, hx, hy, hz, pa, pb, grest, gk, gc, PAIR, GRAD)                             \
+    do {                                                                                                               \
         const V closing_ = V##_mul(V##_add(V##_add(V##_mul(du, dx), V##_mul(dv, dy)), V##_mul(dw, dz)), inv_length_);  \
         const V stretch_ = V##_sub(length_, rest);                                                                     \
         const V magnitude_ = V##_mul(V##_add(V##_mul(stiffness, stretch_), V##_mul(damping, closing_)), inv_length_);  \
@@ -58,6 +63,26 @@
         }                                                                                                              \
     } while (0)
 
+/* The springs of a group go through in chunks of up to ADJOINT_CHUNK (four springs each):
+   the ends' positions and velocities and the lengths of a chunk first, their square roots
+   and divisions independent of one another, then the rest spring by spring, so that the
+   rest need not wait on each square root. */
+#define ADJOINT_CHUNK 8
+
+/* Where four springs' ends are relative to their owners: d, w and l, 1 / l (SPRING_LENGTH). */
+typedef struct MS_KERNEL(adjoint_geometry) {
+    v4 d[3], w[3], length, inv_length;
+} MS_KERNEL(adjoint_geometry);
+
+MS_ALWAYS_INLINE void MS_KERNEL(adjoint_measure)(const v4 own[6], const v4 other[6],
+                                                 MS_KERNEL(adjoint_geometry) * g) {
+    for (int c = 0; c < 3; ++c) {
+        g->d[c] = v4_sub(other[c], own[c]);
+        g->w[c] = v4_sub(other[3 + c], own[3 + c]);
+    }
+    SPRING_LENGTH(v4, g->d[0], g->d[1], g->d[2], g->length, g->inv_length);
+}
+
 /* Where the adjoint kernel adds: the adjoints of x and v, the pairings lf.f (nnode; or
    NULL) and the parameters' derivatives in the layout's order (or NULL). */
 typedef struct MS_KERNEL(adjoint_out) {
@@ -67,24 +92,25 @@ typedef struct MS_KERNEL(adjoint_out) {
     double* grad;
 } MS_KERNEL(adjoint_out);
 
-/* Four springs, one lane each, from owners (x, v, lf) = own[0..8] to ends other[0..8], with
-   parameters and derivatives at p and grad (four rest lengths, four k, four c); their
-   J_d^T e and J_w^T e into g[0..2] and h[0..2], their pairings at the owners and the ends
-   into pair[0..1]. */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9], const double* MS_RESTRICT p,
+/* Four springs, one lane each, from owners (lf) = own[6..8] to ends other[6..8] at
+   geometry geo, with parameters and derivatives at p and grad (four rest lengths, four k,
+   four c); their J_d^T e and J_w^T e into g[0..2] and h[0..2], their pairings at the owners
+   and the ends into pair[0..1]. */
+MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9],
+                                               const MS_KERNEL(adjoint_geometry) * geo, const double* MS_RESTRICT p,
                                                double* MS_RESTRICT grad, v4 g[3], v4 h[3], v4 pair[2], int with_pair,
                                                int with_grad) {
-    const v4 dx = v4_sub(other[0], own[0]), dy = v4_sub(other[1], own[1]), dz = v4_sub(other[2], own[2]);
-    const v4 du = v4_sub(other[3], own[3]), dv = v4_sub(other[4], own[4]), dw = v4_sub(other[5], own[5]);
+    const v4 dx = geo->d[0], dy = geo->d[1], dz = geo->d[2];
+    const v4 du = geo->w[0], dv = geo->w[1], dw = geo->w[2];
     v4 grest = v4_set(0.0), gk = grest, gc = grest;
     if (with_grad) {
         grest = v4_load(grad);
         gk = v4_load(grad + MS_LANES);
         gc = v4_load(grad + 2 * MS_LANES);
     }
-    SPRING_ADJOINT(v4, dx, dy, dz, du, dv, dw, own[6], own[7], own[8], other[6], other[7], other[8], v4_load(p),
-                   v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), g[0], g[1], g[2], h[0], h[1], h[2], pair[0],
-                   pair[1], grest, gk, gc, with_pair, with_grad);
+    SPRING_ADJOINT(v4, dx, dy, dz, geo->length, geo->inv_length, du, dv, dw, own[6], own[7], own[8], other[6],
+                   other[7], other[8], v4_load(p), v4_load(p + MS_LANES), v4_load(p + 2 * MS_LANES), g[0], g[1], g[2],
+                   h[0], h[1], h[2], pair[0], pair[1], grest, gk, gc, with_pair, with_grad);
     if (with_grad) {
         v4_store(grad, grest);
         v4_store(grad + MS_LANES, gk);
@@ -103,24 +129,33 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs,
     v4_load_nodes(x + 3 * a, &own[0], &own[1], &own[2]);
     v4_load_nodes(v + 3 * a, &own[3], &own[4], &own[5]);
     v4_load_nodes(lf + 3 * a, &own[6], &own[7], &own[8]);
-    for (int64_t j = 0; j < k; ++j) {
-        const int64_t r = s + MS_LANES * j;
-        const int64_t b = pairs[2 * r + 1];
-        v4 other[9], g[3], h[3], pair[2];
-        v4_load_nodes(x + 3 * b, &other[0], &other[1], &other[2]);
-        v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
-        v4_load_nodes(lf + 3 * b, &other[6], &other[7], &other[8]);
-        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h, pair,
-                                 with_pair, with_grad);
-        for (int c = 0; c < 3; ++c) {
-            sum_g[c] = v4_add(sum_g[c], g[c]);
-            sum_h[c] = v4_add(sum_h[c], h[c]);
+    for (int64_t first = 0; first < k; first += ADJOINT_CHUNK) {
+        MS_KERNEL(adjoint_geometry) geo[ADJOINT_CHUNK];
+        const int64_t chunk = k - first < ADJOINT_CHUNK ? k - first : ADJOINT_CHUNK;
+        for (int64_t q = 0; q < chunk; ++q) {
+            v4 other[6];
+            const int64_t b = pairs[2 * (s + MS_LANES * (first + q)) + 1];
+            v4_load_nodes(x + 3 * b, &other[0], &other[1], &other[2]);
+            v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
+            MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
-        v4_add_nodes(out->lx + 3 * b, g[0], g[1], g[2], 0);
-        v4_add_nodes(out->lv + 3 * b, h[0], h[1], h[2], 0);
-        if (with_pair) {
-            sum_pair = v4_add(sum_pair, pair[0]);
-            v4_store(out->pairing + b, v4_sub(v4_load(out->pairing + b), pair[1]));
+        for (int64_t q = 0; q < chunk; ++q) {
+            const int64_t r = s + MS_LANES * (first + q);
+            const int64_t b = pairs[2 * r + 1];
+            v4 other[9], g[3], h[3], pair[2];
+            v4_load_nodes(lf + 3 * b, &other[6], &other[7], &other[8]);
+            MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
+                                     pair, with_pair, with_grad);
+            for (int c = 0; c < 3; ++c) {
+                sum_g[c] = v4_add(sum_g[c], g[c]);
+                sum_h[c] = v4_add(sum_h[c], h[c]);
+            }
+            v4_add_nodes(out->lx + 3 * b, g[0], g[1], g[2], 0);
+            v4_add_nodes(out->lv + 3 * b, h[0], h[1], h[2], 0);
+            if (with_pair) {
+                sum_pair = v4_add(sum_pair, pair[0]);
+                v4_store(out->pairing + b, v4_sub(v4_load(out->pairing + b), pair[1]));
+            }
         }
     }
     v4_add_nodes(out->lx + 3 * a, sum_g[0], sum_g[1], sum_g[2], 1);
@@ -158,28 +193,38 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
     v4_gather_nodes(x, owner, &own[0], &own[1], &own[2]);
     v4_gather_nodes(v, owner, &own[3], &own[4], &own[5]);
     v4_gather_nodes(lf, owner, &own[6], &own[7], &own[8]);
-    for (int64_t j = 0; j < k; ++j) {
-        const int64_t r = s + MS_LANES * j;
-        const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
-        v4 other[9], g[3], h[3], pair[2];
-        v4_gather_nodes(x, end, &other[0], &other[1], &other[2]);
-        v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
-        v4_gather_nodes(lf, end, &other[6], &other[7], &other[8]);
-        MS_KERNEL(adjoint_lanes)(own, other, params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h, pair,
-                                 with_pair, with_grad);
-        for (int c = 0; c < 3; ++c) {
-            sum_g[c] = v4_add(sum_g[c], g[c]);
-            sum_h[c] = v4_add(sum_h[c], h[c]);
+    for (int64_t first = 0; first < k; first += ADJOINT_CHUNK) {
+        MS_KERNEL(adjoint_geometry) geo[ADJOINT_CHUNK];
+        const int64_t chunk = k - first < ADJOINT_CHUNK ? k - first : ADJOINT_CHUNK;
+        for (int64_t q = 0; q < chunk; ++q) {
+            const int64_t r = s + MS_LANES * (first + q);
+            const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
+            v4 other[6];
+            v4_gather_nodes(x, end, &other[0], &other[1], &other[2]);
+            v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
+            MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
-        double* const to_lx[MS_LANES] = {out->lx + 3 * end[0], out->lx + 3 * end[1], out->lx + 3 * end[2],
-                                         out->lx + 3 * end[3]};
-        double* const to_lv[MS_LANES] = {out->lv + 3 * end[0], out->lv + 3 * end[1], out->lv + 3 * end[2],
-                                         out->lv + 3 * end[3]};
-        v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
-        v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
-        if (with_pair) {
-            sum_pair = v4_add(sum_pair, pair[0]);
-            MS_KERNEL(scatter_pairing)(out->pairing, end, pair[1], 1);
+        for (int64_t q = 0; q < chunk; ++q) {
+            const int64_t r = s + MS_LANES * (first + q);
+            const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
+            v4 other[9], g[3], h[3], pair[2];
+            v4_gather_nodes(lf, end, &other[6], &other[7], &other[8]);
+            MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
+                                     pair, with_pair, with_grad);
+            for (int c = 0; c < 3; ++c) {
+                sum_g[c] = v4_add(sum_g[c], g[c]);
+                sum_h[c] = v4_add(sum_h[c], h[c]);
+            }
+            double* const to_lx[MS_LANES] = {out->lx + 3 * end[0], out->lx + 3 * end[1], out->lx + 3 * end[2],
+                                             out->lx + 3 * end[3]};
+            double* const to_lv[MS_LANES] = {out->lv + 3 * end[0], out->lv + 3 * end[1], out->lv + 3 * end[2],
+                                             out->lv + 3 * end[3]};
+            v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
+            v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
+            if (with_pair) {
+                sum_pair = v4_add(sum_pair, pair[0]);
+                MS_KERNEL(scatter_pairing)(out->pairing, end, pair[1], 1);
+            }
         }
     }
     v4_scatter_nodes(owner_lx, sum_g[0], sum_g[1], sum_g[2], 1);
@@ -204,14 +249,15 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
         const double* p = params + 3 * r;
         const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
         const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
-        v1 g[3], h[3], pa = 0.0, pb = 0.0, grest = 0.0, gk = 0.0, gc = 0.0;
+        v1 g[3], h[3], pa = 0.0, pb = 0.0, grest = 0.0, gk = 0.0, gc = 0.0, length, inv_length;
         double* grad = with_grad ? out->grad + 3 * r : NULL;
         if (with_grad) {
             grest = grad[0];
             gk = grad[1];
             gc = grad[2];
         }
-        SPRING_ADJOINT(v1, dx, dy, dz, du, dv, dw, la[0], la[1], la[2], lb[0], lb[1], lb[2], p[0], p[1], p[2], g[0],
+        SPRING_LENGTH(v1, dx, dy, dz, length, inv_length);
+        SPRING_ADJOINT(v1, dx, dy, dz, length, inv_length, du, dv, dw, la[0], la[1], la[2], lb[0], lb[1], lb[2], p[0], p[1], p[2], g[0],
                        g[1], g[2], h[0], h[1], h[2], pa, pb, grest, gk, gc, with_pair, with_grad);
         if (with_grad) {
             grad[0] = grest;

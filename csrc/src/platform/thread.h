@@ -39,4 +39,12 @@ ms_barrier* ms_barrier_create(int count); /* NULL if out of memory */
 void ms_barrier_wait(ms_barrier* barrier, int* sense);
 void ms_barrier_destroy(ms_barrier* barrier);
 
+/* A count that threads raise and wait on, sleeping (not spinning) while they wait: for
+   workers that hand work to one another at uneven times. */
+typedef struct ms_counter ms_counter;
+ms_counter* ms_counter_create(void); /* at 0; NULL if out of memory */
+void ms_counter_add(ms_counter* counter, long long amount); /* adds amount and wakes the waiters */
+void ms_counter_wait(ms_counter* counter, long long at_least); /* returns once the count is >= at_least */
+void ms_counter_destroy(ms_counter* counter);
+
 #endif

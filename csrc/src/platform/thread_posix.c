@@ -58,6 +58,48 @@ void ms_barrier_wait(ms_barrier* b, int* local_sense) {
 
 void ms_barrier_destroy(ms_barrier* b) { free(b); }
 
+struct ms_counter {
+    pthread_mutex_t lock;
+    pthread_cond_t raised;
+    long long count;
+};
+
+ms_counter* ms_counter_create(void) {
+    ms_counter* c = malloc(sizeof *c);
+    if (c == NULL) return NULL;
+    if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (pthread_cond_init(&c->raised, NULL) != 0) {
+        pthread_mutex_destroy(&c->lock);
+        free(c);
+        return NULL;
+    }
+    c->count = 0;
+    return c;
+}
+
+void ms_counter_add(ms_counter* c, long long amount) {
+    pthread_mutex_lock(&c->lock);
+    c->count += amount;
+    pthread_cond_broadcast(&c->raised);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ms_counter_wait(ms_counter* c, long long at_least) {
+    pthread_mutex_lock(&c->lock);
+    while (c->count < at_least) pthread_cond_wait(&c->raised, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ms_counter_destroy(ms_counter* c) {
+    if (c == NULL) return;
+    pthread_cond_destroy(&c->raised);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
 /* Workers wait at a gate until every thread has been created, so that a failure to
    create one sends the others home before any work is done. */
 typedef struct crew {

@@ -88,6 +88,37 @@ static DWORD WINAPI run_member(LPVOID argument) {
     return 0;
 }
 
+/* A slim reader/writer lock and a condition variable: nothing to destroy. */
+struct ms_counter {
+    SRWLOCK lock;
+    CONDITION_VARIABLE raised;
+    long long count;
+};
+
+ms_counter* ms_counter_create(void) {
+    ms_counter* c = malloc(sizeof *c);
+    if (c == NULL) return NULL;
+    InitializeSRWLock(&c->lock);
+    InitializeConditionVariable(&c->raised);
+    c->count = 0;
+    return c;
+}
+
+void ms_counter_add(ms_counter* c, long long amount) {
+    AcquireSRWLockExclusive(&c->lock);
+    c->count += amount;
+    ReleaseSRWLockExclusive(&c->lock);
+    WakeAllConditionVariable(&c->raised);
+}
+
+void ms_counter_wait(ms_counter* c, long long at_least) {
+    AcquireSRWLockExclusive(&c->lock);
+    while (c->count < at_least) SleepConditionVariableSRW(&c->raised, &c->lock, INFINITE, 0);
+    ReleaseSRWLockExclusive(&c->lock);
+}
+
+void ms_counter_destroy(ms_counter* c) { free(c); }
+
 _Static_assert(MS_MAX_THREADS - 1 <= MAXIMUM_WAIT_OBJECTS, "one wait covers every started thread");
 
 int ms_threads_run(int count, ms_thread_work work, void* context) {

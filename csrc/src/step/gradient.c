@@ -6,8 +6,10 @@
  * bit for bit (the same code on the same state and model; any number of workers gives the
  * same bits); then it takes the stretch's steps back with ms_adjoint_step, adding each
  * record's dL/dx and dL/dv where the record was made.  The memory is the checkpoints and
- * one stretch of states.  The tangent pass steps the run forward once, carrying every
- * direction's tangent along with ms_tangent_step.
+ * one stretch of states; with two threads, two: a second thread steps each stretch again
+ * while the calling thread takes the one after it back (the pipeline below).  The tangent
+ * pass steps the run forward once, carrying every direction's tangent along with
+ * ms_tangent_step.
  */
 #include <math.h>
 #include <stdint.h>
@@ -228,6 +230,174 @@ static int not_reproduced(ms_error* err, int64_t step) {
                         (long long)step);
 }
 
+/* ---- the backward pass ----------------------------------------------------------------
+   What the pass shares between the replay of stretches and their adjoint. */
+typedef struct backward {
+    const ms_model* m;
+    ms_state* s;
+    const ms_gradient_run* run;
+    const double* dx_records;
+    const double* dv_records;
+    double* grad_x;
+    double* grad_v;
+    ms_parameter_arrays* grad;
+    contact_tape* contact;
+    ms_spring_adjoint* springs;
+    ms_adjoint_preconditioner* factor;
+    double* work;
+    const double* inv_mass;
+    pacer* p;
+    int first;     /* no step taken yet (step_once) */
+    int64_t r;     /* the last record not yet added */
+} backward;
+
+/* Steps stretch c again from its checkpoint, keeping x then v before each of its steps and
+   after its last in states, and checks that it reaches the next checkpoint bit for bit.
+   p: the caller's check, or NULL for none. */
+static int replay(backward* b, int64_t c, double* states, pacer* p, ms_error* err) {
+    const ms_model* m = b->m;
+    ms_state* s = b->s;
+    const ms_gradient_run* run = b->run;
+    contact_tape* contact = b->contact;
+    const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
+    const size_t state_bytes = sizeof(double) * (size_t)n3;
+    const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
+    const double* start = run->checkpoints + 2 * n3 * c;
+    memcpy(s->x, start, state_bytes);
+    memcpy(s->v, start + n3, state_bytes);
+    if (contact->ncollider > 0)
+        memcpy(s->collider_center, contact->at_checkpoint + 3 * contact->ncollider * c,
+               sizeof(double) * 3 * (size_t)contact->ncollider);
+    int status = MS_OK, first = b->first; /* b's fields are the adjoint's while this runs beside it */
+    for (int64_t k = begin; k < end && status == MS_OK; ++k) {
+        double* kept = states + 2 * n3 * (k - begin);
+        memcpy(kept, s->x, state_bytes);
+        memcpy(kept + n3, s->v, state_bytes);
+        double* before_contact = contact_keep(m, s, contact, k - begin, run->h, &status, err);
+        if (status == MS_OK)
+            status = step_once(m, s, run->h, &first, k == begin || contact->ncollider > 0, before_contact, err);
+        if (status == MS_OK && p != NULL && should_stop(p)) status = MS_ERR_INTERRUPTED;
+    }
+    b->first = first;
+    if (status != MS_OK) return status;
+    const double* next = start + 2 * n3;
+    if (memcmp(s->x, next, state_bytes) != 0 || memcmp(s->v, next + n3, state_bytes) != 0)
+        return not_reproduced(err, end);
+    memcpy(states + 2 * n3 * (end - begin), next, 2 * state_bytes);
+    return MS_OK;
+}
+
+/* Takes the steps of stretch c back, from the states its replay kept. */
+static int take_back(backward* b, int64_t c, const double* states, ms_error* err) {
+    const ms_model* m = b->m;
+    const ms_gradient_run* run = b->run;
+    contact_tape* contact = b->contact;
+    const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
+    const size_t state_bytes = sizeof(double) * (size_t)n3;
+    const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
+    double *grad_x = b->grad_x, *grad_v = b->grad_v;
+    const double* external = b->s->external; /* read once: the replay beside writes into s */
+    int64_t r = b->r;
+    int status = MS_OK;
+    for (int64_t k = end - 1; k >= begin && status == MS_OK; --k) {
+        for (; r >= 0 && run->record_steps[r] == k + 1; --r) {
+            for (int64_t q = 0; q < n3; ++q) grad_x[q] += b->dx_records[n3 * r + q];
+            if (b->dv_records != NULL)
+                for (int64_t q = 0; q < n3; ++q) grad_v[q] += b->dv_records[n3 * r + q];
+        }
+        const double* kept = states + 2 * n3 * (k - begin);
+        const double* after = kept + 2 * n3;
+        if (contact->ncollider > 0) { /* contact, then the integrator's step up to it */
+            after = contact->before + 2 * n3 * (k - begin);
+            memset(contact->lx_old, 0, state_bytes);
+            ms_contact_adjoint(m, b->inv_mass, contact->centers + 3 * contact->ncollider * (k - begin), run->h, kept,
+                               after, after + n3, grad_x, grad_v, contact->lx_old, contact->scratch);
+        }
+        ms_held_contact on;
+        const ms_held_contact* held = contact_held(m, contact, k - begin, kept, &on);
+        if (held != NULL ? ms_implicit_held_adjoint(m, b->inv_mass, external, kept + n3, after, after + n3, run->h,
+                                                    held, grad_x, grad_v, b->grad, b->factor, b->work)
+                         : ms_adjoint_step(m, b->inv_mass, external, kept, kept + n3, after, after + n3, run->h,
+                                           grad_x, grad_v, b->grad, b->factor, b->springs, b->work)) {
+            status = unsolved(err, k + 1);
+            break;
+        }
+        if (contact->ncollider > 0)
+            for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact->lx_old[q];
+        if (should_stop(b->p)) status = MS_ERR_INTERRUPTED;
+    }
+    b->r = r;
+    return status;
+}
+
+/* The pipeline: worker 1 steps the stretches again from the last to the first, the i-th
+   into half i % 2 of the states, while worker 0 (the calling thread, which alone runs the
+   caller's check) takes them back in the same order.  Each hands the other a count: the
+   stretches stepped again, the stretches taken back (a half is stepped into again once the
+   stretch before in it was taken back).  They sleep while they wait. */
+typedef struct pipeline {
+    backward* b;
+    double* states;
+    size_t stretch_doubles;
+    int64_t last;              /* the last stretch, stepped again first */
+    ms_counter* replayed;      /* stretches stepped again (or failed: replay_status) */
+    ms_counter* taken_back;    /* stretches taken back; all of them once worker 0 stops */
+    int replay_status[2];      /* of the stretch in each half, written before replayed is raised */
+    ms_error replay_err;       /* the replay's failure (it stops at the first) */
+    int stop;                  /* worker 0 stopped: written before it raises taken_back to the end */
+    int status;                /* worker 0's */
+    ms_error* err;
+} pipeline;
+
+static void pipeline_replay(pipeline* pl) {
+    const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
+    for (int64_t i = 0; i <= pl->last; ++i) {
+        if (i >= 2) { /* half i % 2 is free once stretch i - 2 was taken back */
+            ms_counter_wait(pl->taken_back, i - 1);
+            if (pl->stop) break;
+        }
+        const int status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, NULL,
+                                  &pl->replay_err);
+        pl->replay_status[i % 2] = status;
+        ms_counter_add(pl->replayed, 1);
+        if (status != MS_OK) break;
+    }
+    ms_restore_fp(found);
+}
+
+static void pipeline_take_back(pipeline* pl) {
+    int status = MS_OK;
+    for (int64_t i = 0; i <= pl->last && status == MS_OK; ++i) {
+        ms_counter_wait(pl->replayed, i + 1);
+        status = pl->replay_status[i % 2];
+        if (status != MS_OK) {
+            *pl->err = pl->replay_err;
+            break;
+        }
+        status = take_back(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, pl->err);
+        if (status == MS_OK) ms_counter_add(pl->taken_back, 1);
+    }
+    if (status != MS_OK) { /* send worker 1 home */
+        pl->stop = 1;
+        ms_counter_add(pl->taken_back, pl->last + 2);
+    }
+    pl->status = status;
+}
+
+static void pipeline_work(void* context, int worker) {
+    if (worker == 0)
+        pipeline_take_back(context);
+    else
+        pipeline_replay(context);
+}
+
+/* Whether the pass steps each stretch again on a second worker while it takes the next one
+   back: with two workers or more, more than one stretch, no colliders (their tape is kept
+   for one stretch) and a step that runs on one worker. */
+static int pipelined(const ms_model* m, const ms_state* s, const ms_gradient_run* run) {
+    return run->threads >= 2 && checkpoint_count(run) > 2 && m->ncollider == 0 && ms_step_workers(m, s) == 1;
+}
+
 int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* run, const double* dx_records,
                          const double* dv_records, double* grad_x, double* grad_v, ms_parameter_arrays* grad,
                          ms_error* err) {
@@ -235,10 +405,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t stretch = every < run->steps ? every : run->steps;
-    if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * state_bytes))
+    const int two = pipelined(m, s, run); /* two stretches of states: one replayed, one taken back */
+    if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * (2 * state_bytes)))
         return ms_error_set(err, MS_ERR_MEMORY, "a stretch of %lld steps between checkpoints does not fit in memory",
                             (long long)stretch);
-    double* states = malloc(2 * state_bytes * (size_t)(stretch + 1)); /* x then v at each step of a stretch */
+    const size_t stretch_doubles = 2 * (size_t)n3 * (size_t)(stretch + 1); /* x then v at each step of a stretch */
+    double* states = malloc(sizeof(double) * stretch_doubles * (two ? 2 : 1));
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     contact_tape contact;
     if (states == NULL || work == NULL || contact_tape_make(m, stretch, checkpoint_count(run), &contact)) {
@@ -262,67 +434,29 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     pacer p = {run->interrupt, ms_clock_seconds()};
     memset(grad_x, 0, state_bytes);
     memset(grad_v, 0, state_bytes);
-    int status = MS_OK, first = 1;
-    int64_t r = run->nrecord - 1;
-    for (int64_t c = checkpoint_count(run) - 2; c >= 0 && status == MS_OK; --c) {
-        const int64_t begin = c * every, end = begin + every < run->steps ? begin + every : run->steps;
-        const double* start = run->checkpoints + 2 * n3 * c;
-        memcpy(s->x, start, state_bytes);
-        memcpy(s->v, start + n3, state_bytes);
-        if (contact.ncollider > 0)
-            memcpy(s->collider_center, contact.at_checkpoint + 3 * contact.ncollider * c,
-                   sizeof(double) * 3 * (size_t)contact.ncollider);
-        for (int64_t k = begin; k < end && status == MS_OK; ++k) {
-            double* kept = states + 2 * n3 * (k - begin);
-            memcpy(kept, s->x, state_bytes);
-            memcpy(kept + n3, s->v, state_bytes);
-            double* before_contact = contact_keep(m, s, &contact, k - begin, run->h, &status, err);
-            if (status == MS_OK)
-                status = step_once(m, s, run->h, &first, k == begin || contact.ncollider > 0, before_contact, err);
-            if (status == MS_OK && should_stop(&p)) status = MS_ERR_INTERRUPTED;
-        }
-        if (status != MS_OK) break;
-        const double* next = start + 2 * n3;
-        if (memcmp(s->x, next, state_bytes) != 0 || memcmp(s->v, next + n3, state_bytes) != 0) {
-            status = not_reproduced(err, end);
-            break;
-        }
-        memcpy(states + 2 * n3 * (end - begin), next, 2 * state_bytes);
-        for (int64_t k = end - 1; k >= begin; --k) {
-            for (; r >= 0 && run->record_steps[r] == k + 1; --r) {
-                for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * r + q];
-                if (dv_records != NULL)
-                    for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
-            }
-            const double* kept = states + 2 * n3 * (k - begin);
-            const double* after = kept + 2 * n3;
-            if (contact.ncollider > 0) { /* contact, then the integrator's step up to it */
-                after = contact.before + 2 * n3 * (k - begin);
-                memset(contact.lx_old, 0, state_bytes);
-                ms_contact_adjoint(m, inv_mass, contact.centers + 3 * contact.ncollider * (k - begin), run->h, kept,
-                                   after, after + n3, grad_x, grad_v, contact.lx_old, contact.scratch);
-            }
-            ms_held_contact on;
-            const ms_held_contact* held = contact_held(m, &contact, k - begin, kept, &on);
-            if (held != NULL ? ms_implicit_held_adjoint(m, inv_mass, s->external, kept + n3, after, after + n3, run->h,
-                                                        held, grad_x, grad_v, grad, factor, work)
-                             : ms_adjoint_step(m, inv_mass, s->external, kept, kept + n3, after, after + n3, run->h,
-                                               grad_x, grad_v, grad, factor, springs, work)) {
-                status = unsolved(err, k + 1);
-                break;
-            }
-            if (contact.ncollider > 0)
-                for (int64_t q = 0; q < n3; ++q) grad_x[q] += contact.lx_old[q];
-            if (should_stop(&p)) {
-                status = MS_ERR_INTERRUPTED;
-                break;
-            }
+    backward b = {m, s, run, dx_records, dv_records, grad_x, grad_v, grad, &contact, springs, factor, work, inv_mass,
+                  &p, 1, run->nrecord - 1};
+    int status = MS_OK;
+    const int64_t last = checkpoint_count(run) - 2;
+    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, 0, MS_OK, err};
+    if (two) {
+        pl.replayed = ms_counter_create();
+        pl.taken_back = ms_counter_create();
+    }
+    if (pl.replayed != NULL && pl.taken_back != NULL && ms_threads_run(2, pipeline_work, &pl) == 0) {
+        status = pl.status; /* the same operations on the same numbers as one stretch after the other */
+    } else {
+        for (int64_t c = last; c >= 0 && status == MS_OK; --c) {
+            status = replay(&b, c, states, &p, err);
+            if (status == MS_OK) status = take_back(&b, c, states, err);
         }
     }
-    for (; status == MS_OK && r >= 0; --r) { /* the records of the initial state */
-        for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * r + q];
+    ms_counter_destroy(pl.replayed);
+    ms_counter_destroy(pl.taken_back);
+    for (; status == MS_OK && b.r >= 0; --b.r) { /* the records of the initial state */
+        for (int64_t q = 0; q < n3; ++q) grad_x[q] += dx_records[n3 * b.r + q];
         if (dv_records != NULL)
-            for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * r + q];
+            for (int64_t q = 0; q < n3; ++q) grad_v[q] += dv_records[n3 * b.r + q];
     }
     if (status == MS_OK) ms_spring_adjoint_collect(springs, grad);
     ms_restore_fp(found);

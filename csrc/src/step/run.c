@@ -345,6 +345,10 @@ int ms_thread_count(const ms_model* m, const ms_state* s) {
     return workers_for(m->opt.threads > 0 ? m->opt.threads : s->default_threads, s->cores);
 }
 
+int ms_step_workers(const ms_model* m, const ms_state* s) {
+    return m->nspring >= MS_PARALLEL_MIN_SPRINGS && m->opt.integrator != MS_PROJECTIVE ? ms_thread_count(m, s) : 1;
+}
+
 int ms_resolve_threads(int n) { return workers_for(n, n > 0 ? 0 : ms_cpu_count()); }
 
 /* Storage a step call needs, allocated on first use. */
@@ -400,8 +404,7 @@ int ms_step_call(const ms_model* m, ms_state* s, double h, int64_t n, int parame
         c.team.paced_at = c.team.checked_at = ms_clock_seconds();
     }
     /* Large networks step on several workers; projective dynamics on one. */
-    const int count_matters = m->nspring >= MS_PARALLEL_MIN_SPRINGS && integrator != MS_PROJECTIVE;
-    int count = count_matters ? ms_thread_count(m, s) : 1;
+    int count = ms_step_workers(m, s);
     if (count > 1) {
         c.team.barrier = ms_barrier_create(count);
         if (c.team.barrier == NULL) count = 1;

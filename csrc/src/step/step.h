@@ -40,4 +40,8 @@ void ms_run_forces(const ms_model* m, ms_state* s, ms_flow* flow);
 /* The number of workers a step of this model and state may use. */
 int ms_thread_count(const ms_model* m, const ms_state* s);
 
+/* The number of workers a step call of this model and state runs on: ms_thread_count for a
+   large network, else 1. */
+int ms_step_workers(const ms_model* m, const ms_state* s);
+
 #endif
