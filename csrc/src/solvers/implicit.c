@@ -24,9 +24,14 @@
  * (block Jacobi: a third fewer CG iterations than the scalar diagonal on stiff cloth, as
  * it sees each node's springs' directions) plus a coarse correction over aggregates of
  * neighbouring nodes (additive two-level Schwarz, see precondition), which takes the
- * smooth error block Jacobi is slow on: 4 to 6 times fewer CG iterations on solids at
- * frame-rate steps.  The aggregates depend on the springs and pins only, and the coarse
- * matrix is made within each step, so a fresh copy of a state steps to the same bits.
+ * smooth error block Jacobi is slow on.  The coarse level moves each aggregate rigidly (a
+ * translation and a small rotation about its nodes' centre at the step's start): a bent
+ * or twisted solid's error is mostly such motions, which translations alone leave to
+ * block Jacobi; on tetrahedral solids at h = 1/60 s it takes 3 to 4 times fewer CG
+ * iterations than aggregates' translations and 4 to 5 times fewer than block Jacobi alone.
+ * The aggregates depend on the springs and pins only, and the coarse matrix is made
+ * within each step from the step's start, so a fresh copy of a state steps to the same
+ * bits.
  *
  * In the first iteration the transverse stiffness k (1 - L/l) is clamped at zero for
  * compressed springs so A stays symmetric positive definite; the later ones take the exact
@@ -59,7 +64,9 @@
    block, its values and factor. */
 typedef struct block_system {
     ms_node_pattern node; /* free_index: each node's group, -1 for none */
-    int64_t* start3;      /* (3 nfree + 1) */
+    int width;            /* unknowns per group: 3 (translations), or 6 (and rotations) */
+    double* offsets;      /* width 6: each node's offset from its group's centre (3 nnode) */
+    int64_t* start3;      /* (width nfree + 1) */
     int32_t* rows3;
     double* values3;
     double* gathered;     /* a vector on the groups (nfree x 3) */
@@ -85,6 +92,7 @@ static void release_system(block_system* b) {
     free(b->rows3);
     free(b->values3);
     free(b->gathered);
+    free(b->offsets);
     memset(b, 0, sizeof *b);
 }
 
@@ -113,39 +121,42 @@ int ms_implicit_prepare(const ms_model* m, ms_state* s, ms_error* err) {
     return MS_OK;
 }
 
-/* The 3 x 3 blocks' pattern from the group pattern: scalar column 3 j + a of group column j
-   holds the rows 3 j + a .. 3 j + 2 of the diagonal block, then 3 r .. 3 r + 2 for each
-   group row r below; then the analysis of it. */
+/* The width x width blocks' pattern from the group pattern (width 3 unless set): scalar
+   column w j + a of group column j holds the rows w j + a .. w j + w - 1 of the diagonal
+   block, then w r .. w r + w - 1 for each group row r below; then the analysis of it. */
 static int build_system_pattern(block_system* p) {
     const int64_t nf = p->node.nfree;
-    p->start3 = malloc(sizeof(int64_t) * (size_t)(3 * nf + 1));
+    if (p->width == 0) p->width = 3;
+    const int w = p->width;
+    p->start3 = malloc(sizeof(int64_t) * (size_t)(w * nf + 1));
     if (p->start3 == NULL) return -1;
     p->start3[0] = 0;
     for (int64_t j = 0; j < nf; ++j) {
         const int64_t below = p->node.column_start[j + 1] - p->node.column_start[j] - 1;
-        for (int a = 0; a < 3; ++a) p->start3[3 * j + a + 1] = p->start3[3 * j + a] + (3 - a) + 3 * below;
+        for (int a = 0; a < w; ++a) p->start3[w * j + a + 1] = p->start3[w * j + a] + (w - a) + w * below;
     }
-    const size_t total = (size_t)p->start3[3 * nf];
+    const size_t total = (size_t)p->start3[w * nf];
     p->rows3 = malloc(sizeof(int32_t) * (total > 0 ? total : 1));
     p->values3 = malloc(sizeof(double) * (total > 0 ? total : 1));
-    p->gathered = malloc(sizeof(double) * (size_t)(3 * nf > 0 ? 3 * nf : 1));
+    p->gathered = malloc(sizeof(double) * (size_t)(w * nf > 0 ? w * nf : 1));
     if (p->rows3 == NULL || p->values3 == NULL || p->gathered == NULL) return -1;
     for (int64_t j = 0; j < nf; ++j)
-        for (int a = 0; a < 3; ++a) {
-            int64_t q = p->start3[3 * j + a];
-            for (int b = a; b < 3; ++b) p->rows3[q++] = (int32_t)(3 * j + b);
+        for (int a = 0; a < w; ++a) {
+            int64_t q = p->start3[w * j + a];
+            for (int b = a; b < w; ++b) p->rows3[q++] = (int32_t)(w * j + b);
             for (int64_t e = p->node.column_start[j] + 1; e < p->node.column_start[j + 1]; ++e)
-                for (int b = 0; b < 3; ++b) p->rows3[q++] = 3 * p->node.rows[e] + b;
+                for (int b = 0; b < w; ++b) p->rows3[q++] = w * p->node.rows[e] + b;
         }
-    p->factor = ms_cholesky_analyse(3 * nf, p->start3, p->rows3, NULL);
+    p->factor = ms_cholesky_analyse(w * nf, p->start3, p->rows3, NULL);
     return p->factor != NULL ? 0 : -1;
 }
 
-/* Where the entry (3 r + b, 3 j + a) is kept, for the group entry e = (r, j) of column j
+/* Where the entry (w r + b, w j + a) is kept, for the group entry e = (r, j) of column j
    (b >= a on the diagonal block). */
 static int64_t system_entry(const block_system* p, int64_t e, int64_t j, int a, int b) {
+    const int w = p->width;
     const int64_t below = e - p->node.column_start[j];
-    return p->start3[3 * j + a] + (below == 0 ? b - a : (3 - a) + 3 * (below - 1) + b);
+    return p->start3[w * j + a] + (below == 0 ? b - a : (w - a) + w * (below - 1) + b);
 }
 
 /* Aggregates of the free nodes for the coarse level, from the node pattern's graph (np):
@@ -215,17 +226,18 @@ done:
    has about nine entries for each of the node factor's, so where that one already fills
    in beyond the limit A's (whose analysis takes seconds on a solid of 50,000 nodes) is not
    analysed.  Elsewhere the preconditioner is block Jacobi with a coarse correction over
-   aggregates of a node and its neighbours (some 15 to 20 nodes in a tetrahedral solid);
-   where the coarse factor would have more than COARSE_LIMIT times A's entries (its
-   solves then cost more than a product with A: above some 20,000 nodes), of a node and
-   two rings of neighbours (some 60 to 80), and none if its factor still has more.
-   Networks of fewer than TWO_LEVEL_NODES free nodes keep block Jacobi alone: their solves
-   take tens of iterations, and the scenes made of them (jelly cubes squeezed by dead
-   loads, which are unstable to a rotation that block Jacobi's slow convergence on it
-   damps) were measured with it. */
+   aggregates: the rigid motions (6 unknowns) of aggregates of a node and two rings of
+   neighbours (some 60 to 80 nodes in a tetrahedral solid) where their factor has at most
+   RIGID_LIMIT times A's entries (a coarse solve then costs about a product with A);
+   else the translations of aggregates of a node and its neighbours (some 15 to 20 nodes)
+   where the coarse factor has at most COARSE_LIMIT times A's entries (the rigid motions
+   of those aggregates fill 10 times more), else those of the wide aggregates, and none
+   if its factor still has more.  Networks of fewer than TWO_LEVEL_NODES free nodes keep
+   block Jacobi alone: their solves take few iterations. */
 #define FILL_LIMIT 2.0
 #define COARSE_LIMIT 0.25
-#define TWO_LEVEL_NODES 1000
+#define RIGID_LIMIT 1.5
+#define TWO_LEVEL_NODES 200
 static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return;
     release_pattern(p);
@@ -244,14 +256,25 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->direct || nf < TWO_LEVEL_NODES) return;
     block_system* coarse = &p->coarse;
     int32_t* group = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
-    const double limit = COARSE_LIMIT * (double)(9 * (node_entries - nf) + 6 * nf);
-    for (int wide = 0; wide < 2 && group != NULL && !p->two_level; ++wide) {
+    const double entries = (double)(9 * (node_entries - nf) + 6 * nf);
+    /* first choice: rigid motions of wide aggregates; then translations of narrow, of wide */
+    const struct {
+        int wide, width;
+        double limit;
+    } choices[3] = {{1, 6, RIGID_LIMIT}, {0, 3, COARSE_LIMIT}, {1, 3, COARSE_LIMIT}};
+    for (int c = 0; c < 3 && group != NULL && !p->two_level; ++c) {
         release_system(coarse);
-        const int64_t count = aggregate_nodes(m, &fine->node, wide, group);
+        coarse->width = choices[c].width;
+        const int64_t count = aggregate_nodes(m, &fine->node, choices[c].wide, group);
         if (count > 0 && count < nf && ms_group_pattern_build(m, group, count, &coarse->node) == 0 &&
             build_system_pattern(coarse) == 0)
-            p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= limit;
+            p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= choices[c].limit * entries;
+        if (p->two_level && coarse->width == 6) {
+            coarse->offsets = malloc(sizeof(double) * 3 * (size_t)(m->nnode > 0 ? m->nnode : 1));
+            p->two_level = coarse->offsets != NULL;
+        }
     }
+    if (!p->two_level) release_system(coarse);
     free(group);
 }
 
@@ -288,23 +311,142 @@ static int factor_system(const ms_model* m, const ms_layout* layout, block_syste
     return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
 }
 
+/* The 3 x 6 map P from a group's translation t and rotation theta to a node's displacement
+   t + theta x d, for the node's offset d from the group's centre (all zero for none). */
+static void rigid_map(const double* d, double scale, double P[3][6]) {
+    for (int a = 0; a < 3; ++a)
+        for (int c = 0; c < 3; ++c) P[a][c] = a == c ? scale : 0.0;
+    const double dx = scale * d[0], dy = scale * d[1], dz = scale * d[2];
+    P[0][3] = 0.0, P[1][3] = -dz, P[2][3] = dy;
+    P[0][4] = dz, P[1][4] = 0.0, P[2][4] = -dx;
+    P[0][5] = -dy, P[1][5] = dx, P[2][5] = 0.0;
+}
+
+/* Adds sign Pa^T B Pb (6 x 6, B = beta I + alpha n n^T) to the block of groups (ga, gb)
+   of a width-6 system: its lower triangle when ga = gb, else the block of the larger
+   group's rows in the smaller group's columns (group entry e). */
+static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double P[3][6], double Q[3][6],
+                      double beta, double alpha, const double* n, double sign) {
+    double BQ[3][6];
+    for (int c = 0; c < 6; ++c) {
+        const double along = alpha * (n[0] * Q[0][c] + n[1] * Q[1][c] + n[2] * Q[2][c]);
+        for (int a = 0; a < 3; ++a) BQ[a][c] = beta * Q[a][c] + along * n[a];
+    }
+    double X[6][6];
+    for (int r = 0; r < 6; ++r)
+        for (int c = 0; c < 6; ++c) X[r][c] = sign * (P[0][r] * BQ[0][c] + P[1][r] * BQ[1][c] + P[2][r] * BQ[2][c]);
+    if (ga == gb) {
+        for (int a = 0; a < 6; ++a)
+            for (int b = a; b < 6; ++b) p->values3[system_entry(p, p->node.column_start[ga], ga, a, b)] += X[b][a];
+    } else if (ga < gb) { /* rows of gb in the columns of ga: (Pa^T B Pb)^T */
+        for (int a = 0; a < 6; ++a)
+            for (int b = 0; b < 6; ++b) p->values3[system_entry(p, e, ga, a, b)] += X[a][b];
+    } else {
+        for (int a = 0; a < 6; ++a)
+            for (int b = 0; b < 6; ++b) p->values3[system_entry(p, e, gb, a, b)] += X[b][a];
+    }
+}
+
+/* Factors the coarse matrix of a width-6 system, P^T A P with P each group's rigid motions
+   about its nodes' centre at positions x (translations and small rotations; the offsets are
+   kept for the solves); the rotations of a group whose nodes are (nearly) collinear get a
+   small mass of their own so that the matrix stays definite.  Returns whether it could. */
+static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system* p, const double* blocks, double h,
+                        const double* x) {
+    const int64_t nf = p->node.nfree;
+    double* centre = p->gathered; /* 4 per group while the offsets are made: the sum and the count */
+    memset(centre, 0, sizeof(double) * 4 * (size_t)nf);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t g = p->node.free_index[i];
+        if (g < 0) continue;
+        for (int a = 0; a < 3; ++a) centre[4 * g + a] += x[3 * i + a];
+        centre[4 * g + 3] += 1.0;
+    }
+    double spread = 0.0;
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t g = p->node.free_index[i];
+        double* d = p->offsets + 3 * i;
+        if (g < 0) {
+            d[0] = d[1] = d[2] = 0.0;
+            continue;
+        }
+        for (int a = 0; a < 3; ++a) d[a] = x[3 * i + a] - centre[4 * g + a] / centre[4 * g + 3];
+        const double d2 = d[0] * d[0] + d[1] * d[1] + d[2] * d[2];
+        if (d2 > spread) spread = d2;
+    }
+    const double guard = spread > 0.0 ? 1e-4 * spread : 1.0;
+    memset(p->values3, 0, sizeof(double) * (size_t)p->start3[6 * nf]);
+    double P[3][6], Q[3][6];
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t g = p->node.free_index[i];
+        if (g < 0) continue;
+        const double mass = m->mass[i] + h * m->opt.drag;
+        const double unit[3] = {0.0, 0.0, 0.0};
+        rigid_map(p->offsets + 3 * i, 1.0, P);
+        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0);
+        for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
+    }
+    for (int64_t r = 0; r < m->nspring; ++r) {
+        const int64_t s = layout->order[r];
+        const double* b = blocks + BLOCK_DOUBLES * r;
+        const double beta = h * h * b[3], alpha = h * h * b[4] + h * b[5];
+        const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
+        const int64_t gi = p->node.free_index[i], gj = p->node.free_index[j];
+        if (gi < 0 && gj < 0) continue;
+        if (gi == gj) { /* inside a group: only the rotations strain it, by theta x (x_i - x_j) */
+            const double* di = p->offsets + 3 * i;
+            const double* dj = p->offsets + 3 * j;
+            const double e[3] = {di[0] - dj[0], di[1] - dj[1], di[2] - dj[2]};
+            rigid_map(e, 1.0, P);
+            for (int a = 0; a < 3; ++a) P[a][0] = P[a][1] = P[a][2] = 0.0;
+            add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
+            continue;
+        }
+        rigid_map(p->offsets + 3 * i, gi >= 0 ? 1.0 : 0.0, P);
+        rigid_map(p->offsets + 3 * j, gj >= 0 ? 1.0 : 0.0, Q);
+        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
+        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0);
+        const int64_t e = p->node.spring_entry[s];
+        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+    }
+    return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
+}
+
 /* The factor's solve on r summed over each group (restricted), spread back to the group's
-   nodes (prolonged): z = that if add is 0 (0 on the nodes of no group), else z += that. */
+   nodes (prolonged): z = that if add is 0 (0 on the nodes of no group), else z += that.
+   A width-6 system restricts d x r to its rotations and prolongs t + theta x d. */
 static void solve_system(const ms_model* m, block_system* p, const double* MS_RESTRICT r, double* MS_RESTRICT z,
                          int add) {
-    memset(p->gathered, 0, sizeof(double) * 3 * (size_t)p->node.nfree);
+    const int w = p->width;
+    memset(p->gathered, 0, sizeof(double) * (size_t)w * (size_t)p->node.nfree);
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t row = p->node.free_index[i];
-        if (row >= 0)
-            for (int a = 0; a < 3; ++a) p->gathered[3 * row + a] += r[3 * i + a];
+        if (row < 0) continue;
+        const double* ri = r + 3 * i;
+        double* gi = p->gathered + w * row;
+        for (int a = 0; a < 3; ++a) gi[a] += ri[a];
+        if (w == 6) {
+            const double* d = p->offsets + 3 * i;
+            gi[3] += d[1] * ri[2] - d[2] * ri[1];
+            gi[4] += d[2] * ri[0] - d[0] * ri[2];
+            gi[5] += d[0] * ri[1] - d[1] * ri[0];
+        }
     }
     ms_cholesky_solve(p->factor, p->gathered, 1);
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t row = p->node.free_index[i];
-        for (int a = 0; a < 3; ++a) {
-            const double value = row >= 0 ? p->gathered[3 * row + a] : 0.0;
-            z[3 * i + a] = add ? z[3 * i + a] + value : value;
+        double value[3] = {0.0, 0.0, 0.0};
+        if (row >= 0) {
+            const double* gi = p->gathered + w * row;
+            for (int a = 0; a < 3; ++a) value[a] = gi[a];
+            if (w == 6) {
+                const double* d = p->offsets + 3 * i;
+                value[0] += gi[4] * d[2] - gi[5] * d[1];
+                value[1] += gi[5] * d[0] - gi[3] * d[2];
+                value[2] += gi[3] * d[1] - gi[4] * d[0];
+            }
         }
+        for (int a = 0; a < 3; ++a) z[3 * i + a] = add ? z[3 * i + a] + value[a] : value[a];
     }
 }
 
@@ -440,8 +582,8 @@ static void block_jacobi(const double* diagonal, const double* r, double* z, int
 }
 
 /* The preconditioners: block Jacobi; A's factor; block Jacobi plus the coarse level's
-   correction P A_c^-1 P^T r, where P spreads each aggregate's 3 unknowns (a translation)
-   to its nodes and A_c = P^T A P (additive two-level Schwarz: the coarse level carries the
+   correction P A_c^-1 P^T r, where P spreads each aggregate's 6 unknowns (a translation
+   and a rotation; or 3, a translation) to its nodes and A_c = P^T A P (additive two-level Schwarz: the coarse level carries the
    smooth, long-wavelength error that block Jacobi takes hundreds of iterations over). */
 enum { PRECONDITION_JACOBI = 0, PRECONDITION_FACTOR = 1, PRECONDITION_TWO_LEVEL = 2 };
 
@@ -740,7 +882,9 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
                    factorisation costs about as much as the CG iterations it saves at
                    h = 1 ms */
                 if (wanted == PRECONDITION_TWO_LEVEL &&
-                    (coarse_ready || factor_system(m, tm->layout, &solver->coarse, blocks, h)))
+                    (coarse_ready || (solver->coarse.width == 6
+                                         ? factor_rigid(m, tm->layout, &solver->coarse, blocks, h, x)
+                                         : factor_system(m, tm->layout, &solver->coarse, blocks, h))))
                     mode = PRECONDITION_TWO_LEVEL;
                 coarse_ready = mode == PRECONDITION_TWO_LEVEL;
             }
