@@ -161,17 +161,18 @@ static int64_t system_entry(const block_system* p, int64_t e, int64_t j, int a, 
 
 /* Aggregates of the free nodes for the coarse level, from the node pattern's graph (np):
    each free node whose neighbours are all still free of an aggregate starts one with
-   them (and, with wide set, with their neighbours not yet in one), in node order; the
-   nodes left join the aggregate of their first neighbour in one, or start their own.
-   group receives each node's aggregate (-1 pinned); returns the number of aggregates, or
-   -1 if out of memory. */
-static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int wide, int32_t* group) {
+   them and with the nodes up to rings - 1 steps further that are not yet in one, in node
+   order; the nodes left join the aggregate of their first neighbour in one, or start
+   their own.  group receives each node's aggregate (-1 pinned); returns the number of
+   aggregates, or -1 if out of memory. */
+static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int rings, int32_t* group) {
     const int64_t nf = np->nfree, entries = np->column_start[nf];
     int64_t* start = calloc((size_t)nf + 1, sizeof(int64_t));
     int32_t* adjacent = malloc(sizeof(int32_t) * (size_t)(2 * (entries - nf) > 0 ? 2 * (entries - nf) : 1));
     int32_t* of_free = malloc(sizeof(int32_t) * (size_t)(nf > 0 ? nf : 1));
+    int32_t* ring = malloc(sizeof(int32_t) * (size_t)(nf > 0 ? nf : 1));
     int64_t count = -1;
-    if (start == NULL || adjacent == NULL || of_free == NULL) goto done;
+    if (start == NULL || adjacent == NULL || of_free == NULL || ring == NULL) goto done;
     /* the symmetric graph of the lower triangle, without the diagonal */
     for (int64_t j = 0; j < nf; ++j)
         for (int64_t e = np->column_start[j] + 1; e < np->column_start[j + 1]; ++e) {
@@ -199,9 +200,19 @@ static int64_t aggregate_nodes(const ms_model* m, const ms_node_pattern* np, int
         if (taken) continue;
         of_free[j] = (int32_t)count;
         for (int64_t q = start[j]; q < start[j + 1]; ++q) of_free[adjacent[q]] = (int32_t)count;
-        for (int64_t q = start[j]; q < start[j + 1] && wide; ++q)
-            for (int64_t u = start[adjacent[q]]; u < start[adjacent[q] + 1]; ++u)
-                if (of_free[adjacent[u]] < 0) of_free[adjacent[u]] = (int32_t)count;
+        /* the further rings: the neighbours of the last ring's nodes not yet in one */
+        int64_t ring_begin = 0, ring_end = 0;
+        for (int64_t q = start[j]; q < start[j + 1]; ++q) ring[ring_end++] = adjacent[q];
+        for (int k = 1; k < rings && ring_begin < ring_end; ++k) {
+            const int64_t last = ring_end;
+            for (int64_t t = ring_begin; t < last; ++t)
+                for (int64_t u = start[ring[t]]; u < start[ring[t] + 1]; ++u)
+                    if (of_free[adjacent[u]] < 0) {
+                        of_free[adjacent[u]] = (int32_t)count;
+                        ring[ring_end++] = adjacent[u];
+                    }
+            ring_begin = last;
+        }
         count += 1;
     }
     for (int64_t j = 0; j < nf; ++j) {
@@ -215,6 +226,7 @@ done:
     free(start);
     free(adjacent);
     free(of_free);
+    free(ring);
     return count;
 }
 
@@ -227,15 +239,20 @@ done:
    in beyond the limit A's (whose analysis takes seconds on a solid of 50,000 nodes) is not
    analysed.  Elsewhere the preconditioner is block Jacobi with a coarse correction over
    aggregates: the rigid motions (6 unknowns) of aggregates of a node and two rings of
-   neighbours (some 60 to 80 nodes in a tetrahedral solid) where their factor has at most
-   RIGID_LIMIT times A's entries (a coarse solve then costs about a product with A);
-   else the translations of aggregates of a node and its neighbours (some 15 to 20 nodes)
-   where the coarse factor has at most COARSE_LIMIT times A's entries (the rigid motions
-   of those aggregates fill 10 times more), else those of the wide aggregates, and none
-   if its factor still has more.  Networks of fewer than TWO_LEVEL_NODES free nodes keep
-   block Jacobi alone: their solves take few iterations. */
+   neighbours (some 35 to 45 nodes in a tetrahedral solid) where their factor has at most
+   RIGID_SMALL times A's entries, else of three rings (some 70 to 90) where it has at most
+   that, else of four where it has at most RIGID_LIMIT times: where the coarse factor is a
+   sizeable part of A, its solves cost more than the CG iterations that smaller aggregates
+   save (at 9,000 nodes two rings give 212 aggregates, a factor of a third of A's entries
+   and 72 CG iterations per step at h = 1/60 s; three rings 87 iterations in about a fifth
+   less time).  Else the translations of aggregates of a node and its neighbours (some 15
+   to 20 nodes) where the coarse factor has at most COARSE_LIMIT times A's entries (the
+   rigid motions of those aggregates fill 10 times more), else those of two rings, and
+   none if its factor still has more.  Networks of fewer than TWO_LEVEL_NODES free nodes
+   keep block Jacobi alone: their solves take few iterations. */
 #define FILL_LIMIT 2.0
 #define COARSE_LIMIT 0.25
+#define RIGID_SMALL 0.2
 #define RIGID_LIMIT 1.5
 #define TWO_LEVEL_NODES 200
 static void ensure_pattern(const ms_model* m, implicit_solver* p) {
@@ -257,15 +274,16 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     block_system* coarse = &p->coarse;
     int32_t* group = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
     const double entries = (double)(9 * (node_entries - nf) + 6 * nf);
-    /* first choice: rigid motions of wide aggregates; then translations of narrow, of wide */
+    /* rigid motions of aggregates of two rings, three, four; translations of one ring, of two */
     const struct {
-        int wide, width;
+        int rings, width;
         double limit;
-    } choices[3] = {{1, 6, RIGID_LIMIT}, {0, 3, COARSE_LIMIT}, {1, 3, COARSE_LIMIT}};
-    for (int c = 0; c < 3 && group != NULL && !p->two_level; ++c) {
+    } choices[5] = {{2, 6, RIGID_SMALL}, {3, 6, RIGID_SMALL}, {4, 6, RIGID_LIMIT}, {1, 3, COARSE_LIMIT},
+                    {2, 3, COARSE_LIMIT}};
+    for (int c = 0; c < 5 && group != NULL && !p->two_level; ++c) {
         release_system(coarse);
         coarse->width = choices[c].width;
-        const int64_t count = aggregate_nodes(m, &fine->node, choices[c].wide, group);
+        const int64_t count = aggregate_nodes(m, &fine->node, choices[c].rings, group);
         if (count > 0 && count < nf && ms_group_pattern_build(m, group, count, &coarse->node) == 0 &&
             build_system_pattern(coarse) == 0)
             p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= choices[c].limit * entries;
@@ -457,9 +475,11 @@ static double dot(const double* MS_RESTRICT a, const double* MS_RESTRICT b, int6
 }
 
 /* Block Jacobi preconditioner: the inverse of each node's 3 x 3 diagonal block of A, as its
-   6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out). */
-static void assemble_diagonal(const ms_model* m, const ms_layout* layout, const double* inv_mass,
-                              const double* blocks, double h, double* MS_RESTRICT diagonal) {
+   6 entries 00, 01, 02, 11, 12, 22 (the identity on pinned nodes, which are filtered out).
+   Returns the mean over the free nodes of the trace of the block over 3 times the node's
+   mass (with the drag): 1 + about (omega h)^2 for the springs' frequencies omega. */
+static double assemble_diagonal(const ms_model* m, const ms_layout* layout, const double* inv_mass,
+                                const double* blocks, double h, double* MS_RESTRICT diagonal) {
     const double node = h * m->opt.drag;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* d = diagonal + 6 * i;
@@ -476,6 +496,8 @@ static void assemble_diagonal(const ms_model* m, const ms_layout* layout, const 
         for (int end = 0; end < 2; ++end)
             for (int e = 0; e < 6; ++e) diagonal[6 * ends[end] + e] += add[e];
     }
+    double ratio = 0.0;
+    int64_t free_nodes = 0;
     for (int64_t i = 0; i < m->nnode; ++i) {
         double* d = diagonal + 6 * i;
         if (inv_mass[i] == 0.0) {
@@ -483,6 +505,8 @@ static void assemble_diagonal(const ms_model* m, const ms_layout* layout, const 
             d[1] = d[2] = d[4] = 0.0;
             continue;
         }
+        ratio += (d[0] + d[3] + d[5]) / (3.0 * (m->mass[i] + node));
+        free_nodes += 1;
         /* the inverse of the symmetric block by its cofactors */
         const double c00 = d[3] * d[5] - d[4] * d[4], c01 = d[2] * d[4] - d[1] * d[5], c02 = d[1] * d[4] - d[2] * d[3];
         const double c11 = d[0] * d[5] - d[2] * d[2], c12 = d[1] * d[2] - d[0] * d[4], c22 = d[0] * d[3] - d[1] * d[1];
@@ -494,6 +518,7 @@ static void assemble_diagonal(const ms_model* m, const ms_layout* layout, const 
         d[4] = c12 * inverse_determinant;
         d[5] = c22 * inverse_determinant;
     }
+    return free_nodes > 0 ? ratio / (double)free_nodes : 1.0;
 }
 
 typedef struct cg_vectors {
