@@ -78,9 +78,12 @@ typedef struct block_system {
 typedef struct implicit_solver {
     uint8_t* pinned;    /* the pins the patterns were made for (nnode), NULL until they are made */
     int direct;         /* A fills in little: each Newton iteration's A is factored */
-    int two_level;      /* else: block Jacobi with the coarse level's correction */
+    int two_level;      /* else: block Jacobi with the coarse level's correction on stiff steps */
+    int gentle_level;   /* and with the gentle level's on the others */
     block_system fine;  /* A over the free nodes */
-    block_system coarse; /* A restricted to the aggregates' translations */
+    block_system coarse; /* A restricted to the aggregates' rigid motions (or translations) */
+    block_system gentle; /* A restricted to the translations of smaller aggregates */
+    block_system* active; /* worker 0's, for the step: the coarse level in use, or NULL */
     int holding;        /* worker 0's, for the step: some node is held by a collider */
     double work[];
 } implicit_solver;
@@ -100,6 +103,7 @@ static void release_pattern(implicit_solver* p) {
     free(p->pinned);
     release_system(&p->fine);
     release_system(&p->coarse);
+    release_system(&p->gentle);
     memset(p, 0, offsetof(implicit_solver, work));
 }
 
@@ -248,13 +252,19 @@ done:
    less time).  Else the translations of aggregates of a node and its neighbours (some 15
    to 20 nodes) where the coarse factor has at most COARSE_LIMIT times A's entries (the
    rigid motions of those aggregates fill 10 times more), else those of two rings, and
-   none if its factor still has more.  Networks of fewer than TWO_LEVEL_NODES free nodes
-   keep block Jacobi alone: their solves take few iterations. */
+   none if its factor still has more: the coarse level of stiff steps.  Networks of fewer
+   than TWO_LEVEL_NODES free nodes keep block Jacobi alone: their solves take few
+   iterations.  Steps that are not stiff (see implicit_stages) take the gentle level, the
+   translations of aggregates of one ring or two as above, on networks of at least
+   GENTLE_NODES free nodes (block Jacobi alone below: as these steps were measured before
+   the rigid level was made). */
 #define FILL_LIMIT 2.0
 #define COARSE_LIMIT 0.25
 #define RIGID_SMALL 0.2
 #define RIGID_LIMIT 1.5
 #define TWO_LEVEL_NODES 200
+#define COARSE_STIFFNESS 500.0
+#define GENTLE_NODES 1000
 static void ensure_pattern(const ms_model* m, implicit_solver* p) {
     if (p->pinned != NULL && memcmp(p->pinned, m->pinned, (size_t)m->nnode) == 0) return;
     release_pattern(p);
@@ -272,6 +282,7 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
         p->direct = (double)ms_cholesky_nonzeros(fine->factor) <= FILL_LIMIT * (double)fine->start3[3 * nf];
     if (p->direct || nf < TWO_LEVEL_NODES) return;
     block_system* coarse = &p->coarse;
+    block_system* gentle = &p->gentle;
     int32_t* group = malloc(sizeof(int32_t) * (size_t)(m->nnode > 0 ? m->nnode : 1));
     const double entries = (double)(9 * (node_entries - nf) + 6 * nf);
     /* rigid motions of aggregates of two rings, three, four; translations of one ring, of two */
@@ -293,6 +304,14 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
         }
     }
     if (!p->two_level) release_system(coarse);
+    for (int rings = 1; rings <= 2 && group != NULL && nf >= GENTLE_NODES && !p->gentle_level; ++rings) {
+        release_system(gentle);
+        const int64_t count = aggregate_nodes(m, &fine->node, rings, group);
+        if (count > 0 && count < nf && ms_group_pattern_build(m, group, count, &gentle->node) == 0 &&
+            build_system_pattern(gentle) == 0)
+            p->gentle_level = (double)ms_cholesky_nonzeros(gentle->factor) <= COARSE_LIMIT * entries;
+    }
+    if (!p->gentle_level) release_system(gentle);
     free(group);
 }
 
@@ -608,8 +627,9 @@ static void block_jacobi(const double* diagonal, const double* r, double* z, int
 
 /* The preconditioners: block Jacobi; A's factor; block Jacobi plus the coarse level's
    correction P A_c^-1 P^T r, where P spreads each aggregate's 6 unknowns (a translation
-   and a rotation; or 3, a translation) to its nodes and A_c = P^T A P (additive two-level Schwarz: the coarse level carries the
-   smooth, long-wavelength error that block Jacobi takes hundreds of iterations over). */
+   and a rotation; or 3, a translation) to its nodes and A_c = P^T A P (additive two-level
+   Schwarz: the coarse level carries the smooth, long-wavelength error that block Jacobi
+   takes hundreds of iterations over). */
 enum { PRECONDITION_JACOBI = 0, PRECONDITION_FACTOR = 1, PRECONDITION_TWO_LEVEL = 2 };
 
 /* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks. */
@@ -628,7 +648,7 @@ static void precondition(ms_worker* w, implicit_solver* solver, int mode, const 
     /* the factor's part by worker 0, on all of r and z (complete after this barrier) */
     ms_sync(w);
     if (w->id == 0)
-        solve_system(tm->m, mode == PRECONDITION_FACTOR ? &solver->fine : &solver->coarse, v->r, v->z,
+        solve_system(tm->m, mode == PRECONDITION_FACTOR ? &solver->fine : solver->active, v->r, v->z,
                      mode == PRECONDITION_TWO_LEVEL);
     ms_sync(w);
     MS_FOR_MY_NODES(w, b, begin, end) {
@@ -856,7 +876,7 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
     if (w->id == 0) solver->holding = m->ncollider > 0 && ms_find_held(m, s, x, v, s->f, h, held);
     ms_sync(w);
     const int wanted = solver->direct      ? PRECONDITION_FACTOR
-                       : solver->two_level ? PRECONDITION_TWO_LEVEL
+                       : solver->two_level || solver->gentle_level ? PRECONDITION_TWO_LEVEL
                                            : PRECONDITION_JACOBI;
     first_rhs(w, blocks, v, rhs, dv);
     if (solver->holding) {
@@ -901,24 +921,33 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
             if (wanted == PRECONDITION_FACTOR && factor_system(m, tm->layout, &solver->fine, blocks, h))
                 mode = PRECONDITION_FACTOR;
             if (mode == PRECONDITION_JACOBI) {
-                assemble_diagonal(m, tm->layout, inv_mass, blocks, h, vectors.diagonal);
+                const double stiff = assemble_diagonal(m, tm->layout, inv_mass, blocks, h, vectors.diagonal);
                 /* the coarse level from the first iteration's (clamped, positive definite)
                    matrix serves the whole step: A changes little within a step, and a
                    factorisation costs about as much as the CG iterations it saves at
-                   h = 1 ms */
-                if (wanted == PRECONDITION_TWO_LEVEL &&
-                    (coarse_ready || (solver->coarse.width == 6
-                                         ? factor_rigid(m, tm->layout, &solver->coarse, blocks, h, x)
-                                         : factor_system(m, tm->layout, &solver->coarse, blocks, h))))
+                   h = 1 ms.  Where the springs' mean (omega h)^2 is below COARSE_STIFFNESS
+                   (solids at h = 1 ms: 15 to 65; at 1/60 s: 4,000 to 17,000) block Jacobi
+                   takes few iterations and the rigid level's assembly costs more than it
+                   saves: such steps take the gentle level (translations) or none */
+                if (newton_iterations == 0 && !coarse_ready)
+                    solver->active = stiff >= COARSE_STIFFNESS ? (solver->two_level ? &solver->coarse : NULL)
+                                                               : (solver->gentle_level ? &solver->gentle : NULL);
+                block_system* active = solver->active;
+                if (active != NULL &&
+                    (coarse_ready || (active->width == 6 ? factor_rigid(m, tm->layout, active, blocks, h, x)
+                                                         : factor_system(m, tm->layout, active, blocks, h))))
                     mode = PRECONDITION_TWO_LEVEL;
                 coarse_ready = mode == PRECONDITION_TWO_LEVEL;
             }
-            tm->serial_ok = mode;
+            /* the mode, plus 8 where a factorisation it wanted failed */
+            const int expected =
+                wanted == PRECONDITION_TWO_LEVEL && solver->active == NULL ? PRECONDITION_JACOBI : wanted;
+            tm->serial_ok = mode + (mode != expected ? 8 : 0);
         }
         ms_sync(w);
-        const int mode = tm->serial_ok;
+        const int mode = tm->serial_ok & 7, fell_back = tm->serial_ok >> 3;
         int converged = 1, indefinite = 0, iterations = 0;
-        if (mode != wanted && blocks_exact)
+        if (fell_back && blocks_exact)
             indefinite = 1; /* the exact tangent's A would not factor */
         else
             iterations = conjugate_gradient(w, blocks, solver, mode, rhs, forcing, delta, &vectors, &cg_residual,
