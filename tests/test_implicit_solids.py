@@ -108,6 +108,30 @@ def test_the_coarse_level_takes_few_cg_iterations_on_a_twisting_solid() -> None:
     assert np.mean(cg) <= 120
 
 
+@pytest.mark.parametrize(
+    ("cells", "size", "counts"),
+    [
+        # 1,256 nodes: the translations of aggregates as the coarse level
+        ((20, 5, 5), (0.4, 0.1, 0.1), [(3, 44), (3, 45), (3, 46), (3, 46), (3, 46)]),
+        # 250 free nodes: block Jacobi alone
+        ((10, 3, 3), (0.5, 0.15, 0.15), [(3, 29), (3, 28), (3, 28), (3, 28), (3, 28)]),
+    ],
+)
+def test_steps_that_are_not_stiff_keep_the_gentle_preconditioner(
+    cells: tuple[int, int, int], size: tuple[float, float, float], counts: list[tuple[int, int]]
+) -> None:
+    # At h = 1 ms (omega h)^2 is some 15 to 65 on these solids: the rigid coarse level costs
+    # more than it saves there, and such steps take the Newton and CG iterations they took
+    # before it was made (recorded then).
+    s = beam(cells, size)
+    taken = []
+    for _ in range(5):
+        s.step(1e-3)
+        assert s.solver_stats["newton_converged"]
+        taken.append((s.solver_stats["newton_iterations"], s.solver_stats["cg_iterations"]))
+    assert taken == counts
+
+
 def test_newton_on_a_sagging_beam_takes_a_few_iterations() -> None:
     # 1,256 nodes, 7,700 springs; h = 1/60 s is 70 times symplectic Euler's critical step.
     # With the clamped tangent throughout and block Jacobi alone this took 7.3 Newton and
