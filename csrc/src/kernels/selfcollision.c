@@ -33,6 +33,7 @@ typedef struct self_work {
     int64_t* face_bucket_start; /* (face_buckets + 1) */
     int32_t* face_order;      /* (nface) triangles sorted by bucket */
     int64_t* face_bucket;     /* (nface) */
+    ms_sweep_work* sweep;     /* the self-contact sweep's, made on its first use */
 } self_work;
 
 static int compare_int32(const void* a, const void* b) {
@@ -87,6 +88,7 @@ static self_work* build_work(const ms_model* m) {
 static void self_work_free(void* work) {
     self_work* w = work;
     if (w == NULL) return;
+    ms_sweep_work_free(w->sweep);
     free(w->face_bucket_start);
     free(w->face_order);
     free(w->face_bucket);
@@ -144,7 +146,7 @@ static int neighbour_buckets(int64_t cx, int64_t cy, int64_t cz, int64_t buckets
 
 /* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
    as barycentric weights (wa, wb, wc) summing to 1. */
-static void closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
+void ms_closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
     double ab[3], ac[3], ap[3];
     for (int q = 0; q < 3; ++q) ab[q] = b[q] - a[q], ac[q] = c[q] - a[q], ap[q] = p[q] - a[q];
 #define DOT(u, w) ((u)[0] * (w)[0] + (u)[1] * (w)[1] + (u)[2] * (w)[2])
@@ -225,7 +227,7 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
                 if (face[0] == i || face[1] == i || face[2] == i) continue;
                 double* corner[3] = {x + 3 * (int64_t)face[0], x + 3 * (int64_t)face[1], x + 3 * (int64_t)face[2]};
                 double weight[3];
-                closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
+                ms_closest_on_triangle(p, corner[0], corner[1], corner[2], weight);
                 double d[3];
                 for (int q = 0; q < 3; ++q)
                     d[q] = p[q] - (weight[0] * corner[0][q] + weight[1] * corner[1][q] + weight[2] * corner[2][q]);
@@ -262,6 +264,30 @@ static double node_triangle_pass(const ms_model* m, self_work* w, const double* 
     return removed;
 }
 
+static self_work* get_work(const ms_model* m, ms_state* s) {
+    if (ms_workspace_get(s, MS_WORK_SELF_COLLISION) == NULL) {
+        self_work* made = build_work(m);
+        if (made == NULL) return NULL;
+        ms_workspace_set(s, MS_WORK_SELF_COLLISION, made, self_work_free);
+    }
+    return ms_workspace_get(s, MS_WORK_SELF_COLLISION);
+}
+
+int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v, int64_t* sent_back,
+                    double* removed) {
+    *sent_back = 0;
+    *removed = 0.0;
+    const double distance = m->opt.self_collision;
+    if (!(distance * distance > MS_COINCIDENT2) || m->nface == 0) return MS_OK;
+    self_work* w = get_work(m, s);
+    if (w == NULL) return MS_ERR_MEMORY;
+    if (w->sweep == NULL) {
+        w->sweep = ms_sweep_work_new(m);
+        if (w->sweep == NULL) return MS_ERR_MEMORY;
+    }
+    return ms_self_contact_sweep(m, s, w->sweep, x0, x1, v, MS_SELF_CONTACT_GAP * distance, sent_back, removed);
+}
+
 int ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v,
                     double* removed_energy) {
     *removed_energy = 0.0;
@@ -271,12 +297,8 @@ int ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, doubl
        does not depend on the distance: its cells are hashed into buckets counted by nodes,
        so a distance beyond the system's extent just puts every node in a few cells. */
     if (!(distance * distance > MS_COINCIDENT2)) return MS_OK;
-    if (ms_workspace_get(s, MS_WORK_SELF_COLLISION) == NULL) {
-        self_work* made = build_work(m);
-        if (made == NULL) return MS_ERR_MEMORY;
-        ms_workspace_set(s, MS_WORK_SELF_COLLISION, made, self_work_free);
-    }
-    self_work* w = ms_workspace_get(s, MS_WORK_SELF_COLLISION);
+    self_work* w = get_work(m, s);
+    if (w == NULL) return MS_ERR_MEMORY;
     const int64_t n = m->nnode;
     const double inv_cell = 1.0 / distance;
     const double* inv_mass = s->inv_mass;
