@@ -74,6 +74,11 @@ struct ms_sweep_work {
     sc_pair* pairs;
 };
 
+const int32_t* ms_sweep_edges(const ms_sweep_work* w, int64_t* nedge) {
+    *nedge = w->nedge;
+    return w->edges;
+}
+
 void ms_sweep_work_free(ms_sweep_work* w) {
     if (w == NULL) return;
     free(w->edges);
@@ -157,10 +162,12 @@ static void cross(const double* u, const double* w, double* out) {
 
 static double clamp01(double value) { return value < 0.0 ? 0.0 : (value > 1.0 ? 1.0 : value); }
 
-/* Squared distance (m^2) between the segments [p1, q1] and [p2, q2]: the closest pair of
-   parameters (s, t) is found for the lines and clamped to the segments, one after the
-   other, which also serves parallel and point-like segments. */
-static double segment_distance2(const double* p1, const double* q1, const double* p2, const double* q2) {
+/* Squared distance (m^2) between the segments [p1, q1] and [p2, q2], and the parameters
+   (s, t) of their closest points p1 + s (q1 - p1), p2 + t (q2 - p2): the closest pair is
+   found for the lines and clamped to the segments, one after the other, which also serves
+   parallel and point-like segments. */
+double ms_segment_closest(const double* p1, const double* q1, const double* p2, const double* q2, double* s_out,
+                          double* t_out) {
     double d1[3], d2[3], r[3];
     for (int q = 0; q < 3; ++q) d1[q] = q1[q] - p1[q], d2[q] = q2[q] - p2[q], r[q] = p1[q] - p2[q];
     const double a = DOT(d1, d1), e = DOT(d2, d2), f = DOT(d2, r);
@@ -185,6 +192,8 @@ static double segment_distance2(const double* p1, const double* q1, const double
     }
     double gap[3];
     for (int q = 0; q < 3; ++q) gap[q] = p1[q] + s * d1[q] - (p2[q] + t * d2[q]);
+    *s_out = s;
+    *t_out = t;
     return DOT(gap, gap);
 }
 
@@ -193,7 +202,10 @@ static double pair_distance(const double start[4][3], const double motion[4][3],
     double p[4][3];
     for (int k = 0; k < 4; ++k)
         for (int q = 0; q < 3; ++q) p[k][q] = start[k][q] + t * motion[k][q];
-    if (edge_edge) return sqrt(segment_distance2(p[0], p[1], p[2], p[3]));
+    if (edge_edge) {
+        double s, u;
+        return sqrt(ms_segment_closest(p[0], p[1], p[2], p[3], &s, &u));
+    }
     double weight[3];
     ms_closest_on_triangle(p[0], p[1], p[2], p[3], weight);
     double d[3];
@@ -491,6 +503,19 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
     const int64_t n = m->nnode, nf = m->nface, nedge = w->nedge;
     const double* inv_mass = s->inv_mass;
     if (nf == 0) return MS_OK;
+    /* the gap: a fraction of the thickness, and of the mean edge at the start of the step
+       (so a thickness beyond the mesh's scale does not hold every neighbour of a flat sheet) */
+    {
+        double mean = 0.0;
+        for (int64_t e = 0; e < nedge; ++e) {
+            const double* a = x0 + 3 * (int64_t)w->edges[2 * e];
+            const double* b = x0 + 3 * (int64_t)w->edges[2 * e + 1];
+            const double d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+            mean += sqrt(DOT(d, d));
+        }
+        mean /= (double)(nedge > 0 ? nedge : 1);
+        if (MS_SELF_CONTACT_GAP * mean < gap) gap = MS_SELF_CONTACT_GAP * mean;
+    }
     for (int64_t i = 0; i < n; ++i) {
         double* box = w->node_box + 6 * i;
         for (int q = 0; q < 3; ++q) {

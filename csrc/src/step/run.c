@@ -143,7 +143,7 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
         }
         ms_book_contact(booked, change);
     }
-    if (m->opt.self_collision > 0.0 && m->nface > 0) {
+    if (m->opt.self_collision > 0.0 && m->nface > 0 && m->opt.self_contact_sweep) {
         /* The self-contact sweep, last, over the whole step x -> x_next (see selfcontact.c):
            what it sends back changes the mechanical energy; the kinetic energy the nodes
            lose is dissipated by contact, the rest is the constraints' work.  One worker. */
