@@ -1,9 +1,9 @@
 """An independent counter of a triangle mesh's self-intersections, for the self-contact tests.
 
 A mesh edge *crosses* a triangle when the segment meets the triangle and shares no node with
-it.  The counter finds candidate (edge, triangle) pairs with a uniform grid of cells as large
-as the longest edge (every edge and triangle box then spans at most two cells per axis, so
-the cost is linear in the mesh size), then decides each pair exactly with orientation signs
+it.  The counter finds candidate (edge, triangle) pairs with a uniform grid of cells twice the
+median edge (each edge and triangle is entered in every cell its box touches, so the cost is
+linear in the mesh size while edges keep their scale), then decides each pair exactly with orientation signs
 (signed volumes): the segment's ends lie on opposite sides of the triangle's plane, each
 farther from it than rounding (a volume of 1e-10 L^3, L the longest edge), and the segment's
 line passes the triangle's three edges on the same side (or on an edge).  An end lying in
@@ -44,19 +44,15 @@ def segments_cross_triangles(p: np.ndarray, q: np.ndarray, a: np.ndarray, b: np.
 
 
 def _cell_entries(lo: np.ndarray, hi: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(cells (N, 3), item index) for boxes spanning at most two cells per axis."""
-    items = np.arange(len(lo))
-    cells, owners = [], []
-    for corner in range(8):
-        pick = [(corner >> axis) & 1 for axis in range(3)]
-        cell = np.where(np.array(pick, dtype=bool), hi, lo)
-        cells.append(cell)
-        owners.append(items)
-    cells_all = np.concatenate(cells)
-    owners_all = np.concatenate(owners)
-    # a box on one cell along an axis gives the same entry twice
-    keyed = np.unique(np.column_stack([cells_all, owners_all]), axis=0)
-    return keyed[:, :3], keyed[:, 3]
+    """(cells (N, 3), item index (N,)): every cell of every box, the boxes given by their
+    lowest and highest cells (B, 3)."""
+    spans = hi - lo + 1
+    counts = spans.prod(axis=1)
+    owners = np.repeat(np.arange(len(lo)), counts)
+    k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    sx, sy = spans[owners, 0], spans[owners, 1]
+    local = np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
+    return lo[owners] + local, owners
 
 
 def _tolerance(x: np.ndarray, edges: np.ndarray) -> float:
@@ -75,8 +71,8 @@ def crossing_pairs(x: np.ndarray, faces: np.ndarray, edges: np.ndarray | None = 
     edges = mesh_edges(faces) if edges is None else np.asarray(edges, dtype=np.int64)
     if len(faces) == 0 or len(edges) == 0:
         return np.zeros((0, 2), dtype=np.int64)
-    longest = float(np.linalg.norm(x[edges[:, 1]] - x[edges[:, 0]], axis=1).max())
-    cell = max(longest, 1e-12)
+    lengths = np.linalg.norm(x[edges[:, 1]] - x[edges[:, 0]], axis=1)
+    cell = max(2.0 * float(np.median(lengths)), 1e-12)
     tri_points = x[faces]
     edge_points = x[edges]
     t_cells, t_owner = _cell_entries(np.floor(tri_points.min(axis=1) / cell).astype(np.int64),

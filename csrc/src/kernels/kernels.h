@@ -148,8 +148,9 @@ void ms_closest_on_triangle(const double* p, const double* a, const double* b, c
 #define MS_SELF_CONTACT_GAP 0.05
 
 /* Self-contact sweep (selfcontact.c) over the step x0 -> x1 of a system with triangles:
-   every free node of a point-triangle or edge-edge pair that comes closer than the gap
-   (at most the given one) during the straight-line motion goes back to x0 with zero velocity, until no pair does;
+   every node of a point-triangle or edge-edge pair that comes closer than the gap
+   (at most the given one) during the straight-line motion goes back to x0 (a free one with
+   zero velocity), until no pair does;
    a state x0 that crosses itself nowhere gives an x1 that crosses itself nowhere.
    *sent_back receives how many nodes went back, *removed the kinetic energy they lost (J).
    ms_self_contact gets its storage from the self-collision workspace.  Returns MS_OK or

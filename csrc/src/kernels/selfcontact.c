@@ -20,13 +20,15 @@
  *    rounding level (coplanar motion) is sampled at 9 times, and counts as a contact if a
  *    sample is closer than the gap plus the most the distance can change between samples,
  *    so near-degenerate motion is handled conservatively.
- *  - fail-safe: every free node of a pair in contact goes back to its start-of-step
- *    position (it rests there for the step), and the pairs with a node that went back are
- *    tested again, until no pair is in contact.  Each round sends back at least one more
- *    node, so the loop ends; if every free node went back the state is the start of the
- *    step, which did not cross itself.  A node sent back loses its velocity (an inelastic
- *    stop): the kinetic energy it had is booked as dissipated by contact, and what the
- *    positions change of the spring and gravitational energy as the constraints' work.
+ *  - fail-safe: every node of a pair in contact goes back to its start-of-step position
+ *    (it rests there for the step), and the pairs with a node that went back are tested
+ *    again, until no pair is in contact.  Each round sends back at least one more node, so
+ *    the loop ends; if every node went back the state is the start of the step, which did
+ *    not cross itself.  A free node sent back loses its velocity (an inelastic stop): the
+ *    kinetic energy it had is booked as dissipated by contact, and what the positions
+ *    change of the spring and gravitational energy as the constraints' work.  A pinned
+ *    node is sent back too (a prescribed motion that would drive the surface through itself
+ *    waits a step) and keeps the velocity it was given.
  *
  * Everything runs on one worker, in a fixed order, so the bits do not depend on the number
  * of workers.
@@ -558,7 +560,7 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
             if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
                 continue;
             int movable = 0;
-            for (int q = 0; q < 4; ++q) movable |= inv_mass[nodes[q]] > 0.0 && !w->back[nodes[q]];
+            for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
             if (!movable) continue; /* nothing left to send back */
             double start[4][3], motion[4][3];
             for (int q = 0; q < 4; ++q)
@@ -569,7 +571,7 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
             if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
             for (int q = 0; q < 4; ++q) {
                 const int32_t i = nodes[q];
-                if (inv_mass[i] > 0.0 && !w->back[i]) {
+                if (!w->back[i]) {
                     w->back[i] = 2; /* pending */
                     w->pending[npending++] = i;
                 }
@@ -590,11 +592,10 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
     for (int64_t i = 0; i < n; ++i) {
         if (!w->back[i]) continue;
         double* vi = v + 3 * i;
+        for (int a = 0; a < 3; ++a) x1[3 * i + a] = x0[3 * i + a];
+        if (inv_mass[i] == 0.0) continue; /* a pinned node keeps the velocity it is given */
         lost += 0.5 * DOT(vi, vi) / inv_mass[i];
-        for (int a = 0; a < 3; ++a) {
-            x1[3 * i + a] = x0[3 * i + a];
-            vi[a] = 0.0;
-        }
+        for (int a = 0; a < 3; ++a) vi[a] = 0.0;
     }
     *removed = lost;
     return MS_OK;
