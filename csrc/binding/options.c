@@ -81,9 +81,12 @@ static const option_spec options[] = {
      "gives the same result, bit for bit; `workers` says how many the last step ran on."},
     {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, 0.0, MS_SELF_COLLISION_MAX, 0, 0, 0,
      "Self-collision distance (m, in [0, 1e6]): after each step, nodes closer than this that no spring joins "
-     "are pushed apart and their approach velocity removed (spatial hash grid, linear cost while the distance "
-     "stays below about half the node spacing). 0 or None turns it off (the default; reads 0.0); a distance "
-     "below 1e-12 m, the separation under which two nodes count as coincident, has nothing to act on."},
+     "are pushed apart and their approach velocity removed, and so are nodes and triangles, and mesh edges, "
+     "that share no node (spatial hash grids, linear cost while the distance stays below about half the node "
+     "spacing). On a system with triangles every point-triangle and edge-edge pair is then swept over the step "
+     "(see self_contact_sweep), so the surface never passes through itself. 0 or None turns it off (the "
+     "default; reads 0.0); a distance below 1e-12 m, the separation under which two nodes count as "
+     "coincident, has nothing to act on."},
     {"self_friction", OPTION_REAL, OFFSET(self_friction), 0, RANGE_AT_LEAST_ZERO, 0,
      "Coulomb friction coefficient mu between touching layers (dimensionless, >= 0), the colliders' "
      "convention: a self-collision push that removes a normal approach velocity dv_n also reduces the "
