@@ -200,7 +200,7 @@ double ms_segment_closest(const double* p1, const double* q1, const double* p2, 
 }
 
 /* Distance (m) at time t between the pair's primitives, points start + t motion. */
-static double pair_distance(const double start[4][3], const double motion[4][3], int edge_edge, double t) {
+static double pair_distance(double start[4][3], double motion[4][3], int edge_edge, double t) {
     double p[4][3];
     for (int k = 0; k < 4; ++k)
         for (int q = 0; q < 3; ++q) p[k][q] = start[k][q] + t * motion[k][q];
@@ -219,7 +219,7 @@ static double cubic(const double c[4], double t) { return ((c[3] * t + c[2]) * t
 
 /* Whether the pair (point 0 and triangle 1 2 3, or edges 0 1 and 2 3) comes closer than gap
    at some time of the linear motion start -> start + motion (see the file's comment). */
-static int pair_contact(const double start[4][3], const double motion[4][3], int edge_edge, double gap) {
+static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, double gap) {
     /* f = (U x W) . R with U, W, R differences of the points, each linear in t */
     static const int vt[6] = {1, 2, 1, 3, 1, 0}, ee[6] = {0, 1, 2, 3, 0, 2};
     const int* ends = edge_edge ? ee : vt;
