@@ -344,6 +344,16 @@ static double edge_edge_pass(self_work* w, const double* inv_mass, double* x, do
                 const int32_t* two = edges + 2 * g;
                 if (one[0] == two[0] || one[0] == two[1] || one[1] == two[0] || one[1] == two[1]) continue;
                 const int32_t node[4] = {one[0], one[1], two[0], two[1]};
+                /* boxes farther apart than d along an axis: no closer anywhere */
+                int apart = 0;
+                for (int q = 0; q < 3 && !apart; ++q) {
+                    const double a0 = x[3 * (int64_t)node[0] + q], a1 = x[3 * (int64_t)node[1] + q];
+                    const double b0 = x[3 * (int64_t)node[2] + q], b1 = x[3 * (int64_t)node[3] + q];
+                    const double a_lo = a0 < a1 ? a0 : a1, a_hi = a0 < a1 ? a1 : a0;
+                    const double b_lo = b0 < b1 ? b0 : b1, b_hi = b0 < b1 ? b1 : b0;
+                    apart = a_lo - b_hi >= distance || b_lo - a_hi >= distance;
+                }
+                if (apart) continue;
                 double s, t;
                 const double length2 = ms_segment_closest(x + 3 * (int64_t)node[0], x + 3 * (int64_t)node[1],
                                                           x + 3 * (int64_t)node[2], x + 3 * (int64_t)node[3], &s, &t);
