@@ -102,6 +102,19 @@ def test_a_node_passing_beside_the_triangle_or_parallel_above_it_is_left_alone()
         assert s.ledger().contact == 0.0
 
 
+@pytest.mark.parametrize("height", [0.0, 1e-13, -1e-13])
+def test_a_node_sliding_through_a_triangle_in_its_plane_is_caught(height: float) -> None:
+    """Coplanar (or nearly: 1e-13 m off the plane) motion, where the coplanarity cubic is zero
+    or rounding noise over the whole step: a node at 200 m/s passes through the triangle
+    within its plane and ends 0.5 m beyond it, out of the proximity pass's reach.  The sweep
+    samples the distance along the step and sends the node back."""
+    start = (-0.5, height, 0.2)
+    s = pinned_triangle_and_node(start, (200.0, 0.0, 0.0), 0.01)
+    s.step(0.01)
+    np.testing.assert_array_equal(s.x[3], start)
+    np.testing.assert_array_equal(s.v[3], 0.0)
+
+
 def test_friction_between_layers_follows_the_colliders_coulomb_rule() -> None:
     """A node 5 cm above a pinned triangle, moving at (1, -2, 0) m/s with d = 0.1 m: the push
     takes it to 0.1 m and removes its normal velocity (dv_n = 2 m/s); with mu = 0.2 its
