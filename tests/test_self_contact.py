@@ -115,6 +115,33 @@ def test_a_node_sliding_through_a_triangle_in_its_plane_is_caught(height: float)
     np.testing.assert_array_equal(s.v[3], 0.0)
 
 
+@pytest.mark.parametrize("sweep", [1, 0])
+def test_an_edge_passing_through_an_edge_is_caught_by_the_edge_edge_test(sweep: int) -> None:
+    """A pinned sliver triangle in y = 0 along the z axis, and a free triangle in the plane
+    z = 0 whose lower edge (x from -0.3 to 0.3, 0.1 m above) drops 0.2 m in one step: no node
+    passes through a triangle, only the edges pass through each other.  With the sweep the
+    falling edge's nodes are sent back and nothing crosses; without it the sliver's long edge
+    ends through the falling triangle."""
+    x = [(0.0, 0.0, -1.0), (0.0, 0.0, 1.0), (-0.05, 0.0, 0.3), (0.3, 0.1, 0.0), (-0.3, 0.1, 0.0), (0.0, 1.0, 0.0)]
+    v = [(0.0, 0.0, 0.0)] * 3 + [(0.0, -20.0, 0.0)] * 3
+    faces = np.array([[0, 1, 2], [3, 4, 5]])
+    s = msprings.System(x, np.zeros((0, 2), dtype=np.int64), mass=1.0, velocities=v, gravity=NO_GRAVITY,
+                        pinned=[0, 1, 2], faces=faces)
+    s.self_collision = 0.005
+    s.self_contact_sweep = sweep
+    s.step(0.01)
+    if sweep:
+        # the two nodes of the edge go back and stop; the apex, in no touching pair, moves on
+        np.testing.assert_array_equal(s.x[:5], x[:5])
+        np.testing.assert_array_equal(s.v[3:5], 0.0)
+        np.testing.assert_allclose(s.x[5], (0.0, 0.8, 0.0), rtol=0, atol=1e-15)
+        assert count_crossings(s.x, faces) == 0
+        assert s.ledger().contact == pytest.approx(2 * 0.5 * 400.0, rel=1e-12)
+    else:
+        assert s.x[3, 1] == pytest.approx(-0.1)
+        assert count_crossings(s.x, faces) > 0
+
+
 def test_friction_between_layers_follows_the_colliders_coulomb_rule() -> None:
     """A node 5 cm above a pinned triangle, moving at (1, -2, 0) m/s with d = 0.1 m: the push
     takes it to 0.1 m and removes its normal velocity (dv_n = 2 m/s); with mu = 0.2 its
