@@ -166,6 +166,11 @@ class System:
         """Self-collision distance (m, in [0, 1e6]); 0 = off (None writes 0)."""
     @self_collision.setter
     def self_collision(self, value: float | None) -> None: ...
+    self_friction: float
+    """Coulomb friction coefficient mu between touching layers (dimensionless, >= 0).  Default 0."""
+    self_contact_sweep: int
+    """1 (default): sweep point-triangle and edge-edge pairs over the step so the surface never passes
+    through itself; 0: the end-of-step proximity pass only."""
     newton_max_iter: int
     """implicit_euler: Newton iterations per step at most (>= 1).  Default 50."""
     newton_tol: float

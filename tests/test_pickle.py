@@ -116,6 +116,8 @@ def test_every_option_and_parameter_travels() -> None:
     s.strain_limit = 0.15
     s.threads = 3
     s.self_collision = 0.05
+    s.self_friction = 0.2
+    s.self_contact_sweep = 0
     s.newton_max_iter = 9
     s.newton_tol = 1e-7
     s.cg_max_iter = 33

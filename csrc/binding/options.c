@@ -82,9 +82,22 @@ static const option_spec options[] = {
      "backward pass of a differentiable run steps its stretches again on a second thread (any network size)."},
     {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, 0.0, MS_SELF_COLLISION_MAX, 0, 0, 0,
      "Self-collision distance (m, in [0, 1e6]): after each step, nodes closer than this that no spring joins "
-     "are pushed apart and their approach velocity removed (spatial hash grid, linear cost while the distance "
-     "stays below about half the node spacing). 0 or None turns it off (the default; reads 0.0); a distance "
-     "below 1e-12 m, the separation under which two nodes count as coincident, has nothing to act on."},
+     "are pushed apart and their approach velocity removed, and so are nodes and triangles, and mesh edges, "
+     "that share no node (spatial hash grids, linear cost while the distance stays below about half the node "
+     "spacing). On a system with triangles every point-triangle and edge-edge pair is then swept over the step "
+     "(see self_contact_sweep), so the surface never passes through itself. 0 or None turns it off (the "
+     "default; reads 0.0); a distance below 1e-12 m, the separation under which two nodes count as "
+     "coincident, has nothing to act on."},
+    {"self_friction", OPTION_REAL, OFFSET(self_friction), 0, RANGE_AT_LEAST_ZERO, 0,
+     "Coulomb friction coefficient mu between touching layers (dimensionless, >= 0), the colliders' "
+     "convention: a self-collision push that removes a normal approach velocity dv_n also reduces the "
+     "pair's tangential relative velocity v_t by at most mu dv_n (v_t' = max(0, 1 - mu dv_n / |v_t|) v_t). "
+     "Default 0."},
+    {"self_contact_sweep", OPTION_INTEGER, OFFSET(self_contact_sweep), 0, RANGE_INTEGERS(0, 1), 0,
+     "1 (default): with self_collision > 0 on a system with triangles, every point-triangle and edge-edge "
+     "pair is also swept over the step (continuous collision detection), and the nodes of a pair that "
+     "would come closer than a small gap go back to their start-of-step position with zero velocity, so "
+     "the surface never passes through itself. 0: the end-of-step proximity pass only."},
     {"newton_max_iter", OPTION_INTEGER, OFFSET(implicit.newton_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
      "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
      "Default 50."},

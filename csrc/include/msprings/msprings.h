@@ -98,7 +98,17 @@ typedef struct ms_options {
     double self_collision; /* > 0: after each step, nodes closer than this distance (m) that
                               no spring joins are pushed apart (found with a spatial hash
                               grid); 0 (default) turns self-collision off; at most
-                              MS_SELF_COLLISION_MAX */
+                              MS_SELF_COLLISION_MAX.  On a system with triangles the
+                              step also sweeps every point-triangle and edge-edge pair
+                              over the step and sends back the nodes of a pair that
+                              would touch, so a surface never passes through itself */
+    double self_friction;  /* Coulomb coefficient mu >= 0 between touching layers: a
+                              self-collision push's impulse also reduces the pair's
+                              tangential relative velocity by at most mu times the normal
+                              velocity change; default 0 */
+    int self_contact_sweep; /* 1 (default): the continuous sweep above runs when
+                              self_collision > 0 and the system has triangles; 0: the
+                              proximity pass only (discrete, may let layers cross) */
     ms_implicit_options implicit;
     ms_air air;
     int iterations;      /* solver iterations per step of projective and xpbd (>= 0; 0, the

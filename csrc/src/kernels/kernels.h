@@ -140,4 +140,30 @@ void ms_filter_held(const double* held, double* y, int64_t begin, int64_t end);
    a failed allocation. */
 int ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v, double* removed);
 
+/* Closest point of triangle (a, b, c) to p, as barycentric weights summing to 1. */
+void ms_closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]);
+
+/* The gap the self-contact sweep keeps, as a fraction of m->opt.self_collision or of the
+   mean edge length at the start of the step, whichever is less. */
+#define MS_SELF_CONTACT_GAP 0.05
+
+/* Self-contact sweep (selfcontact.c) over the step x0 -> x1 of a system with triangles:
+   every node of a point-triangle or edge-edge pair that comes closer than the gap
+   (at most the given one) during the straight-line motion goes back to x0 (a free one with
+   zero velocity), until no pair does;
+   a state x0 that crosses itself nowhere gives an x1 that crosses itself nowhere.
+   *sent_back receives how many nodes went back, *removed the kinetic energy they lost (J).
+   ms_self_contact gets its storage from the self-collision workspace.  Returns MS_OK or
+   MS_ERR_MEMORY (then x1 and v are unchanged). */
+typedef struct ms_sweep_work ms_sweep_work;
+ms_sweep_work* ms_sweep_work_new(const ms_model* m);
+void ms_sweep_work_free(ms_sweep_work* w);
+const int32_t* ms_sweep_edges(const ms_sweep_work* w, int64_t* nedge); /* (nedge, 2), lower node first */
+double ms_segment_closest(const double* p1, const double* q1, const double* p2, const double* q2, double* s,
+                          double* t);
+int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, const double* x0, double* x1, double* v,
+                          double gap, int64_t* sent_back, double* removed);
+int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v, int64_t* sent_back,
+                    double* removed);
+
 #endif

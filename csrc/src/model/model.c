@@ -16,6 +16,8 @@ ms_options ms_default_options(void) {
     opt.strain_limiting = 0;
     opt.strain_limit = 0.1;
     opt.self_collision = 0.0;
+    opt.self_friction = 0.0;
+    opt.self_contact_sweep = 1;
     opt.implicit.newton_max_iter = 50;
     opt.implicit.newton_tol = 1e-8;
     opt.implicit.cg_max_iter = 1000;
@@ -145,6 +147,12 @@ int ms_options_check(const ms_options* opt, ms_error* err) {
                             "self_collision = %g must be in [0, %g] (m; the distance nodes keep apart, "
                             "0 turns self-collision off)",
                             opt->self_collision, MS_SELF_COLLISION_MAX);
+    if (!(opt->self_friction >= 0.0) || !isfinite(opt->self_friction))
+        return ms_error_set(err, MS_ERR_VALUE,
+                            "self_friction = %g must be finite and >= 0 (Coulomb coefficient between layers)",
+                            opt->self_friction);
+    if (opt->self_contact_sweep != 0 && opt->self_contact_sweep != 1)
+        return ms_error_set(err, MS_ERR_VALUE, "self_contact_sweep = %d must be 0 or 1", opt->self_contact_sweep);
     if (opt->iterations < 0)
         return ms_error_set(err, MS_ERR_VALUE, "iterations = %d must be >= 0 (0 = the integrator's default)",
                             opt->iterations);

@@ -143,6 +143,25 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
         }
         ms_book_contact(booked, change);
     }
+    if (m->opt.self_collision > 0.0 && m->nface > 0 && m->opt.self_contact_sweep) {
+        /* The self-contact sweep, last, over the whole step x -> x_next (see selfcontact.c):
+           what it sends back changes the mechanical energy; the kinetic energy the nodes
+           lose is dissipated by contact, the rest is the constraints' work.  One worker. */
+        if (ms_any_bad(tm)) return 0;
+        if (w->id == 0) {
+            int64_t sent_back = 0;
+            double removed = 0.0;
+            const double before = ms_mechanical_energy(m, x_next, v_next);
+            const double* start = x;
+            tm->serial_ok = ms_self_contact(m, s, start, x_next, v_next, &sent_back, &removed) == MS_OK;
+            tm->serial_value = removed;
+            tm->serial_work = sent_back > 0 ? ms_mechanical_energy(m, x_next, v_next) - before + removed : 0.0;
+        }
+        ms_sync(w);
+        if (!tm->serial_ok) return -1;
+        booked->contact += tm->serial_value;
+        booked->constraints += tm->serial_work;
+    }
     return !ms_any_bad(tm) && ms_ledger_finite(booked);
 }
 

@@ -1,0 +1,602 @@
+/* Self-contact sweep: a surface that starts a step without crossing itself ends it without.
+ *
+ * After the step (and after self-collision's proximity pass and the colliders), every node
+ * of a system with triangles moves on the straight line from its start-of-step position x0
+ * to its end position x1.  A mesh edge can only come to cross a triangle it does not share
+ * a node with if, at some time of that motion, a node touches a triangle (point-triangle)
+ * or an edge touches an edge (edge-edge).  Such contacts are found continuously:
+ *
+ *  - broad phase: the box each node sweeps over the step, padded by the gap, gives the
+ *    boxes of the triangles and edges; they are hashed into a uniform grid (cells of about
+ *    twice the mean edge box), so the cost grows linearly with the node count.  A box over
+ *    too many cells is tested against every primitive instead.  Each pair is taken once:
+ *    in the cell holding the lowest corner of the two boxes' overlap.
+ *  - narrow phase: the four points are coplanar where the cubic
+ *    f(t) = ((x_b - x_a) x (x_c - x_a)) . (x_p - x_a) (point-triangle) or
+ *    ((x_b - x_a) x (x_d - x_c)) . (x_c - x_a) (edge-edge) vanishes.  [0, 1] is cut at the
+ *    roots of f' into pieces where f is monotone; a piece whose ends differ in sign is
+ *    bisected to its root; there, at every critical point and at t = 1, the pair's distance
+ *    is measured, and a distance below the gap is a contact.  A piece where |f| stays at
+ *    rounding level (coplanar motion) is sampled at 9 times, and counts as a contact if a
+ *    sample is closer than the gap plus the most the distance can change between samples,
+ *    so near-degenerate motion is handled conservatively.
+ *  - fail-safe: every node of a pair in contact goes back to its start-of-step position
+ *    (it rests there for the step), and the pairs with a node that went back are tested
+ *    again, until no pair is in contact.  Each round sends back at least one more node, so
+ *    the loop ends; if every node went back the state is the start of the step, which did
+ *    not cross itself.  A free node sent back loses its velocity (an inelastic stop): the
+ *    kinetic energy it had is booked as dissipated by contact, and what the positions
+ *    change of the spring and gravitational energy as the constraints' work.  A pinned
+ *    node is sent back too (a prescribed motion that would drive the surface through itself
+ *    waits a step) and keeps the velocity it was given.
+ *
+ * Everything runs on one worker, in a fixed order, so the bits do not depend on the number
+ * of workers.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/kernels.h"
+
+/* A primitive's box over more than this many cells along one axis is not hashed: it is
+   tested against every primitive. */
+#define SC_SPAN_LIMIT 8
+/* |f| below this times L^3 (L: the pair's largest length over the step) is rounding noise:
+   the points are coplanar to working precision. */
+#define SC_FLAT 1e-10
+/* Bisection steps for a root of the cubic: the root is then known to 2^-60 of the step. */
+#define SC_BISECT 60
+
+typedef struct sc_pair {
+    int32_t kind; /* 0: node a and triangle b; 1: edges a < b */
+    int32_t a, b;
+} sc_pair;
+
+struct ms_sweep_work {
+    int64_t nedge;
+    int32_t* edges;      /* (nedge, 2): the triangles' edges, lower node first, sorted */
+    double* node_box;    /* (nnode, 6): lo[3], hi[3] of each node's swept box, padded */
+    double* prim_box;    /* (max(nface, nedge), 6) */
+    double* end;         /* (nnode, 3): where each node ends (x0 once sent back) */
+    unsigned char* back; /* (nnode): 1 once the node went back to x0 */
+    unsigned char* fresh; /* (nnode): 1 if it went back in the last round */
+    int32_t* pending;    /* (nnode): nodes to send back at the end of a round */
+    unsigned char* big;  /* (max(nface, nedge, nnode)): box over too many cells */
+    /* the grid's entries: a primitive in a cell */
+    int64_t entry_cap, nentry;
+    int64_t* entry_bucket;
+    int64_t* entry_cell; /* (cap, 3) */
+    int32_t* entry_prim;
+    int32_t* entry_order;
+    int64_t buckets;
+    int64_t* bucket_start; /* (buckets + 1) */
+    int64_t pair_cap, npair;
+    sc_pair* pairs;
+};
+
+const int32_t* ms_sweep_edges(const ms_sweep_work* w, int64_t* nedge) {
+    *nedge = w->nedge;
+    return w->edges;
+}
+
+void ms_sweep_work_free(ms_sweep_work* w) {
+    if (w == NULL) return;
+    free(w->edges);
+    free(w->node_box);
+    free(w->prim_box);
+    free(w->end);
+    free(w->back);
+    free(w->fresh);
+    free(w->pending);
+    free(w->big);
+    free(w->entry_bucket);
+    free(w->entry_cell);
+    free(w->entry_prim);
+    free(w->entry_order);
+    free(w->bucket_start);
+    free(w->pairs);
+    free(w);
+}
+
+static int compare_int64(const void* a, const void* b) {
+    const int64_t x = *(const int64_t*)a, y = *(const int64_t*)b;
+    return (x > y) - (x < y);
+}
+
+ms_sweep_work* ms_sweep_work_new(const ms_model* m) {
+    const int64_t n = m->nnode, nf = m->nface;
+    ms_sweep_work* w = calloc(1, sizeof *w);
+    if (w == NULL) return NULL;
+    int64_t* keys = malloc(sizeof(int64_t) * (size_t)(3 * nf > 0 ? 3 * nf : 1));
+    if (keys == NULL) {
+        free(w);
+        return NULL;
+    }
+    for (int64_t f = 0; f < nf; ++f)
+        for (int e = 0; e < 3; ++e) {
+            const int64_t a = m->faces[3 * f + e], b = m->faces[3 * f + (e + 1) % 3];
+            keys[3 * f + e] = a < b ? a * n + b : b * n + a;
+        }
+    qsort(keys, (size_t)(3 * nf), sizeof(int64_t), compare_int64);
+    int64_t nedge = 0;
+    for (int64_t k = 0; k < 3 * nf; ++k)
+        if (k == 0 || keys[k] != keys[k - 1]) keys[nedge++] = keys[k];
+    w->nedge = nedge;
+    const int64_t nprim = nf > nedge ? nf : nedge;
+    const int64_t nbig = nprim > n ? nprim : n;
+    w->edges = malloc(sizeof(int32_t) * (size_t)(2 * nedge > 0 ? 2 * nedge : 1));
+    w->node_box = malloc(sizeof(double) * 6 * (size_t)(n > 0 ? n : 1));
+    w->prim_box = malloc(sizeof(double) * 6 * (size_t)(nprim > 0 ? nprim : 1));
+    w->end = malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
+    w->back = calloc((size_t)(n > 0 ? n : 1), 1);
+    w->fresh = calloc((size_t)(n > 0 ? n : 1), 1);
+    w->pending = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
+    w->big = calloc((size_t)(nbig > 0 ? nbig : 1), 1);
+    int64_t buckets = 1;
+    while (buckets < 2 * nprim) buckets *= 2;
+    w->buckets = buckets;
+    w->bucket_start = malloc(sizeof(int64_t) * (size_t)(buckets + 1));
+    if (!w->edges || !w->node_box || !w->prim_box || !w->end || !w->back || !w->fresh || !w->pending || !w->big ||
+        !w->bucket_start) {
+        free(keys);
+        ms_sweep_work_free(w);
+        return NULL;
+    }
+    for (int64_t e = 0; e < nedge; ++e) {
+        w->edges[2 * e] = (int32_t)(keys[e] / n);
+        w->edges[2 * e + 1] = (int32_t)(keys[e] % n);
+    }
+    free(keys);
+    return w;
+}
+
+/* ---- the narrow phase --------------------------------------------------------------------------- */
+
+#define DOT(u, w) ((u)[0] * (w)[0] + (u)[1] * (w)[1] + (u)[2] * (w)[2])
+
+static void cross(const double* u, const double* w, double* out) {
+    out[0] = u[1] * w[2] - u[2] * w[1];
+    out[1] = u[2] * w[0] - u[0] * w[2];
+    out[2] = u[0] * w[1] - u[1] * w[0];
+}
+
+static double clamp01(double value) { return value < 0.0 ? 0.0 : (value > 1.0 ? 1.0 : value); }
+
+/* Squared distance (m^2) between the segments [p1, q1] and [p2, q2], and the parameters
+   (s, t) of their closest points p1 + s (q1 - p1), p2 + t (q2 - p2): the closest pair is
+   found for the lines and clamped to the segments, one after the other, which also serves
+   parallel and point-like segments. */
+double ms_segment_closest(const double* p1, const double* q1, const double* p2, const double* q2, double* s_out,
+                          double* t_out) {
+    double d1[3], d2[3], r[3];
+    for (int q = 0; q < 3; ++q) d1[q] = q1[q] - p1[q], d2[q] = q2[q] - p2[q], r[q] = p1[q] - p2[q];
+    const double a = DOT(d1, d1), e = DOT(d2, d2), f = DOT(d2, r);
+    double s, t;
+    if (a <= 1e-300 && e <= 1e-300) {
+        s = 0.0, t = 0.0;
+    } else if (a <= 1e-300) {
+        s = 0.0, t = clamp01(f / e);
+    } else {
+        const double c = DOT(d1, r);
+        if (e <= 1e-300) {
+            t = 0.0, s = clamp01(-c / a);
+        } else {
+            const double b = DOT(d1, d2), denominator = a * e - b * b;
+            s = denominator > 0.0 ? clamp01((b * f - c * e) / denominator) : 0.0;
+            t = (b * s + f) / e;
+            if (t < 0.0)
+                t = 0.0, s = clamp01(-c / a);
+            else if (t > 1.0)
+                t = 1.0, s = clamp01((b - c) / a);
+        }
+    }
+    double gap[3];
+    for (int q = 0; q < 3; ++q) gap[q] = p1[q] + s * d1[q] - (p2[q] + t * d2[q]);
+    *s_out = s;
+    *t_out = t;
+    return DOT(gap, gap);
+}
+
+/* Distance (m) at time t between the pair's primitives, points start + t motion. */
+static double pair_distance(double start[4][3], double motion[4][3], int edge_edge, double t) {
+    double p[4][3];
+    for (int k = 0; k < 4; ++k)
+        for (int q = 0; q < 3; ++q) p[k][q] = start[k][q] + t * motion[k][q];
+    if (edge_edge) {
+        double s, u;
+        return sqrt(ms_segment_closest(p[0], p[1], p[2], p[3], &s, &u));
+    }
+    double weight[3];
+    ms_closest_on_triangle(p[0], p[1], p[2], p[3], weight);
+    double d[3];
+    for (int q = 0; q < 3; ++q) d[q] = p[0][q] - (weight[0] * p[1][q] + weight[1] * p[2][q] + weight[2] * p[3][q]);
+    return sqrt(DOT(d, d));
+}
+
+static double cubic(const double c[4], double t) { return ((c[3] * t + c[2]) * t + c[1]) * t + c[0]; }
+
+/* Whether the pair (point 0 and triangle 1 2 3, or edges 0 1 and 2 3) comes closer than gap
+   at some time of the linear motion start -> start + motion (see the file's comment). */
+static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, double gap) {
+    /* f = (U x W) . R with U, W, R differences of the points, each linear in t */
+    static const int vt[6] = {1, 2, 1, 3, 1, 0}, ee[6] = {0, 1, 2, 3, 0, 2};
+    const int* ends = edge_edge ? ee : vt;
+    double u0[3], du[3], w0[3], dw[3], r0[3], dr[3];
+    for (int q = 0; q < 3; ++q) {
+        u0[q] = start[ends[1]][q] - start[ends[0]][q], du[q] = motion[ends[1]][q] - motion[ends[0]][q];
+        w0[q] = start[ends[3]][q] - start[ends[2]][q], dw[q] = motion[ends[3]][q] - motion[ends[2]][q];
+        r0[q] = start[ends[5]][q] - start[ends[4]][q], dr[q] = motion[ends[5]][q] - motion[ends[4]][q];
+    }
+    double a[3], b1[3], b2[3], c[3];
+    cross(u0, w0, a);
+    cross(u0, dw, b1);
+    cross(du, w0, b2);
+    cross(du, dw, c);
+    const double b[3] = {b1[0] + b2[0], b1[1] + b2[1], b1[2] + b2[2]};
+    const double coef[4] = {DOT(a, r0), DOT(a, dr) + DOT(b, r0), DOT(b, dr) + DOT(c, r0), DOT(c, dr)};
+    const double lu = sqrt(DOT(u0, u0)) + sqrt(DOT(du, du)), lw = sqrt(DOT(w0, w0)) + sqrt(DOT(dw, dw)),
+                 lr = sqrt(DOT(r0, r0)) + sqrt(DOT(dr, dr));
+    const double length = lu > lw ? (lu > lr ? lu : lr) : (lw > lr ? lw : lr);
+    const double flat = SC_FLAT * length * length * length;
+    double speed = 0.0; /* the fastest point (m per step): the distance changes at most 2 speed */
+    for (int k = 0; k < 4; ++k) {
+        const double s = sqrt(DOT(motion[k], motion[k]));
+        if (s > speed) speed = s;
+    }
+    if (!(speed >= 0.0) || !(length >= 0.0) || !isfinite(flat)) return 1; /* non-finite: let the step's checks see it */
+
+    /* the pieces of [0, 1] where f is monotone: cut at the roots of f' = 3 c3 t^2 + 2 c2 t + c1 */
+    double cut[4];
+    int ncut = 0;
+    cut[ncut++] = 0.0;
+    {
+        const double qa = 3.0 * coef[3], qb = 2.0 * coef[2], qc = coef[1];
+        double roots[2];
+        int nroot = 0;
+        if (qa != 0.0) {
+            const double disc = qb * qb - 4.0 * qa * qc;
+            if (disc >= 0.0) {
+                const double sq = sqrt(disc);
+                /* the stable pair of formulas */
+                const double qq = -0.5 * (qb + (qb >= 0.0 ? sq : -sq));
+                if (qq != 0.0) {
+                    roots[nroot++] = qq / qa;
+                    roots[nroot++] = qc / qq;
+                } else {
+                    roots[nroot++] = 0.0;
+                }
+            }
+        } else if (qb != 0.0) {
+            roots[nroot++] = -qc / qb;
+        }
+        if (nroot == 2 && roots[0] > roots[1]) {
+            const double swap = roots[0];
+            roots[0] = roots[1];
+            roots[1] = swap;
+        }
+        for (int k = 0; k < nroot; ++k)
+            if (roots[k] > 0.0 && roots[k] < 1.0 && roots[k] > cut[ncut - 1]) cut[ncut++] = roots[k];
+    }
+    cut[ncut++] = 1.0;
+
+    for (int piece = 0; piece + 1 < ncut; ++piece) {
+        double lo = cut[piece], hi = cut[piece + 1];
+        double flo = cubic(coef, lo);
+        const double fhi = cubic(coef, hi);
+        if (fabs(flo) <= flat && fabs(fhi) <= flat) {
+            /* coplanar to working precision over the piece: sample it */
+            const double slack = 2.0 * speed * (hi - lo) / 16.0;
+            for (int k = 0; k <= 8; ++k)
+                if (pair_distance(start, motion, edge_edge, lo + (hi - lo) * k / 8.0) < gap + slack) return 1;
+            continue;
+        }
+        if (pair_distance(start, motion, edge_edge, hi) < gap) return 1; /* critical point or t = 1 */
+        if (flo == 0.0) {
+            if (pair_distance(start, motion, edge_edge, lo) < gap) return 1;
+            continue;
+        }
+        if ((flo < 0.0) == (fhi < 0.0) || fhi == 0.0) continue;
+        for (int k = 0; k < SC_BISECT; ++k) {
+            const double mid = 0.5 * (lo + hi);
+            const double fmid = cubic(coef, mid);
+            if (fmid == 0.0) {
+                lo = hi = mid;
+                break;
+            }
+            if ((fmid < 0.0) == (flo < 0.0))
+                lo = mid, flo = fmid;
+            else
+                hi = mid;
+        }
+        /* the root lies in [lo, hi]: the distance there is at most the one at either end
+           plus the change over the bracket */
+        const double slack = 2.0 * speed * (hi - lo);
+        if (pair_distance(start, motion, edge_edge, lo) < gap + slack) return 1;
+    }
+    return 0;
+}
+
+/* ---- the broad phase ---------------------------------------------------------------------------- */
+
+#define SC_CELL_LIMIT 4503599627370496.0
+static int64_t sc_cell(double coordinate, double inv_cell) {
+    const double cell = floor(coordinate * inv_cell);
+    if (!(cell > -SC_CELL_LIMIT)) return -(int64_t)SC_CELL_LIMIT;
+    if (!(cell < SC_CELL_LIMIT)) return (int64_t)SC_CELL_LIMIT;
+    return (int64_t)cell;
+}
+
+static int64_t sc_bucket(const int64_t c[3], int64_t buckets) {
+    const uint64_t h = (uint64_t)c[0] * 73856093ull ^ (uint64_t)c[1] * 19349663ull ^ (uint64_t)c[2] * 83492791ull;
+    return (int64_t)(h & (uint64_t)(buckets - 1));
+}
+
+static int boxes_overlap(const double* a, const double* b) {
+    return a[0] <= b[3] && b[0] <= a[3] && a[1] <= b[4] && b[1] <= a[4] && a[2] <= b[5] && b[2] <= a[5];
+}
+
+/* The cells [lo, hi] of a box; returns 0 if it spans more than SC_SPAN_LIMIT along an axis. */
+static int box_cells(const double* box, double inv_cell, int64_t lo[3], int64_t hi[3]) {
+    for (int q = 0; q < 3; ++q) {
+        lo[q] = sc_cell(box[q], inv_cell);
+        hi[q] = sc_cell(box[3 + q], inv_cell);
+        if (hi[q] - lo[q] >= SC_SPAN_LIMIT) return 0;
+    }
+    return 1;
+}
+
+static int grow(void** data, int64_t* cap, int64_t need, size_t size) {
+    if (need <= *cap) return 0;
+    int64_t next = *cap > 0 ? *cap : 1024;
+    while (next < need) next *= 2;
+    void* grown = realloc(*data, size * (size_t)next);
+    if (grown == NULL) return -1;
+    *data = grown;
+    *cap = next;
+    return 0;
+}
+
+static int add_pair(ms_sweep_work* w, int kind, int32_t a, int32_t b) {
+    if (grow((void**)&w->pairs, &w->pair_cap, w->npair + 1, sizeof(sc_pair))) return -1;
+    w->pairs[w->npair].kind = kind;
+    w->pairs[w->npair].a = a;
+    w->pairs[w->npair].b = b;
+    w->npair += 1;
+    return 0;
+}
+
+/* Hashes the primitives' boxes (prim_box, count of them) into the grid; those over too
+   many cells are marked big and left out. */
+static int hash_primitives(ms_sweep_work* w, int64_t count, double inv_cell) {
+    int64_t entries = 0;
+    for (int64_t p = 0; p < count; ++p) {
+        int64_t lo[3], hi[3];
+        w->big[p] = !box_cells(w->prim_box + 6 * p, inv_cell, lo, hi);
+        if (!w->big[p]) entries += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1);
+    }
+    int64_t cap = w->entry_cap;
+    if (entries > cap) {
+        int64_t next = cap > 0 ? cap : 1024;
+        while (next < entries) next *= 2;
+        int64_t* bucket = realloc(w->entry_bucket, sizeof(int64_t) * (size_t)next);
+        if (bucket != NULL) w->entry_bucket = bucket;
+        int64_t* cell = realloc(w->entry_cell, sizeof(int64_t) * 3 * (size_t)next);
+        if (cell != NULL) w->entry_cell = cell;
+        int32_t* prim = realloc(w->entry_prim, sizeof(int32_t) * (size_t)next);
+        if (prim != NULL) w->entry_prim = prim;
+        int32_t* order = realloc(w->entry_order, sizeof(int32_t) * (size_t)next);
+        if (order != NULL) w->entry_order = order;
+        if (bucket == NULL || cell == NULL || prim == NULL || order == NULL) return -1;
+        w->entry_cap = next;
+    }
+    int64_t e = 0;
+    for (int64_t p = 0; p < count; ++p) {
+        if (w->big[p]) continue;
+        int64_t lo[3], hi[3];
+        box_cells(w->prim_box + 6 * p, inv_cell, lo, hi);
+        int64_t c[3];
+        for (c[2] = lo[2]; c[2] <= hi[2]; ++c[2])
+            for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
+                for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
+                    w->entry_bucket[e] = sc_bucket(c, w->buckets);
+                    for (int q = 0; q < 3; ++q) w->entry_cell[3 * e + q] = c[q];
+                    w->entry_prim[e] = (int32_t)p;
+                    ++e;
+                }
+    }
+    w->nentry = e;
+    ms_counting_sort(w->entry_bucket, NULL, e, w->buckets, w->bucket_start, w->entry_order);
+    return 0;
+}
+
+/* Whether node i is one of triangle f's corners, or edges e and g share a node. */
+static int node_in_face(const ms_model* m, int64_t i, int64_t f) {
+    const int32_t* face = m->faces + 3 * f;
+    return face[0] == i || face[1] == i || face[2] == i;
+}
+static int edges_touch(const ms_sweep_work* w, int64_t e, int64_t g) {
+    const int32_t* a = w->edges + 2 * e;
+    const int32_t* b = w->edges + 2 * g;
+    return a[0] == b[0] || a[0] == b[1] || a[1] == b[0] || a[1] == b[1];
+}
+
+/* The candidate pair (query box q of item i, primitive p) unless excluded. */
+static int consider(const ms_model* m, ms_sweep_work* w, int edge_edge, int64_t i, int64_t p) {
+    if (edge_edge ? edges_touch(w, i, p) : node_in_face(m, i, p)) return 0;
+    return add_pair(w, edge_edge, (int32_t)i, (int32_t)p);
+}
+
+/* The pairs of query boxes (count of them) with the hashed primitives (nprim of them). */
+static int query(const ms_model* m, ms_sweep_work* w, int edge_edge, const double* boxes, int64_t count,
+                 int64_t nprim, double inv_cell) {
+    for (int64_t i = 0; i < count; ++i) {
+        const double* box = boxes + 6 * i;
+        int64_t lo[3], hi[3];
+        if (!box_cells(box, inv_cell, lo, hi)) {
+            /* a big query box: against every hashed primitive (edge-edge: the pair is taken
+               where the other edge is the big one, below) */
+            if (edge_edge) continue;
+            for (int64_t p = 0; p < nprim; ++p)
+                if (!w->big[p] && boxes_overlap(box, w->prim_box + 6 * p) && consider(m, w, 0, i, p)) return -1;
+            continue;
+        }
+        int64_t c[3];
+        for (c[2] = lo[2]; c[2] <= hi[2]; ++c[2])
+            for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
+                for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
+                    const int64_t b = sc_bucket(c, w->buckets);
+                    for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
+                        const int64_t e = w->entry_order[k];
+                        const int64_t* cell = w->entry_cell + 3 * e;
+                        if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
+                        const int64_t p = w->entry_prim[e];
+                        if (edge_edge && p <= i) continue;
+                        const double* other = w->prim_box + 6 * p;
+                        if (!boxes_overlap(box, other)) continue;
+                        /* once: in the cell of the overlap's lowest corner */
+                        int here = 1;
+                        for (int q = 0; q < 3 && here; ++q)
+                            here = sc_cell(box[q] > other[q] ? box[q] : other[q], inv_cell) == c[q];
+                        if (here && consider(m, w, edge_edge, i, p)) return -1;
+                    }
+                }
+    }
+    /* the big primitives against every query box */
+    for (int64_t p = 0; p < nprim; ++p) {
+        if (!w->big[p]) continue;
+        for (int64_t i = 0; i < count; ++i) {
+            if (edge_edge && i == p) continue;
+            if (edge_edge && w->big[i] && i > p) continue; /* two big edges: once */
+            if (!boxes_overlap(boxes + 6 * i, w->prim_box + 6 * p)) continue;
+            const int64_t first = edge_edge && p < i ? p : i, second = edge_edge && p < i ? i : p;
+            if (consider(m, w, edge_edge, first, second)) return -1;
+        }
+    }
+    return 0;
+}
+
+static void union_box(const double* node_box, const int32_t* nodes, int count, double* out) {
+    for (int q = 0; q < 3; ++q) out[q] = INFINITY, out[3 + q] = -INFINITY;
+    for (int k = 0; k < count; ++k) {
+        const double* b = node_box + 6 * (int64_t)nodes[k];
+        for (int q = 0; q < 3; ++q) {
+            if (b[q] < out[q]) out[q] = b[q];
+            if (b[3 + q] > out[3 + q]) out[3 + q] = b[3 + q];
+        }
+    }
+}
+
+static void pair_nodes(const ms_model* m, const ms_sweep_work* w, const sc_pair* pair, int32_t nodes[4]) {
+    if (pair->kind == 0) {
+        nodes[0] = pair->a;
+        for (int k = 0; k < 3; ++k) nodes[1 + k] = m->faces[3 * (int64_t)pair->b + k];
+    } else {
+        nodes[0] = w->edges[2 * (int64_t)pair->a], nodes[1] = w->edges[2 * (int64_t)pair->a + 1];
+        nodes[2] = w->edges[2 * (int64_t)pair->b], nodes[3] = w->edges[2 * (int64_t)pair->b + 1];
+    }
+}
+
+int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, const double* x0, double* x1, double* v,
+                          double gap, int64_t* sent_back, double* removed) {
+    *sent_back = 0;
+    *removed = 0.0;
+    const int64_t n = m->nnode, nf = m->nface, nedge = w->nedge;
+    const double* inv_mass = s->inv_mass;
+    if (nf == 0) return MS_OK;
+    /* the gap: a fraction of the thickness, and of the mean edge at the start of the step
+       (so a thickness beyond the mesh's scale does not hold every neighbour of a flat sheet) */
+    {
+        double mean = 0.0;
+        for (int64_t e = 0; e < nedge; ++e) {
+            const double* a = x0 + 3 * (int64_t)w->edges[2 * e];
+            const double* b = x0 + 3 * (int64_t)w->edges[2 * e + 1];
+            const double d[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+            mean += sqrt(DOT(d, d));
+        }
+        mean /= (double)(nedge > 0 ? nedge : 1);
+        if (MS_SELF_CONTACT_GAP * mean < gap) gap = MS_SELF_CONTACT_GAP * mean;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        double* box = w->node_box + 6 * i;
+        for (int q = 0; q < 3; ++q) {
+            const double a = x0[3 * i + q], b = x1[3 * i + q];
+            box[q] = (a < b ? a : b) - gap;
+            box[3 + q] = (a < b ? b : a) + gap;
+        }
+        w->back[i] = 0;
+        w->fresh[i] = 0;
+    }
+    /* cells of twice the mean extent of the edges' boxes */
+    double extent = 0.0;
+    for (int64_t e = 0; e < nedge; ++e) {
+        double* box = w->prim_box + 6 * e;
+        union_box(w->node_box, w->edges + 2 * e, 2, box);
+        double most = 0.0;
+        for (int q = 0; q < 3; ++q)
+            if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
+        extent += most;
+    }
+    const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
+    if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
+    const double inv_cell = 1.0 / cell;
+
+    w->npair = 0;
+    /* edge-edge: the edge boxes are in prim_box already */
+    if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
+    if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
+    /* point-triangle */
+    for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
+    if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
+    if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
+
+    memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
+    for (int round = 0;; ++round) {
+        int64_t npending = 0;
+        for (int64_t k = 0; k < w->npair; ++k) {
+            int32_t nodes[4];
+            pair_nodes(m, w, w->pairs + k, nodes);
+            if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
+                continue;
+            int movable = 0;
+            for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
+            if (!movable) continue; /* nothing left to send back */
+            double start[4][3], motion[4][3];
+            for (int q = 0; q < 4; ++q)
+                for (int a = 0; a < 3; ++a) {
+                    start[q][a] = x0[3 * (int64_t)nodes[q] + a];
+                    motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
+                }
+            if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
+            for (int q = 0; q < 4; ++q) {
+                const int32_t i = nodes[q];
+                if (!w->back[i]) {
+                    w->back[i] = 2; /* pending */
+                    w->pending[npending++] = i;
+                }
+            }
+        }
+        for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
+        if (npending == 0) break;
+        for (int64_t k = 0; k < npending; ++k) {
+            const int32_t i = w->pending[k];
+            w->back[i] = 1;
+            w->fresh[i] = 1;
+            for (int a = 0; a < 3; ++a) w->end[3 * (int64_t)i + a] = x0[3 * (int64_t)i + a];
+        }
+        *sent_back += npending;
+    }
+    if (*sent_back == 0) return MS_OK;
+    double lost = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (!w->back[i]) continue;
+        double* vi = v + 3 * i;
+        for (int a = 0; a < 3; ++a) x1[3 * i + a] = x0[3 * i + a];
+        if (inv_mass[i] == 0.0) continue; /* a pinned node keeps the velocity it is given */
+        lost += 0.5 * DOT(vi, vi) / inv_mass[i];
+        for (int a = 0; a < 3; ++a) vi[a] = 0.0;
+    }
+    *removed = lost;
+    return MS_OK;
+}

@@ -1,0 +1,318 @@
+"""Self-contact: a cloth with ``self_collision`` set never passes through itself.
+
+After the end-of-step proximity pass (node-node, node-triangle and edge-edge pushes, with
+friction between layers), every point-triangle and edge-edge pair of a system with triangles
+is swept over the step, and the nodes of a pair that would touch go back to their start with
+zero velocity.  The independent NumPy counter of ``crossings.py`` checks, frame by frame, that
+no mesh edge crosses a triangle it shares no node with -- for a cloth piling on the ground, a
+cloth draped over a sphere and pulled, a twisted cloth and two cloths dropped on each other,
+with implicit Euler at steps up to 1/60 s and up to 64 x 64 nodes -- while the same runs
+without the sweep do cross.  Exact cases check the sweep's response and friction, the ledger
+closes, the bits do not depend on the worker count, and bad options are refused.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import msprings
+from msprings import scenes
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crossings import count_crossings, mesh_edges  # noqa: E402
+
+NO_GRAVITY = (0.0, 0.0, 0.0)
+
+
+def hanging_cloth(n: int, *, height: float = 0.05, size: float = 1.0, sweep: bool = True) -> msprings.System:
+    """The 1 m cloth of n x n nodes (rho = 300 kg/m^3, t = 1 mm, E = 0.2 MPa, zeta = 0.1) hung
+    vertically in the x-y plane with its lower edge ``height`` above the ground (a plane at
+    y = 0, mu = 0.5), rippled 1 cm out of the plane so it buckles, free, with self-collision
+    at 0.4 x the node spacing; implicit Euler with at most 4 Newton iterations a step."""
+    s = scenes.cloth(n, size=size, density=300.0, thickness=1e-3, youngs_modulus=2e5, damping_ratio=0.1,
+                     pin=None, integrator="implicit_euler")
+    s.newton_max_iter = 4
+    flat = s.x.copy()
+    s.x[:, 1] = height + flat[:, 2].max() - flat[:, 2]
+    s.x[:, 2] = 0.01 * size * np.sin(2 * np.pi * flat[:, 0] / (0.4 * size)) * np.sin(2 * np.pi * s.x[:, 1] / (0.7 * size))
+    s.add_plane((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), friction=0.5)
+    s.self_collision = 0.4 * size / n
+    s.self_contact_sweep = int(sweep)
+    return s
+
+
+def crossings_per_frame(s: msprings.System, dt: float, frames: int, steps_per_frame: int = 1) -> list[int]:
+    """The crossing count after each of ``frames`` frames of ``steps_per_frame`` steps."""
+    faces = np.asarray(s.faces)
+    edges = mesh_edges(faces)
+    counts = []
+    for _ in range(frames):
+        s.step(dt, steps_per_frame)
+        counts.append(count_crossings(s.x, faces, edges))
+    return counts
+
+
+# ---- the sweep on small exact cases -------------------------------------------------------------
+
+
+def pinned_triangle_and_node(node: tuple[float, float, float], velocity: tuple[float, float, float],
+                             distance: float, **options: object) -> msprings.System:
+    """A pinned triangle in y = 0 (corners (0,0,0), (1,0,0), (0,0,1)) and a free 1 kg node with
+    its own degenerate triangle far away, gravity off, self-collision at ``distance``."""
+    x = [(0.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 0.0, 1.0), node, (5.0, 5.0, 5.0), (5.1, 5.0, 5.0)]
+    v = [(0.0, 0.0, 0.0)] * 3 + [velocity] + [(0.0, 0.0, 0.0)] * 2
+    s = msprings.System(x, np.zeros((0, 2), dtype=np.int64), mass=1.0, velocities=v, gravity=NO_GRAVITY,
+                        pinned=[0, 1, 2, 4, 5], faces=[[0, 1, 2], [3, 4, 5]], **options)
+    s.self_collision = distance
+    return s
+
+
+def test_a_node_crossing_a_triangle_within_one_step_is_sent_back_and_stopped() -> None:
+    """A node 0.1 m above the triangle moving down at 50 m/s passes 0.4 m through it in one
+    step of 10 ms, too far for the end-of-step proximity pass (d = 1 cm).  The sweep sends it
+    back to where it started with zero velocity and books its kinetic energy, 1250 J, as
+    dissipated by contact; without the sweep it ends on the other side."""
+    start = (0.2, 0.1, 0.2)
+    s = pinned_triangle_and_node(start, (0.0, -50.0, 0.0), 0.01)
+    s.step(0.01)
+    np.testing.assert_array_equal(s.x[3], start)
+    np.testing.assert_array_equal(s.v[3], 0.0)
+    assert s.ledger().contact == pytest.approx(1250.0, rel=1e-12)
+    assert s.energy().total == pytest.approx(1250.0, rel=1e-12)  # mechanical + dissipated - work
+
+    off = pinned_triangle_and_node(start, (0.0, -50.0, 0.0), 0.01)
+    off.self_contact_sweep = 0
+    off.step(0.01)
+    assert off.x[3, 1] == pytest.approx(-0.4)
+
+
+def test_a_node_passing_beside_the_triangle_or_parallel_above_it_is_left_alone() -> None:
+    """The same speed beside the triangle (x + z > 1), or sliding parallel to it 5 cm above,
+    touches nothing: the node flies freely."""
+    for start, velocity in [((0.8, 0.1, 0.8), (0.0, -50.0, 0.0)), ((0.1, 0.05, 0.1), (20.0, 0.0, 0.0))]:
+        s = pinned_triangle_and_node(start, velocity, 0.01)
+        s.step(0.01)
+        np.testing.assert_allclose(s.x[3], np.add(start, np.multiply(velocity, 0.01)), rtol=0, atol=1e-15)
+        np.testing.assert_array_equal(s.v[3], velocity)
+        assert s.ledger().contact == 0.0
+
+
+@pytest.mark.parametrize("height", [0.0, 1e-13, -1e-13])
+def test_a_node_sliding_through_a_triangle_in_its_plane_is_caught(height: float) -> None:
+    """Coplanar (or nearly: 1e-13 m off the plane) motion, where the coplanarity cubic is zero
+    or rounding noise over the whole step: a node at 200 m/s passes through the triangle
+    within its plane and ends 0.5 m beyond it, out of the proximity pass's reach.  The sweep
+    samples the distance along the step and sends the node back."""
+    start = (-0.5, height, 0.2)
+    s = pinned_triangle_and_node(start, (200.0, 0.0, 0.0), 0.01)
+    s.step(0.01)
+    np.testing.assert_array_equal(s.x[3], start)
+    np.testing.assert_array_equal(s.v[3], 0.0)
+
+
+@pytest.mark.parametrize("sweep", [1, 0])
+def test_an_edge_passing_through_an_edge_is_caught_by_the_edge_edge_test(sweep: int) -> None:
+    """A pinned sliver triangle in y = 0 along the z axis, and a free triangle in the plane
+    z = 0 whose lower edge (x from -0.3 to 0.3, 0.1 m above) drops 0.2 m in one step: no node
+    passes through a triangle, only the edges pass through each other.  With the sweep the
+    falling edge's nodes are sent back and nothing crosses; without it the sliver's long edge
+    ends through the falling triangle."""
+    x = [(0.0, 0.0, -1.0), (0.0, 0.0, 1.0), (-0.05, 0.0, 0.3), (0.3, 0.1, 0.0), (-0.3, 0.1, 0.0), (0.0, 1.0, 0.0)]
+    v = [(0.0, 0.0, 0.0)] * 3 + [(0.0, -20.0, 0.0)] * 3
+    faces = np.array([[0, 1, 2], [3, 4, 5]])
+    s = msprings.System(x, np.zeros((0, 2), dtype=np.int64), mass=1.0, velocities=v, gravity=NO_GRAVITY,
+                        pinned=[0, 1, 2], faces=faces)
+    s.self_collision = 0.005
+    s.self_contact_sweep = sweep
+    s.step(0.01)
+    if sweep:
+        # the two nodes of the edge go back and stop; the apex, in no touching pair, moves on
+        np.testing.assert_array_equal(s.x[:5], x[:5])
+        np.testing.assert_array_equal(s.v[3:5], 0.0)
+        np.testing.assert_allclose(s.x[5], (0.0, 0.8, 0.0), rtol=0, atol=1e-15)
+        assert count_crossings(s.x, faces) == 0
+        assert s.ledger().contact == pytest.approx(2 * 0.5 * 400.0, rel=1e-12)
+    else:
+        assert s.x[3, 1] == pytest.approx(-0.1)
+        assert count_crossings(s.x, faces) > 0
+
+
+def test_friction_between_layers_follows_the_colliders_coulomb_rule() -> None:
+    """A node 5 cm above a pinned triangle, moving at (1, -2, 0) m/s with d = 0.1 m: the push
+    takes it to 0.1 m and removes its normal velocity (dv_n = 2 m/s); with mu = 0.2 its
+    tangential speed 1 m/s loses mu dv_n = 0.4 m/s.  The contact ledger books
+    (2^2 + 1^2 - 0.6^2) / 2 J."""
+    s = pinned_triangle_and_node((0.2, 0.05, 0.2), (1.0, -2.0, 0.0), 0.1)
+    s.self_friction = 0.2
+    s.step(1e-3)
+    np.testing.assert_allclose(s.v[3], (0.6, 0.0, 0.0), rtol=0, atol=1e-14)
+    assert s.x[3, 1] == pytest.approx(0.1, abs=1e-15)
+    assert s.ledger().contact == pytest.approx(0.5 * (4.0 + 1.0 - 0.36), rel=1e-12)
+    # mu dv_n beyond the tangential speed stops the sliding entirely
+    s = pinned_triangle_and_node((0.2, 0.05, 0.2), (1.0, -2.0, 0.0), 0.1)
+    s.self_friction = 0.6
+    s.step(1e-3)
+    np.testing.assert_allclose(s.v[3], 0.0, rtol=0, atol=1e-14)
+
+
+def test_two_edges_closer_than_d_are_pushed_apart_along_their_common_normal() -> None:
+    """Two free crossed edges (each the long side of a thin triangle with a pinned third
+    corner far away) 4 mm apart at their middles, d = 1 cm: the edge-edge pass pushes them to
+    1 cm, the equal masses sharing the push, and the centre of mass stays put."""
+    x = [(-1.0, 0.0, 0.0), (1.0, 0.0, 0.0), (0.0, 0.004, -1.0), (0.0, 0.004, 1.0), (0.0, -5.0, 0.0),
+         (0.0, 5.0, 0.0)]
+    s = msprings.System(x, np.zeros((0, 2), dtype=np.int64), mass=1.0, gravity=NO_GRAVITY, pinned=[4, 5],
+                        faces=[[0, 1, 4], [2, 3, 5]])
+    s.self_collision = 0.01
+    s.step(1e-4)
+    assert s.x[2, 1] - s.x[0, 1] == pytest.approx(0.01, abs=1e-15)
+    np.testing.assert_allclose(s.x[:4].mean(axis=0), np.mean(x[:4], axis=0), rtol=0, atol=1e-15)
+
+
+# ---- cloth that must not pass through itself ----------------------------------------------------
+
+
+@pytest.mark.parametrize("n, dt, frames", [(24, 1 / 60, 60), (40, 1 / 240, 24), (64, 1 / 60, 12)])
+def test_a_piling_cloth_never_crosses_itself(n: int, dt: float, frames: int) -> None:
+    """The cloth hung 5 cm above the ground and released piles up on it; no frame shows a
+    crossing, the ledger closes and the pile is a pile (its height is a small part of 1 m)."""
+    s = hanging_cloth(n)
+    start = s.energy()
+    counts = crossings_per_frame(s, dt, frames, max(1, round(1 / 60 / dt)))
+    assert counts == [0] * frames
+    assert s.energy().total == pytest.approx(start.total, rel=1e-9, abs=1e-9)
+    assert np.isfinite(s.x).all()
+
+
+def test_without_the_sweep_the_same_pile_crosses_itself() -> None:
+    """The control: the end-of-step proximity pass alone lets the 24 x 24 pile at 1/60 s cross
+    itself, in many frames."""
+    s = hanging_cloth(24, sweep=False)
+    counts = crossings_per_frame(s, 1 / 60, 60)
+    assert sum(count > 0 for count in counts) >= 10
+
+
+def test_a_cloth_draped_over_a_sphere_and_pulled_never_crosses_itself() -> None:
+    """A 24 x 24 cloth of 1 m falls onto a sphere of radius 0.25 m, drapes and folds round
+    it, then one edge (pinned, moving at 1 m/s sideways) drags it across; implicit Euler at
+    1/60 s."""
+    n = 24
+    s = scenes.cloth(n, size=1.0, density=300.0, thickness=1e-3, youngs_modulus=2e5, damping_ratio=0.1, pin=None,
+                     integrator="implicit_euler")
+    s.newton_max_iter = 4
+    s.x[:] = s.x - (0.5, -0.35, 0.5)
+    s.add_sphere((0.0, 0.0, 0.0), 0.25, friction=0.3)
+    s.self_collision = 0.4 / n
+    s.self_friction = 0.3
+    faces = np.asarray(s.faces)
+    counts = crossings_per_frame(s, 1 / 60, 36)
+    edge = np.arange(n)  # row 0, the edge at z = -0.5
+    s.pinned[edge] = True
+    s.v[edge] = (1.0, 0.0, 0.0)
+    held = s.x[edge].copy()
+    counts += crossings_per_frame(s, 1 / 60, 30)
+    assert counts == [0] * 66
+    # it was pulled: the edge moved sideways (30 steps of 1/60 s at 1 m/s, less any step it waited)
+    moved = s.x[edge, 0] - held[:, 0]
+    assert moved.min() > 0.35 and moved.max() <= 30 / 60 + 1e-12
+
+
+def test_a_twisted_cloth_never_crosses_itself() -> None:
+    """A 16 x 16 cloth of 0.5 m held by its top edge, whose bottom edge (pinned, moving with its
+    own velocity) turns about the vertical axis at one turn per second for a second, twisting
+    the sheet into a rope; implicit Euler at 1/60 s.  Where the prescribed turn would drive
+    the sheet through itself, the pinned nodes wait a step with the rest."""
+    n = 16
+    s = hanging_cloth(n, size=0.5, height=0.3)
+    s.remove_collider(s.colliders[0])
+    bottom = np.flatnonzero(np.isclose(s.x[:, 1], s.x[:, 1].min()))
+    top = np.flatnonzero(np.isclose(s.x[:, 1], s.x[:, 1].max()))
+    s.pinned[bottom] = True
+    s.pinned[top] = True
+    axis = s.x[bottom].mean(axis=0)
+    omega = 2.0 * math.pi
+    faces = np.asarray(s.faces)
+    edges = mesh_edges(faces)
+    turned = 0.0
+    for _ in range(60):
+        r = s.x[bottom] - axis
+        s.v[bottom] = np.column_stack([-omega * r[:, 2], np.zeros(len(bottom)), omega * r[:, 0]])
+        before = math.atan2(r[0, 2], r[0, 0])
+        s.step(1 / 60)
+        after = s.x[bottom[0]] - axis
+        turned += (math.atan2(after[2], after[0]) - before + math.pi) % (2.0 * math.pi) - math.pi
+        assert count_crossings(s.x, faces, edges) == 0
+    assert abs(turned) > 0.75 * math.pi  # most of the way round, held back where the rope is tight
+
+
+def two_cloths(n: int) -> msprings.System:
+    """Two n x n cloths of 0.5 m, the upper one 10 cm above the lower and turned 45 degrees,
+    both free, 15 cm above the ground; implicit Euler, self-collision 0.4 x the spacing."""
+    one = scenes.cloth(n, size=0.5, density=300.0, thickness=1e-3, youngs_modulus=2e5, damping_ratio=0.1, pin=None)
+    x_low = one.x - (0.25, -0.15, 0.25)
+    c, s_ = math.cos(math.pi / 4), math.sin(math.pi / 4)
+    x_up = np.column_stack([c * x_low[:, 0] - s_ * x_low[:, 2], x_low[:, 1] + 0.1, s_ * x_low[:, 0] + c * x_low[:, 2]])
+    springs = np.asarray(one.springs)
+    faces = np.asarray(one.faces)
+    nn = one.n_nodes
+    system = msprings.System(np.vstack([x_low, x_up]), np.vstack([springs, springs + nn]),
+                             mass=np.concatenate([one.mass, one.mass]), k=np.concatenate([one.k, one.k]),
+                             c=np.concatenate([one.c, one.c]), rest=np.concatenate([one.rest, one.rest]),
+                             faces=np.vstack([faces, faces + nn]), integrator="implicit_euler")
+    system.newton_max_iter = 4
+    system.add_plane((0.0, 0.0, 0.0), (0.0, 1.0, 0.0), friction=0.5)
+    system.self_collision = 0.4 * 0.5 / n
+    system.self_friction = 0.3
+    return system
+
+
+def test_two_cloths_dropped_on_each_other_never_cross() -> None:
+    s = two_cloths(16)
+    start = s.energy()
+    counts = crossings_per_frame(s, 1 / 60, 50)
+    assert counts == [0] * 50
+    assert s.energy().total == pytest.approx(start.total, rel=1e-9, abs=1e-9)
+    # the upper cloth lies on the lower one: their centres (node n/2 of the middle row) stacked
+    middle = (16 // 2) * 16 + 16 // 2
+    lower, upper = s.x[middle], s.x[s.n_nodes // 2 + middle]
+    assert upper[1] > lower[1] and lower[1] < 0.05
+
+
+def test_the_bits_do_not_depend_on_the_worker_count() -> None:
+    """48 x 48 (some 13,000 springs, enough for the workers) piling for 8 steps of 1/60 s on
+    1 and 3 workers: the same bits, and the same ledger."""
+    results = []
+    for threads in (1, 3):
+        s = hanging_cloth(48)
+        s.threads = threads
+        s.step(1 / 60, 8)
+        assert s.workers == threads
+        results.append((s.x.tobytes(), s.v.tobytes(), tuple(s.ledger())))
+    assert results[0] == results[1]
+
+
+# ---- bad input -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, value", [("self_collision", -0.01), ("self_collision", math.nan),
+                                         ("self_collision", 2e6), ("self_friction", -0.1),
+                                         ("self_friction", math.inf), ("self_friction", math.nan),
+                                         ("self_contact_sweep", 2), ("self_contact_sweep", -1)])
+def test_bad_self_contact_options_are_refused_and_change_nothing(name: str, value: float) -> None:
+    s = hanging_cloth(6)
+    s.self_friction = 0.25
+    s.step(1e-3)
+    before = {option: getattr(s, option) for option in ("self_collision", "self_friction", "self_contact_sweep")}
+    x, v = s.x.copy(), s.v.copy()
+    with pytest.raises(ValueError, match=name):
+        setattr(s, name, value)
+    assert {option: getattr(s, option) for option in before} == before
+    np.testing.assert_array_equal(s.x, x)
+    np.testing.assert_array_equal(s.v, v)
+    with pytest.raises((TypeError, ValueError), match=name):
+        setattr(s, name, "a lot")
