@@ -622,6 +622,13 @@ int ms_avx2_supported(void);
    Every path gives the same results, bit for bit. */
 const char* ms_vector_path(void);
 
+/* The vector path of the batched ensemble kernel (small members of the Euler methods, one
+   member per lane): "avx512" where the processor and the operating system run AVX-512 F,
+   else as ms_vector_path.  MSPRINGS_BATCH_PATH in the environment, read when an
+   ensemble's step call begins, caps it: "avx2", or the build's path ("sse2", "neon",
+   "plain").  Every path gives the same results, bit for bit. */
+const char* ms_batch_path(void);
+
 /* ---- names ---------------------------------------------------------------------- */
 
 /* "explicit_euler", "symplectic_euler", "velocity_verlet", "rk4", "implicit_euler";

@@ -111,8 +111,14 @@ MS_DECLARE_BATCH_KERNEL(neon);
 #if defined(MS_AVX2_PATH)
 MS_DECLARE_BATCH_KERNEL(avx2);
 #endif
+#if defined(MS_AVX512_PATH)
+/* eight lanes per vector: a group is one vector, and two groups of one integrator are
+   stepped together (springs_avx512.c) */
+MS_DECLARE_BATCH_KERNEL(avx512);
+#endif
 
-/* The batched kernel of the fastest path this processor has. */
+/* The batched kernel of the fastest path this processor has, at most the one that
+   MSPRINGS_BATCH_PATH in the environment names (ms_batch_path). */
 ms_batch_kernel ms_batch_kernel_path(void);
 
 #endif
