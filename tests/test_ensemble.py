@@ -2,7 +2,7 @@
 
 Every member must give the bits its system gives stepped alone (single-threaded) with the
 same calls: positions, velocities, time, energies and ledger; on the batched path (tiny
-members of the Euler methods, four to a vector) and on the per-member path alike.  A member
+members of the Euler methods, four or eight to a vector) and on the per-member path alike.  A member
 that diverges is put back alone; bad input is refused with nothing changed.
 """
 from __future__ import annotations
@@ -98,7 +98,7 @@ def test_tiny_members(count: int, integrator: str) -> None:
     chains = varied_chains(count, 11, integrator=integrator)
     chain_ensemble = msprings.Ensemble(chains)
     assert_as_alone(chain_ensemble, chains, [3, 100])
-    # the Euler methods step four members to a vector; Verlet one member at a time
+    # the Euler methods step four or eight members to a vector; Verlet one member at a time
     batched = count if integrator != "velocity_verlet" else 0
     assert ens.batched == batched and chain_ensemble.batched == batched
 

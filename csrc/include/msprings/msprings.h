@@ -550,7 +550,7 @@ typedef struct ms_ensemble {
     int* member_threads;   /* each member's own opt.threads                (nmember)          */
     void* buffer;          /* the one allocation of the arrays above */
     void* batch;           /* the batched path's storage, made on first use */
-    int64_t nbatched;      /* members the last step call stepped on the batched path (four to a
+    int64_t nbatched;      /* members the last step call stepped on the batched path (four or eight to a
                               vector: small members of the Euler methods with nothing but
                               springs, gravity and pins acting) */
 } ms_ensemble;

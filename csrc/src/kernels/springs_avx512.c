@@ -50,8 +50,8 @@ typedef struct pack {
 MS_ALWAYS_INLINE void lengths8(const ms_batch_spring* sp, const double* MS_RESTRICT x, double* force, ptrdiff_t stride,
                                int G, int64_t o) {
     for (int u = 0; u < G; ++u) {
-        const double* xa = x + u * stride + 3 * W * (int64_t)sp->a;
-        const double* xb = x + u * stride + 3 * W * (int64_t)sp->b;
+        const double* xa = x + u * stride + sp->row_a;
+        const double* xb = x + u * stride + sp->row_b;
         const v8 dx = v8_sub(v8_load(xb), v8_load(xa));
         const v8 dy = v8_sub(v8_load(xb + W), v8_load(xa + W));
         const v8 dz = v8_sub(v8_load(xb + 2 * W), v8_load(xa + 2 * W));
@@ -70,13 +70,22 @@ MS_ALWAYS_INLINE void force8(const ms_batch_spring* sp, const double* MS_RESTRIC
                              v8* power) {
     for (int u = 0; u < G; ++u) {
         const ptrdiff_t at = u * stride;
-        const double* xa = x + at + 3 * W * (int64_t)sp->a;
-        const double* xb = x + at + 3 * W * (int64_t)sp->b;
-        const double* va = v + at + 3 * W * (int64_t)sp->a;
-        const double* vb = v + at + 3 * W * (int64_t)sp->b;
-        const double* p = params + at + 3 * W * (int64_t)sp->spring;
+        const double* xa = x + at + sp->row_a;
+        const double* xb = x + at + sp->row_b;
+        const double* va = v + at + sp->row_a;
+        const double* vb = v + at + sp->row_b;
+        const double* p = params + at + sp->row_params;
         double* into = force + at + 3 * W * o;
-        v8 fx, fy, fz, pw = power[2 * sp->slot + u];
+        /* the accumulator taken into a register and put back by a switch on its slot: the
+           accumulators stay in registers, where power[2 slot + u] would keep them in memory */
+        v8 fx, fy, fz, pw;
+        switch (sp->slot) {
+        case 0: pw = power[u]; break;
+        case 1: pw = power[2 + u]; break;
+        case 2: pw = power[4 + u]; break;
+        case 3: pw = power[6 + u]; break;
+        default: pw = power[8 + u]; break;
+        }
         const v8 dx = v8_sub(v8_load(xb), v8_load(xa));
         const v8 dy = v8_sub(v8_load(xb + W), v8_load(xa + W));
         const v8 dz = v8_sub(v8_load(xb + 2 * W), v8_load(xa + 2 * W));
@@ -86,7 +95,13 @@ MS_ALWAYS_INLINE void force8(const ms_batch_spring* sp, const double* MS_RESTRIC
         const v8 length = v8_load(into), inv_length = v8_load(into + W);
         SPRING_FORCE_AT(v8, dx, dy, dz, du, dv, dw, length, inv_length, v8_load(p), v8_load(p + W), v8_load(p + 2 * W),
                         fx, fy, fz, pw, (v8*)NULL);
-        power[2 * sp->slot + u] = pw;
+        switch (sp->slot) {
+        case 0: power[u] = pw; break;
+        case 1: power[2 + u] = pw; break;
+        case 2: power[4 + u] = pw; break;
+        case 3: power[6 + u] = pw; break;
+        default: power[8 + u] = pw; break;
+        }
         v8_store(into, fx);
         v8_store(into + W, fy);
         v8_store(into + 2 * W, fz);

@@ -166,7 +166,8 @@ static int compile_program(batch* b, const batch_op* ops, int64_t nop, int64_t n
             const batch_op* op = &ops[o];
             if (op->kind == OP_SPRING) {
                 if (pass == 0) {
-                    const ms_batch_spring spring = {op->a, op->b, op->spring, op->slot};
+                    const ms_batch_spring spring = {op->a,         op->b,         op->spring,        op->slot,
+                                                     3 * W * op->a, 3 * W * op->b, 3 * W * op->spring};
                     springs[s] = spring;
                     count[op->target] += 1;
                 } else {
