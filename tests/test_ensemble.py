@@ -129,18 +129,25 @@ def test_batch_path_is_capped_by_the_environment(monkeypatch: pytest.MonkeyPatch
 
 
 @pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
-@pytest.mark.parametrize("scene", ["single", "chain"])
+@pytest.mark.parametrize("scene", ["single", "chain", "string"])
 def test_every_batch_path_gives_the_same_bits(scene: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each vector path of the batched kernel (AVX-512 eight members to a vector, two groups
     at a time; AVX2 and SSE2 four) gives every member the bits of its system alone: both
     Euler methods in one ensemble, member counts that are no multiple of the lanes, one or
-    two workers, and a member that diverges in a group stepped beside another."""
+    two workers, and a member that diverges in a group stepped beside another.  The string
+    (springs to the next node and the one after) has nodes that sum several springs' forces
+    in lane groups."""
     systems = []
     for i in range(21 + 13):
         integrator = "symplectic_euler" if i < 21 else "explicit_euler"
         if scene == "single":
             s = scenes.single_spring(k=10.0 + 5.0 * i, c=0.5 + 0.01 * i, integrator=integrator)
             s.x[1] = (0.01 * i, -1.0 - 0.01 * i, 0.0)
+        elif scene == "string":
+            springs = [[a, a + step] for a in range(11) for step in (1, 2) if a + step < 11]
+            s = msprings.System([[0.1 * a, 0.0, 0.01 * (a % 3)] for a in range(11)], springs, mass=0.1,
+                                k=4.0 + 0.3 * i, c=0.01 * (i % 3), pinned=[0], integrator=integrator)
+            s.v[7] = (0.0, 0.1 * i, 0.0)
         else:
             s = scenes.chain(11, k=20.0 + 3.0 * i, c=0.1 + 0.02 * i, integrator=integrator)
             s.v[1:] = [0.1, 0.01 * i, -0.02 * i]

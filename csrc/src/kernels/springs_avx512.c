@@ -33,7 +33,9 @@ static inline v8 v8_mul(v8 a, v8 b) { return _mm512_mul_pd(a, b); }
 static inline v8 v8_div(v8 a, v8 b) { return _mm512_div_pd(a, b); }
 static inline v8 v8_sqrt(v8 a) { return _mm512_sqrt_pd(a); }
 /* a > b ? c : +0, lane by lane (as the other paths' and with the comparison's mask) */
-static inline v8 v8_if_greater(v8 a, v8 b, v8 c) { return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(a, b, _CMP_GT_OQ), c); }
+static inline v8 v8_if_greater(v8 a, v8 b, v8 c) {
+    return _mm512_maskz_mov_pd(_mm512_cmp_pd_mask(a, b, _CMP_GT_OQ), c);
+}
 static inline v8 v8_abs(v8 a) { return _mm512_abs_pd(a); }
 
 enum { W = MS_BATCH_WIDTH };
@@ -226,7 +228,8 @@ MS_ALWAYS_INLINE void step8(const ms_batch_program* program, const pack* k, int 
     for (int u = 0; u < G; ++u) {
         /* as the spring kernel adds up its accumulators; the flow of the step is h times
            the power at its start (ms_flow_add) */
-        const v8 total = v8_add(power[u], v8_add(v8_add(power[2 + u], power[4 + u]), v8_add(power[6 + u], power[8 + u])));
+        const v8 total =
+            v8_add(power[u], v8_add(v8_add(power[2 + u], power[4 + u]), v8_add(power[6 + u], power[8 + u])));
         flow[u] = v8_mul(step, total);
         probe[u] = v8_sub(flow[u], flow[u]);
     }

@@ -444,7 +444,8 @@ void ms_batch_run(ms_ensemble* e, double h, int64_t n, int worker, int workers) 
     for (int64_t g = first; g < last;) {
         const int explicit_euler = e->models[b->lane_member[W * g]]->opt.integrator == MS_EXPLICIT_EULER;
         int64_t end = g + 1;
-        while (end < last && (e->models[b->lane_member[W * end]]->opt.integrator == MS_EXPLICIT_EULER) == explicit_euler)
+        while (end < last &&
+               (e->models[b->lane_member[W * end]]->opt.integrator == MS_EXPLICIT_EULER) == explicit_euler)
             ++end;
         b->kernel(&b->program, &b->lanes[g], end - g, h, n, explicit_euler);
         g = end;
