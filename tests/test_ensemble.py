@@ -2,7 +2,7 @@
 
 Every member must give the bits its system gives stepped alone (single-threaded) with the
 same calls: positions, velocities, time, energies and ledger; on the batched path (tiny
-members of the Euler methods, four to a vector) and on the per-member path alike.  A member
+members of the Euler methods, four or eight to a vector) and on the per-member path alike.  A member
 that diverges is put back alone; bad input is refused with nothing changed.
 """
 from __future__ import annotations
@@ -98,9 +98,86 @@ def test_tiny_members(count: int, integrator: str) -> None:
     chains = varied_chains(count, 11, integrator=integrator)
     chain_ensemble = msprings.Ensemble(chains)
     assert_as_alone(chain_ensemble, chains, [3, 100])
-    # the Euler methods step four members to a vector; Verlet one member at a time
+    # the Euler methods step four or eight members to a vector; Verlet one member at a time
     batched = count if integrator != "velocity_verlet" else 0
     assert ens.batched == batched and chain_ensemble.batched == batched
+
+
+def batch_paths(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The batched kernel's vector paths this build and processor have, fastest first, as
+    MSPRINGS_BATCH_PATH caps them."""
+    paths = []
+    for cap in ("avx512", "avx2", "plain"):
+        monkeypatch.setenv("MSPRINGS_BATCH_PATH", cap)
+        path = msprings._core.batch_path()
+        if path not in paths:
+            paths.append(path)
+    monkeypatch.delenv("MSPRINGS_BATCH_PATH")
+    return paths
+
+
+def test_batch_path_is_capped_by_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = batch_paths(monkeypatch)
+    assert msprings._core.batch_path() == paths[0]
+    # the build's own path is always there; AVX2 and AVX-512 only above it
+    assert paths[-1] == ("sse2" if msprings._core.vector_path() in ("avx2", "sse2") else
+                         msprings._core.vector_path())
+    assert ("avx2" in paths) == msprings._core.avx2()
+    assert set(paths) <= {"avx512", "avx2", "sse2", "neon", "plain"}
+    monkeypatch.setenv("MSPRINGS_BATCH_PATH", "no such path")  # left to the processor
+    assert msprings._core.batch_path() == paths[0]
+
+
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
+@pytest.mark.parametrize("scene", ["single", "chain", "string"])
+def test_every_batch_path_gives_the_same_bits(scene: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each vector path of the batched kernel (AVX-512 eight members to a vector, two groups
+    at a time; AVX2 and SSE2 four) gives every member the bits of its system alone: both
+    Euler methods in one ensemble, member counts that are no multiple of the lanes, one or
+    two workers, and a member that diverges in a group stepped beside another.  The string
+    (springs to the next node and the one after) has nodes that sum several springs' forces
+    in lane groups."""
+    systems = []
+    for i in range(21 + 13):
+        integrator = "symplectic_euler" if i < 21 else "explicit_euler"
+        if scene == "single":
+            s = scenes.single_spring(k=10.0 + 5.0 * i, c=0.5 + 0.01 * i, integrator=integrator)
+            s.x[1] = (0.01 * i, -1.0 - 0.01 * i, 0.0)
+        elif scene == "string":
+            springs = [[a, a + step] for a in range(11) for step in (1, 2) if a + step < 11]
+            s = msprings.System([[0.1 * a, 0.0, 0.01 * (a % 3)] for a in range(11)], springs, mass=0.1,
+                                k=4.0 + 0.3 * i, c=0.01 * (i % 3), pinned=[0], integrator=integrator)
+            s.v[7] = (0.0, 0.1 * i, 0.0)
+        else:
+            s = scenes.chain(11, k=20.0 + 3.0 * i, c=0.1 + 0.02 * i, integrator=integrator)
+            s.v[1:] = [0.1, 0.01 * i, -0.02 * i]
+            s.mass[1:] = 1.0 + 0.05 * i
+        s.gravity = (0.0, -9.81, 0.01 * i)
+        systems.append(s)
+    systems[3].k[:] = 1e9  # blows up within the first call (in the first group)
+    singles = [alone(s) for s in systems]
+    expected = []
+    for single in singles:
+        try:
+            single.step(DT, 200)
+        except msprings.DivergenceError:
+            pass
+        expected.append(state_bits(single))
+    assert expected[3] == state_bits(alone(systems[3]))  # put back where it began
+    results = {}
+    for path in batch_paths(monkeypatch):
+        for threads in (1, 2):
+            monkeypatch.setenv("MSPRINGS_BATCH_PATH", path)
+            ens = msprings.Ensemble(systems)
+            ens.threads = threads
+            ens.step(DT, 150)
+            ens.step(DT, 50)
+            assert ens.batched == len(systems) - 1  # all but the diverged member
+            assert list(np.flatnonzero(ens.diverged)) == [3]
+            results[path, threads] = [member_bits(ens, i) for i in range(len(ens))]
+            for i, bits in enumerate(results[path, threads]):
+                assert bits == expected[i], f"member {i} on the {path} path with {threads} threads"
+    assert len({str(bits) for bits in results.values()}) == 1
 
 
 def test_batched_and_per_member_members_in_one_call() -> None:

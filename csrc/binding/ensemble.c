@@ -203,7 +203,7 @@ static PyGetSetDef Ensemble_getset[] = {
     {"n_nodes", (getter)get_n_nodes, NULL, "Nodes of each member.", NULL},
     {"n_springs", (getter)get_n_springs, NULL, "Springs of each member.", NULL},
     {"batched", (getter)get_batched, NULL,
-     "Members the last step() stepped four to a vector (small members of the Euler methods with nothing but "
+     "Members the last step() stepped four or eight to a vector (small members of the Euler methods with nothing but "
      "springs, gravity and pins acting); the others stepped one by one. Both give the same bits.", NULL},
     {"threads", (getter)get_threads, (setter)set_threads,
      "Worker threads of step() (0: msprings.set_num_threads' setting, all cores by default).", NULL},

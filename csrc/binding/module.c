@@ -27,6 +27,11 @@ static PyObject* core_vector_path(PyObject* module, PyObject* Py_UNUSED(ignored)
     return PyUnicode_FromString(ms_vector_path());
 }
 
+static PyObject* core_batch_path(PyObject* module, PyObject* Py_UNUSED(ignored)) {
+    (void)module;
+    return PyUnicode_FromString(ms_batch_path());
+}
+
 static PyObject* core_thread_layer(PyObject* module, PyObject* Py_UNUSED(ignored)) {
     (void)module;
     return PyUnicode_FromString(ms_thread_layer());
@@ -60,6 +65,10 @@ static PyMethodDef core_methods[] = {
      "avx2()\n--\n\nTrue if steps use the AVX2 vector path on this processor."},
     {"vector_path", core_vector_path, METH_NOARGS,
      "vector_path()\n--\n\nThe vector path steps use: 'avx2', 'sse2', 'neon' or 'plain' (all give the same bits)."},
+    {"batch_path", core_batch_path, METH_NOARGS,
+     "batch_path()\n--\n\nThe vector path of the batched ensemble kernel (tiny members of the Euler methods, "
+     "one member per lane): 'avx512', 'avx2' or as vector_path(); the environment variable MSPRINGS_BATCH_PATH, "
+     "read when an ensemble's step call begins, caps it at 'avx2' or the build's path (all give the same bits)."},
     {"thread_layer", core_thread_layer, METH_NOARGS,
      "thread_layer()\n--\n\nThe threads the core was built on: 'posix' or 'win32'."},
     {NULL, NULL, 0, NULL}};

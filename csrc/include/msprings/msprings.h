@@ -560,7 +560,7 @@ typedef struct ms_ensemble {
     int* member_threads;   /* each member's own opt.threads                (nmember)          */
     void* buffer;          /* the one allocation of the arrays above */
     void* batch;           /* the batched path's storage, made on first use */
-    int64_t nbatched;      /* members the last step call stepped on the batched path (four to a
+    int64_t nbatched;      /* members the last step call stepped on the batched path (four or eight to a
                               vector: small members of the Euler methods with nothing but
                               springs, gravity and pins acting) */
 } ms_ensemble;
@@ -631,6 +631,13 @@ int ms_avx2_supported(void);
 /* The vector path that steps use: "avx2", "sse2" (x86-64), "neon" (arm64) or "plain".
    Every path gives the same results, bit for bit. */
 const char* ms_vector_path(void);
+
+/* The vector path of the batched ensemble kernel (small members of the Euler methods, one
+   member per lane): "avx512" where the processor and the operating system run AVX-512 F,
+   else as ms_vector_path.  MSPRINGS_BATCH_PATH in the environment, read when an
+   ensemble's step call begins, caps it: "avx2", or the build's path ("sse2", "neon",
+   "plain").  Every path gives the same results, bit for bit. */
+const char* ms_batch_path(void);
 
 /* ---- names ---------------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* The batched kernel: explicit or symplectic Euler steps of many members of one small
- * network at once, one member per vector lane (ensemble_kernel.h, compiled once per vector
+ * network at once, one member per vector lane (batch_kernel.h, compiled once per vector
  * path like the spring kernel).
  *
  * A member's step on its own (run.c, in place, one block of springs and one of nodes) sets
@@ -33,6 +33,9 @@ typedef struct ms_batch_spring {
     int32_t a, b;   /* the spring's ends (owner first) */
     int32_t spring; /* the spring's index in the model (its parameters) */
     int32_t slot;   /* power accumulator: 0 the single springs', 1 + q lane q's */
+    int32_t row_a, row_b, row_params; /* where the rows of a, b and the spring's parameters
+                                         begin in the lanes' arrays: 3 W a, 3 W b and 3 W spring
+                                         (doubles; the AVX-512 kernel's addresses) */
 } ms_batch_spring;
 
 typedef struct ms_batch_term {
@@ -111,8 +114,14 @@ MS_DECLARE_BATCH_KERNEL(neon);
 #if defined(MS_AVX2_PATH)
 MS_DECLARE_BATCH_KERNEL(avx2);
 #endif
+#if defined(MS_AVX512_PATH)
+/* eight lanes per vector: a group is one vector, and two groups of one integrator are
+   stepped together (springs_avx512.c) */
+MS_DECLARE_BATCH_KERNEL(avx512);
+#endif
 
-/* The batched kernel of the fastest path this processor has. */
+/* The batched kernel of the fastest path this processor has, at most the one that
+   MSPRINGS_BATCH_PATH in the environment names (ms_batch_path). */
 ms_batch_kernel ms_batch_kernel_path(void);
 
 #endif

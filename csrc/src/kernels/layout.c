@@ -5,7 +5,7 @@
 
 #include "kernels/layout.h"
 #include "platform/errors.h"
-#if defined(MS_AVX2_PATH) && defined(_MSC_VER)
+#if (defined(MS_AVX2_PATH) || defined(MS_AVX512_PATH)) && defined(_MSC_VER)
 #include <intrin.h>
 #endif
 
@@ -385,6 +385,34 @@ static int cpu_has_avx2(void) {
 #elif defined(MS_AVX2_PATH)
 static int cpu_has_avx2(void) { return __builtin_cpu_supports("avx2"); }
 #endif
+
+#if defined(MS_AVX512_PATH) && defined(_MSC_VER)
+/* AVX512F (CPUID leaf 7, EBX bit 16) with OSXSAVE, and XCR0 enabling the SSE, AVX, opmask
+   and both ZMM states (bits 1, 2, 5, 6, 7). */
+#if defined(__clang__)
+__attribute__((target("xsave")))
+#endif
+static int cpu_has_avx512(void) {
+    int registers[4];
+    __cpuid(registers, 0);
+    if (registers[0] < 7) return 0;
+    __cpuid(registers, 1);
+    if (!((registers[2] >> 27) & 1) || (_xgetbv(0) & 0xE6) != 0xE6) return 0;
+    __cpuidex(registers, 7, 0);
+    return (registers[1] >> 16) & 1;
+}
+#elif defined(MS_AVX512_PATH)
+/* GCC's and Clang's run-time check also asks XCR0 for the opmask and ZMM states */
+static int cpu_has_avx512(void) { return __builtin_cpu_supports("avx512f"); }
+#endif
+
+int ms_avx512_supported(void) {
+#if defined(MS_AVX512_PATH)
+    return ms_avx2_supported() && cpu_has_avx512();
+#else
+    return 0;
+#endif
+}
 
 int ms_avx2_supported(void) {
 #if defined(MS_AVX2_PATH)

@@ -136,6 +136,12 @@ MS_DECLARE_KERNELS(neon);
 #define MS_AVX2_PATH 1
 MS_DECLARE_KERNELS(avx2);
 #endif
+/* AVX-512 (F) beside them for the batched ensemble kernel alone (batch.h), chosen at run
+   time: GCC and Clang compile springs_avx512.c for it through a pragma, MSVC through
+   /arch:AVX512 on that file alone (setup.py). */
+#if defined(MS_AVX2_PATH) && !defined(MS_NO_AVX512)
+#define MS_AVX512_PATH 1
+#endif
 
 /* A kernel's version on the fastest path this processor has: AVX2 where the build has it
    and the processor runs it, else the path every processor of the build's architecture
@@ -162,6 +168,10 @@ double ms_spring_force(const double xa[3], const double xb[3], const double va[3
 ms_spring_kernel ms_spring_kernel_path(void);
 ms_euler_kernel ms_euler_kernel_path(void);
 ms_node_energy_kernel ms_node_energy_kernel_path(void);
+
+/* Whether the processor and the operating system run AVX-512 F code (the build has the
+   path, CPUID says AVX512F and XCR0 enables the opmask and ZMM state). */
+int ms_avx512_supported(void);
 
 /* Stable counting sort: order receives the items (items[r] for r = 0 .. count - 1, or r
    itself if items is NULL) sorted by key[item] in [0, nkey); start (nkey + 1) receives

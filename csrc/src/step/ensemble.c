@@ -5,9 +5,9 @@
  * as one (members x ...) array.  A member steps with ms_step on its own model and state,
  * which the core guarantees gives the bits it would give alone; members are shared out
  * among the call's workers, one worker per member.  Members of the explicit Euler methods
- * with nothing but springs, gravity and pins step together instead, four to a vector, on
- * the batched path (ensemble_batch.c), which repeats the single-member arithmetic lane by
- * lane.  Each member's step call is a part of a call made in parts (its ms_call), so a
+ * with nothing but springs, gravity and pins step together instead, four or (AVX-512) eight
+ * to a vector, on the batched path (ensemble_batch.c), which repeats the single-member
+ * arithmetic lane by lane.  Each member's step call is a part of a call made in parts (its ms_call), so a
  * member that diverges in any part goes back to where the first part began, alone.
  */
 #include <math.h>

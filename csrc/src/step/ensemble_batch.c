@@ -166,7 +166,8 @@ static int compile_program(batch* b, const batch_op* ops, int64_t nop, int64_t n
             const batch_op* op = &ops[o];
             if (op->kind == OP_SPRING) {
                 if (pass == 0) {
-                    const ms_batch_spring spring = {op->a, op->b, op->spring, op->slot};
+                    const ms_batch_spring spring = {op->a,         op->b,         op->spring,        op->slot,
+                                                     3 * W * op->a, 3 * W * op->b, 3 * W * op->spring};
                     springs[s] = spring;
                     count[op->target] += 1;
                 } else {
@@ -438,9 +439,16 @@ void ms_batch_run(ms_ensemble* e, double h, int64_t n, int worker, int workers) 
     if (b == NULL || !b->active) return;
     if (worker == 0) b->part_steps = n; /* read after the workers */
     const int64_t first = b->ngroup * worker / workers, last = b->ngroup * (worker + 1) / workers;
-    for (int64_t g = first; g < last; ++g) {
+    /* the share's runs of groups of one integrator, each in one kernel call (which may step
+       neighbouring groups together) */
+    for (int64_t g = first; g < last;) {
         const int explicit_euler = e->models[b->lane_member[W * g]]->opt.integrator == MS_EXPLICIT_EULER;
-        b->kernel(&b->program, &b->lanes[g], 1, h, n, explicit_euler);
+        int64_t end = g + 1;
+        while (end < last &&
+               (e->models[b->lane_member[W * end]]->opt.integrator == MS_EXPLICIT_EULER) == explicit_euler)
+            ++end;
+        b->kernel(&b->program, &b->lanes[g], end - g, h, n, explicit_euler);
+        g = end;
     }
 }
 
