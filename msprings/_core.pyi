@@ -334,6 +334,10 @@ def version() -> str:
 def vector_path() -> Literal["avx2", "sse2", "neon", "plain"]:
     """The vector path steps use (all give the same bits)."""
 
+def batch_path() -> Literal["avx512", "avx2", "sse2", "neon", "plain"]:
+    """The vector path of the batched ensemble kernel (all give the same bits); the environment
+    variable MSPRINGS_BATCH_PATH, read when an ensemble's step call begins, caps it."""
+
 def thread_layer() -> Literal["posix", "win32"]:
     """The threads the core was built on."""
 
