@@ -508,7 +508,9 @@ def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 50
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``direction`` is not a non-zero 3-vector or ``anchor`` is not one of its choices.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``direction`` is not a non-zero 3-vector or ``anchor`` is not one of its
+        choices.
     """
     n = _positive_int(n, "n", 2)
     spacing = _positive(spacing, "spacing")
@@ -593,7 +595,11 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``pin`` is an unknown string, an unknown family is named, ``k`` or ``c`` is a dict without a value for a built family, both ``mass`` and ``density`` or both ``c`` and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given without ``thickness``.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``pin`` is an unknown string, an unknown family is named, ``k`` or ``c`` is a
+        dict without a value for a built family, both ``mass`` and ``density`` or both
+        ``c`` and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is
+        given without ``thickness``.
     """
     rows = _positive_int(n, "n", 2, _SIDE_2D)
     columns = rows if columns is None else _positive_int(columns, "columns", 2, _SIDE_2D)
@@ -686,7 +692,11 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float |
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``wind`` is not a 3-vector, an unknown family is named, ``k`` or ``c`` is a dict without a value for a built family, both ``mass`` and ``density`` or both ``c`` and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given without ``thickness``.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``wind`` is not a 3-vector, an unknown family is named, ``k`` or ``c`` is a dict
+        without a value for a built family, both ``mass`` and ``density`` or both ``c``
+        and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given
+        without ``thickness``.
     """
     rows = _positive_int(rows, "rows", 2, _SIDE_2D)
     columns = _positive_int(columns, "columns", 2, _SIDE_2D)
@@ -777,7 +787,11 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``friction`` is negative, an unknown family is named, ``k`` or ``c`` is a dict without a value for a built family, both ``mass`` and ``density`` or both ``c`` and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given without ``thickness``.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``friction`` is negative, an unknown family is named, ``k`` or ``c`` is a dict
+        without a value for a built family, both ``mass`` and ``density`` or both ``c``
+        and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given
+        without ``thickness``.
     """
     n = _positive_int(n, "n", 2, _SIDE_2D)
     size = _positive(size, "size")
@@ -875,7 +889,10 @@ def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: 
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``restitution`` or ``friction`` is out of range, an unknown family is named, ``k`` or ``c`` is a dict without a value for a built family, or both ``mass`` and ``density`` or both ``c`` and ``damping_ratio`` are given.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``restitution`` or ``friction`` is out of range, an unknown family is named,
+        ``k`` or ``c`` is a dict without a value for a built family, or both ``mass``
+        and ``density`` or both ``c`` and ``damping_ratio`` are given.
     """
     n = _positive_int(n, "n", 2, _SIDE_3D)
     size = _positive(size, "size")
@@ -1007,7 +1024,9 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite (with ``c`` left out, a negative ``mass`` or ``k`` fails on its square root with ``math domain error``).
+        not finite and > 0, a mass, stiffness or damping is negative or not finite (with
+        ``c`` left out, a negative ``mass`` or ``k`` fails on its square root with
+        ``math domain error``).
     """
     size = _positive(size, "size")
     height = size if height is None else _positive(height, "height")
@@ -1080,7 +1099,8 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite, ``stabilise`` is not one of its choices, or material values conflict.
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``stabilise`` is not one of its choices, or material values conflict.
     """
     from . import mesh
 
