@@ -29,6 +29,7 @@ MODULES = [
     "msprings.colliders",
     "msprings.io",
     "msprings.scenes",
+    "msprings.trajectory",
     "msprings.stability",
 ]
 
