@@ -27,6 +27,7 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 # Modules whose public names are held to the numpydoc layout.
 MODULES = [
     "msprings.colliders",
+    "msprings.ensemble",
     "msprings.io",
     "msprings.scenes",
     "msprings.trajectory",
