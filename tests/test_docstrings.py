@@ -7,7 +7,8 @@ walks ``__all__`` of the public modules and parses each docstring with numpydoc'
 
 - a callable with parameters has a ``Parameters`` section naming exactly its signature's
   parameters (``self``/``cls`` excluded; ``*args`` and ``**kwargs`` may be listed as
-  ``*args``/``**kwargs`` or left out);
+  ``*args``/``**kwargs`` or left out); a dataclass, whose generated constructor only
+  stores its fields, may document them in an ``Attributes`` section instead;
 - a callable that does not return ``None`` has a ``Returns`` (or ``Yields``) section;
 - a callable whose own source contains ``raise`` has a ``Raises`` section.
 """
@@ -15,6 +16,7 @@ walks ``__all__`` of the public modules and parses each docstring with numpydoc'
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import textwrap
@@ -29,6 +31,7 @@ MODULES = [
     "msprings.colliders",
     "msprings.ensemble",
     "msprings.io",
+    "msprings.mesh",
     "msprings.scenes",
     "msprings.trajectory",
     "msprings.stability",
@@ -153,13 +156,16 @@ def test_numpydoc_sections(qual, func, holder):
     parsed = docscrape.NumpyDocString(doc)
     required, optional = _expected_parameters(func)
     if required:
-        documented = _documented_names(parsed["Parameters"])
+        section = parsed["Parameters"]
+        if not section and func.__name__ == "__init__" and dataclasses.is_dataclass(holder):
+            section = parsed["Attributes"]
+        documented = _documented_names(section)
         assert set(required) <= set(documented), (
             f"{qual}: Parameters section lacks {sorted(set(required) - set(documented))}"
         )
         extra = set(documented) - set(required) - optional
         assert not extra, f"{qual}: Parameters section names {sorted(extra)} not in the signature"
-        for entry in parsed["Parameters"]:
+        for entry in section:
             assert entry.type or entry.name.startswith("*"), f"{qual}: parameter {entry.name} has no type"
     if func.__name__ != "__init__" and not _returns_none(func):
         assert parsed["Returns"] or parsed["Yields"], f"{qual}: no Returns section"
