@@ -35,6 +35,7 @@ MODULES = [
     "msprings.scenes",
     "msprings.trajectory",
     "msprings.stability",
+    "msprings.sweep",
 ]
 
 
