@@ -32,6 +32,7 @@ MODULES = [
     "msprings.ensemble",
     "msprings.io",
     "msprings.mesh",
+    "msprings.plot",
     "msprings.scenes",
     "msprings.trajectory",
     "msprings.stability",
