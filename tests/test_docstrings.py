@@ -33,6 +33,7 @@ MODULES = [
     "msprings.io",
     "msprings.mesh",
     "msprings.plot",
+    "msprings.plot.view3d",
     "msprings.scenes",
     "msprings.trajectory",
     "msprings.stability",
