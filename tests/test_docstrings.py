@@ -34,6 +34,7 @@ MODULES = [
     "msprings.mesh",
     "msprings.plot",
     "msprings.plot.view3d",
+    "msprings.plot.widgets",
     "msprings.scenes",
     "msprings.trajectory",
     "msprings.stability",
