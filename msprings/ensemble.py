@@ -290,7 +290,8 @@ class Ensemble(_core.Ensemble):
             If a value is not a real number (or array of them).
         ValueError
             If a vector does not have shape (3,), a value is not finite, ``restitution`` is
-            outside [0, 1], or ``friction`` or ``thickness`` is negative, or ``lower`` is not below ``upper`` on every axis.
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, or ``lower`` is
+            not below ``upper`` on every axis.
         """
         System.add_box(self, lower, upper, restitution=restitution, friction=friction,  # type: ignore[arg-type]
                        thickness=thickness, velocity=velocity)
@@ -325,7 +326,8 @@ class Ensemble(_core.Ensemble):
             If a value is not a real number (or array of them).
         ValueError
             If a vector does not have shape (3,), a value is not finite, ``restitution`` is
-            outside [0, 1], or ``friction`` or ``thickness`` is negative, ``radius`` or ``height`` is not > 0, or ``axis`` is zero.
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, ``radius`` or
+            ``height`` is not > 0, or ``axis`` is zero.
         """
         System.add_cylinder(self, center, radius, height, axis,  # type: ignore[arg-type]
                             restitution=restitution, friction=friction, thickness=thickness, velocity=velocity)

@@ -407,8 +407,9 @@ def numerical_frequency(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 0
     Returns
     -------
     float or numpy.ndarray
-        ``omega_numerical / omega`` (dimensionless; NaN where there is no oscillation): a float for scalar
-        inputs, else an array of the broadcast shape of ``omega_h`` and ``zeta``.
+        ``omega_numerical / omega`` (dimensionless; NaN where there is no oscillation): a
+        float for scalar inputs, else an array of the broadcast shape of ``omega_h`` and
+        ``zeta``.
 
     Raises
     ------
@@ -445,8 +446,9 @@ def numerical_period_ratio(integrator: str, omega_h: ArrayLike, zeta: ArrayLike 
     Returns
     -------
     float or numpy.ndarray
-        The numerical period over ``2 pi / omega`` (dimensionless; NaN where there is no oscillation): a float for scalar
-        inputs, else an array of the broadcast shape of ``omega_h`` and ``zeta``.
+        The numerical period over ``2 pi / omega`` (dimensionless; NaN where there is no
+        oscillation): a float for scalar inputs, else an array of the broadcast shape of
+        ``omega_h`` and ``zeta``.
 
     Raises
     ------

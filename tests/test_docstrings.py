@@ -170,7 +170,9 @@ def test_numpydoc_sections(qual, func, holder):
         extra = set(documented) - set(required) - optional
         assert not extra, f"{qual}: Parameters section names {sorted(extra)} not in the signature"
         for entry in section:
-            assert entry.type or entry.name.startswith("*"), f"{qual}: parameter {entry.name} has no type"
+            assert entry.type or entry.name.startswith("*"), (
+                f"{qual}: parameter {entry.name} has no type"
+            )
     if func.__name__ != "__init__" and not _returns_none(func):
         assert parsed["Returns"] or parsed["Yields"], f"{qual}: no Returns section"
     if _raises(func):
