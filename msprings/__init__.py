@@ -37,6 +37,11 @@ def set_num_threads(n: int) -> None:
     ``n = 1`` a single thread; results are bitwise repeatable for a given thread count.
     Takes effect at the next :meth:`System.step` of every system.
 
+    Parameters
+    ----------
+    n : int
+        Worker threads, 0 (all online cores) to 1024.
+
     Raises
     ------
     TypeError
@@ -49,7 +54,13 @@ def set_num_threads(n: int) -> None:
 
 def get_num_threads() -> int:
     """The number of worker threads that a system whose ``threads`` is 0 uses: the value
-    given to :func:`set_num_threads`, or the number of online cores (at most 64)."""
+    given to :func:`set_num_threads`, or the number of online cores (at most 64).
+
+    Returns
+    -------
+    int
+        The number of worker threads.
+    """
     return _core.get_num_threads()
 
 
@@ -59,7 +70,27 @@ def interact(system: System, **options: object) -> "LiveControls":
     integrator, k and damping per spring family, gravity and wind, energy bars, a running
     ledger plot, and a view that turns and lets you drag nodes.  It plays in real time (a
     ``speed`` control gives slow motion).  See :func:`msprings.widgets.interact` for the
-    options, and :func:`msprings.compare` for two systems side by side on one clock."""
+    options, and :func:`msprings.compare` for two systems side by side on one clock.
+
+    Parameters
+    ----------
+    system : System
+        The system to play; the controls change it in place.
+    **options
+        The keywords of :func:`msprings.widgets.interact`.
+
+    Returns
+    -------
+    LiveControls
+        The widget; display it to see it.
+
+    Raises
+    ------
+    ImportError
+        If the ``widgets`` extra is not installed.
+    TypeError, ValueError
+        For bad options, as :func:`msprings.widgets.interact` lists.
+    """
     from .plot.widgets import interact as live_controls
 
     return live_controls(system, **options)
@@ -69,7 +100,27 @@ def compare(*systems: System, **options: object) -> "Comparison":
     """Two or more systems side by side in a notebook on one clock, with one Play, Step,
     Reset and speed (needs the ``widgets`` extra), e.g. one scene at two time steps: the one
     that blows up stops with its message while the other plays on.  See
-    :func:`msprings.widgets.compare` for the options and an example."""
+    :func:`msprings.widgets.compare` for the options and an example.
+
+    Parameters
+    ----------
+    *systems : System
+        Two or more distinct systems.
+    **options
+        The keywords of :func:`msprings.widgets.compare`.
+
+    Returns
+    -------
+    Comparison
+        The widget; display it to see it.
+
+    Raises
+    ------
+    ImportError
+        If the ``widgets`` extra is not installed.
+    TypeError, ValueError
+        For bad systems or options, as :func:`msprings.widgets.compare` lists.
+    """
     from .plot.widgets import compare as side_by_side
 
     return side_by_side(*systems, **options)

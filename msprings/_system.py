@@ -33,7 +33,29 @@ def damping_for_ratio(zeta: ArrayLike, k: ArrayLike, mass_i: ArrayLike, mass_j: 
     ``c = 2 zeta sqrt(k mu)`` with the reduced mass ``mu = m_i m_j / (m_i + m_j)`` of the two
     ends (kg); ``mass_j = inf`` (the default) stands for a pinned other end, so ``mu = m_i``.
     ``zeta = 1`` is critical damping: the fastest return to rest without oscillating.
-    Broadcasts like NumPy.
+
+    Parameters
+    ----------
+    zeta : array_like of float
+        Damping ratio (dimensionless, >= 0).
+    k : array_like of float
+        Spring stiffness (N/m, >= 0).
+    mass_i : array_like of float
+        Mass of one end (kg, >= 0).
+    mass_j : array_like of float, default inf
+        Mass of the other end (kg, >= 0); inf for a pinned end.
+
+    Returns
+    -------
+    numpy.ndarray
+        c (N s/m), float64, of the broadcast shape of the arguments (NumPy broadcasting).
+
+    Raises
+    ------
+    TypeError
+        If an argument is not real numbers.
+    ValueError
+        If an argument is negative or NaN, or the arguments do not broadcast together.
     """
     zeta_a, k_a, m_i, m_j = (_real_array(value, name) for value, name in
                              ((zeta, "zeta"), (k, "k"), (mass_i, "mass_i"), (mass_j, "mass_j")))

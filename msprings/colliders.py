@@ -54,6 +54,18 @@ class Collider:
     - ``velocity`` (m/s): the collider moves by ``velocity * dt`` every step, and contacts
       use it as the surface velocity (a moving sphere pushes and drags the cloth).
     - ``restitution`` in [0, 1], ``friction`` >= 0, ``thickness`` >= 0 (m).
+
+    Reading or setting an attribute the collider's kind does not have (``normal`` of a
+    sphere, say) raises :class:`AttributeError`; using the handle after the collider was
+    removed raises :class:`KeyError`.
+
+    Parameters
+    ----------
+    system : System
+        The system that owns the collider.  Handles are made by
+        :meth:`~msprings.System.add_plane` and its siblings, not by hand.
+    collider_id : int
+        The collider's handle number in ``system``.
     """
 
     __slots__ = ("_id", "_system")
@@ -68,9 +80,21 @@ class Collider:
         return self._id
 
     def describe(self) -> dict[str, Any]:
-        """The collider as a plain record: ``kind``, ``center``, ``axis``, ``size``,
-        ``velocity``, ``restitution``, ``friction`` and ``thickness`` (SI units), as a
-        :class:`~msprings.trajectory.Trajectory` keeps it."""
+        """The collider as a plain record, as a :class:`~msprings.trajectory.Trajectory` keeps it.
+
+        Returns
+        -------
+        dict of str to object
+            ``kind`` (str), ``center`` (m, 3 floats), ``axis`` (unit, 3 floats: a plane's
+            normal or a cylinder's axis), ``size`` (m: radius; half extents; or radius and
+            half height), ``velocity`` (m/s, 3 floats), ``restitution`` (1),
+            ``friction`` (1) and ``thickness`` (m).
+
+        Raises
+        ------
+        KeyError
+            If the collider was removed from its system.
+        """
         return dict(zip(_FIELDS, self._system._get_collider(self.id)))
 
     def _update(self, **changes: Any) -> None:
@@ -178,8 +202,25 @@ class Collider:
         self._update(thickness=value)
 
     def distance(self, points: ArrayLike) -> np.ndarray:
-        """Signed distance (m) from points (..., 3) to the collider's surface, negative inside
-        (a slow NumPy evaluation of the same formulas the C contact code uses)."""
+        """Signed distance from points to the collider's surface, negative inside.
+
+        A slow NumPy evaluation of the same formulas the C contact code uses.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., 3)
+            Positions (m).
+
+        Returns
+        -------
+        numpy.ndarray, shape (...)
+            Signed distance of each point (m), float64.
+
+        Raises
+        ------
+        KeyError
+            If the collider was removed from its system.
+        """
         values = self.describe()
         p = np.asarray(points, dtype=np.float64) - np.asarray(values["center"])
         axis = np.asarray(values["axis"])

@@ -61,7 +61,8 @@ class Ensemble(_core.Ensemble):
     Raises
     ------
     TypeError
-        An item of ``systems`` is not a :class:`System`.
+        ``systems`` is a single :class:`System` (use :meth:`replicate`) or an item of it is
+        not a :class:`System`.
     ValueError
         ``systems`` is empty, or ``systems[i]`` differs from ``systems[0]`` in topology
         (the message names the first such member and how it differs).
@@ -127,10 +128,22 @@ class Ensemble(_core.Ensemble):
     def replicate(cls, system: System, count: int) -> "Ensemble":
         """``count`` copies of ``system``; set each member's parameters through the views.
 
+        Parameters
+        ----------
+        system : System
+            The system every member starts as.
+        count : int
+            Number of members (>= 1).
+
+        Returns
+        -------
+        Ensemble
+            The ensemble of ``count`` members.
+
         Raises
         ------
         TypeError
-            ``count`` is not an integer.
+            ``count`` is not an integer, or ``system`` is not a :class:`System`.
         ValueError
             ``count < 1``.
         """
@@ -151,6 +164,13 @@ class Ensemble(_core.Ensemble):
         where it was at the start of this call and flagged in :attr:`diverged` (with
         :attr:`divergence_time` and :attr:`divergence_step`); the others go on, unaffected.
         No exception is raised for it.
+
+        Parameters
+        ----------
+        dt : float
+            Time step (s), finite and > 0.
+        n : int, default 1
+            Number of steps (>= 1).
 
         Raises
         ------
@@ -187,44 +207,168 @@ class Ensemble(_core.Ensemble):
     def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
                   restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                   velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
-        """Adds the plane of :meth:`System.add_plane` (same arguments and errors) to every member;
-        a member stepped alone (:meth:`system`) keeps it."""
+        """Add the plane of :meth:`System.add_plane` to every member.
+
+        A member stepped alone (:meth:`system`) keeps it.
+
+        Parameters
+        ----------
+        point : array_like, shape (3,), default (0, 0, 0)
+            A point on the plane (m).
+        normal : array_like, shape (3,), default (0, 1, 0)
+            Normal pointing out of the solid side (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the collider (m/s).
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or array of them).
+        ValueError
+            If a vector does not have shape (3,), a value is not finite, ``restitution`` is
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, or ``normal`` is zero.
+        """
         System.add_plane(self, point, normal, restitution=restitution, friction=friction,  # type: ignore[arg-type]
                          thickness=thickness, velocity=velocity)
 
     def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
-        """Adds the sphere of :meth:`System.add_sphere` (same arguments and errors) to every member."""
+        """Add the sphere of :meth:`System.add_sphere` to every member.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the collider (m/s).
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or array of them).
+        ValueError
+            If a vector does not have shape (3,), a value is not finite, ``restitution`` is
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, or ``radius`` is not > 0.
+        """
         System.add_sphere(self, center, radius, restitution=restitution, friction=friction,  # type: ignore[arg-type]
                           thickness=thickness, velocity=velocity)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
-        """Adds the box of :meth:`System.add_box` (same arguments and errors) to every member."""
+        """Add the axis-aligned box of :meth:`System.add_box` to every member.
+
+        Parameters
+        ----------
+        lower, upper : array_like, shape (3,)
+            Lowest and highest corner (m).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the collider (m/s).
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or array of them).
+        ValueError
+            If a vector does not have shape (3,), a value is not finite, ``restitution`` is
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, or ``lower`` is
+            not below ``upper`` on every axis.
+        """
         System.add_box(self, lower, upper, restitution=restitution, friction=friction,  # type: ignore[arg-type]
                        thickness=thickness, velocity=velocity)
 
     def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
                      restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                      velocity: ArrayLike = (0.0, 0.0, 0.0)) -> None:
-        """Adds the cylinder of :meth:`System.add_cylinder` (same arguments and errors) to every member."""
+        """Add the capped cylinder of :meth:`System.add_cylinder` to every member.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        height : float
+            Full height between the caps (m), > 0.
+        axis : array_like, shape (3,), default (0, 1, 0)
+            Direction of the axis (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the collider (m/s).
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or array of them).
+        ValueError
+            If a vector does not have shape (3,), a value is not finite, ``restitution`` is
+            outside [0, 1], or ``friction`` or ``thickness`` is negative, ``radius`` or
+            ``height`` is not > 0, or ``axis`` is zero.
+        """
         System.add_cylinder(self, center, radius, height, axis,  # type: ignore[arg-type]
                             restitution=restitution, friction=friction, thickness=thickness, velocity=velocity)
 
     def energy(self) -> Energy:
-        """Each member's energies (J), as :meth:`System.energy`, with (B,) arrays as fields."""
+        """Each member's energies, as :meth:`System.energy`.
+
+        Returns
+        -------
+        msprings.Energy
+            kinetic, spring, gravity, dissipated, work, mechanical and total energy (J), each a
+            (B,) array.
+        """
         (kinetic, spring, gravity, dissipated, work), _ = self._accounts()
         mechanical = kinetic + spring + gravity
         return Energy(kinetic, spring, gravity, dissipated, work, mechanical, mechanical + dissipated - work)
 
     def ledger(self) -> Ledger:
-        """Each member's ledger by mechanism (J), as :meth:`System.ledger`, with (B,) arrays."""
+        """Each member's ledger by mechanism, as :meth:`System.ledger`.
+
+        Returns
+        -------
+        msprings.Ledger
+            The dissipated energy and work of each mechanism (J), each a (B,) array.
+        """
         return Ledger(*self._accounts()[1])
 
     def system(self, index: int) -> System:
         """Member ``index`` (negative counts from the end) as a new, independent
         :class:`System`: the same parameters, options, colliders, state, ledger and time,
         stepping on alone with the bits it would have in the ensemble.
+
+        Parameters
+        ----------
+        index : int
+            Member index (negative counts from the end).
+
+        Returns
+        -------
+        System
+            A copy of the member.
 
         Raises
         ------

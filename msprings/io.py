@@ -73,8 +73,29 @@ _COLLIDER_SCALARS = ("restitution", "friction", "thickness")
 
 
 def save(system: System, path: str | os.PathLike[str]) -> Path:
-    """Writes ``system`` to ``path`` (conventionally ``*.npz``; the name is used as given)
-    and returns the path.  See the module documentation for what is stored."""
+    """Write ``system`` to a model file.  See the module documentation for what is stored.
+
+    Parameters
+    ----------
+    system : System
+        The system to save, in its current state.
+    path : str or os.PathLike
+        Where to write (conventionally ``*.npz``; the name is used as given, an existing
+        file is overwritten).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    TypeError
+        If ``system`` is not an :class:`msprings.System`.
+    OSError
+        If ``path`` cannot be written (FileNotFoundError for a missing directory,
+        IsADirectoryError, PermissionError, ...).
+    """
     if not isinstance(system, System):
         raise TypeError(f"save() needs an msprings.System, got {type(system).__name__}")
     x0, v0 = system._initial_state()
@@ -122,17 +143,29 @@ def save(system: System, path: str | os.PathLike[str]) -> Path:
 
 
 def load(path: str | os.PathLike[str]) -> System:
-    """Reads a model file written by :func:`save` and returns a new :class:`System` in the
-    saved state: stepping it gives bitwise the same results as stepping the saved system,
+    """Read a model file written by :func:`save`.
+
+    Stepping the loaded system gives bitwise the same results as stepping the saved system,
     and :meth:`~msprings.System.reset` returns to the saved initial state.
 
     The file is not trusted: every entry's type and shape is checked against the others
     from its header, before its data is read, and nothing is unpickled.
 
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model file (``*.npz``).
+
+    Returns
+    -------
+    System
+        A new system in the saved state.
+
     Raises
     ------
-    FileNotFoundError
-        No such file (other errors opening ``path``, such as PermissionError, too).
+    OSError
+        If ``path`` cannot be opened: FileNotFoundError for no such file,
+        IsADirectoryError, PermissionError, ...
     ValueError
         The file is not an msprings model file, is damaged or inconsistent (the message
         names the entry), or was written by a newer version of msprings (its

@@ -168,6 +168,24 @@ def grid_springs(rows: int, columns: int, families: Sequence[str] = FAMILIES) ->
     Counts: structural ``rows (columns - 1) + columns (rows - 1)``, shear
     ``2 (rows - 1)(columns - 1)``, bend ``rows (columns - 2) + columns (rows - 2)``; for an
     N x N grid ``2N(N-1) + 2(N-1)^2 + 2N(N-2)`` in all.
+
+    Parameters
+    ----------
+    rows, columns : int
+        Grid size in nodes; node (i, j) has index ``i * columns + j``.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        For each family, its springs as an (m, 2) int array of node index pairs.
+
+    Raises
+    ------
+    ValueError
+        If ``families`` names an unknown family.
     """
     index = np.arange(rows * columns).reshape(rows, columns)
     pairs: dict[str, np.ndarray] = {}
@@ -190,6 +208,24 @@ def lattice_springs(n: int, families: Sequence[str] = FAMILIES) -> dict[str, np.
     structural: the 6 axis neighbours (``3 n^2 (n-1)`` springs); shear: both diagonals of
     every face of every cell (``6 n (n-1)^2``) and the 4 body diagonals of every cell
     (``4 (n-1)^3``); bend: axis neighbours two apart (``3 n^2 (n-2)``).
+
+    Parameters
+    ----------
+    n : int
+        Lattice side in nodes; node (a, b, c) has index ``a n^2 + b n + c``.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        For each family, its springs as an (m, 2) int array of node index pairs.
+
+    Raises
+    ------
+    ValueError
+        If ``families`` names an unknown family (or ``n`` is negative).
     """
     index = np.arange(n**3).reshape(n, n, n)
     full = slice(None)
@@ -340,7 +376,38 @@ def _material_assemble(positions: np.ndarray, pairs: Mapping[str, np.ndarray], k
 def single_spring(length: float = 1.0, *, mass: float = 1.0, k: float = 20.0, c: float = 0.3,
                   stretch: float = 0.0, **options: Any) -> System:
     """The references' single spring: node 0 pinned at the origin, node 1 ``length`` m away
-    along x (displaced by ``stretch`` m), mass 1 kg, k = 20 N/m, c = 0.3 N s/m, gravity on."""
+    along x (displaced by ``stretch`` m), mass 1 kg, k = 20 N/m, c = 0.3 N s/m, gravity on.
+
+    Parameters
+    ----------
+    length : float, default 1.0
+        Rest length (m), > 0.
+    mass : float, default 1.0
+        Mass of each node (kg).
+    k : float, default 20.0
+        Stiffness (N/m).
+    c : float, default 0.3
+        Damping (N s/m).
+    stretch : float, default 0.0
+        Initial extension of the spring (m).
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite.
+    """
     length = _positive(length, "length")
     positions = np.array([[0.0, 0.0, 0.0], [length + float(stretch), 0.0, 0.0]])
     options.setdefault("pinned", [0])
@@ -356,7 +423,38 @@ def lab_spring(length: float = 0.3, *, mass: float = 0.1, k: float = 10.0, c: fl
     the mass (node 1) ``length`` m straight below it (pulled ``stretch`` m further down), a
     100 g mass on a 10 N/m spring of 30 cm, lightly damped (c = 0.01 N s/m, damping ratio
     0.005).  Let go at rest length, it bounces about its equilibrium ``m g / k`` = 9.8 cm
-    lower with that amplitude and a period ``2 pi sqrt(m / k)`` = 0.63 s."""
+    lower with that amplitude and a period ``2 pi sqrt(m / k)`` = 0.63 s.
+
+    Parameters
+    ----------
+    length : float, default 0.3
+        Rest length (m), > 0.
+    mass : float, default 0.1
+        Mass of each node (kg).
+    k : float, default 10.0
+        Stiffness (N/m).
+    c : float, default 0.01
+        Damping (N s/m).
+    stretch : float, default 0.0
+        Initial extension of the spring, downwards (m).
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite.
+    """
     length = _positive(length, "length")
     positions = np.array([[0.0, 0.0, 0.0], [0.0, -(length + float(stretch)), 0.0]])
     options.setdefault("pinned", [0])
@@ -377,6 +475,42 @@ def chain(n: int = 11, spacing: float = 1.0, *, mass: float = 1.0, k: float = 50
 
     ``anchor`` pins ``"start"`` (node 0), ``"end"``, ``"both"`` ends, the ``"middle"`` node,
     or nothing (None); ``pinned=`` overrides it.
+
+    Parameters
+    ----------
+    n : int, default 11
+        Number of nodes (>= 2).
+    spacing : float, default 1.0
+        Rest length of each spring (m), > 0.
+    mass : float, default 1.0
+        Mass of each node (kg).
+    k : float, default 5000.0
+        Stiffness (N/m).
+    c : float, default 5.0
+        Damping (N s/m).
+    anchor : {"start", "end", "both", "middle", None}, default "start"
+        Which nodes are pinned.
+    direction : array_like, shape (3,), default (1, 0, 0)
+        Direction of the chain from the origin (normalised; non-zero).
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``direction`` is not a non-zero 3-vector or ``anchor`` is not one of its
+        choices.
     """
     n = _positive_int(n, "n", 2)
     spacing = _positive(spacing, "spacing")
@@ -416,6 +550,56 @@ def cloth(n: int = 40, columns: int | None = None, *, size: float = 25.0, mass: 
     (instead of ``c``), as :func:`msprings.mesh.from_mesh` does.  With material values and
     neither ``c`` nor ``damping_ratio``, zeta is the default cloth's 0.014 (1 N s/m between
     1 kg nodes at 2500 N/m).
+
+    Parameters
+    ----------
+    n : int, default 40
+        Rows of nodes (>= 2).
+    columns : int, optional
+        Columns of nodes (>= 2); default ``n``.
+    size : float, default 25.0
+        Length along a row (m), > 0.
+    mass : float, optional
+        Mass of each node (kg); default 1.0.
+    k : float or dict of str to float, default 2500.0
+        Spring stiffness (N/m), one number or one per family.
+    c : float or dict of str to float, optional
+        Spring damping (N s/m), one number or one per family; default 1.0.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+    pin : {"corners", "top"} or sequence of int or None, default "corners"
+        Which nodes are pinned.
+    density : float, optional
+        Membrane material density (kg/m^3), with ``thickness``, instead of ``mass``.
+    thickness : float, optional
+        Membrane thickness (m), needed by ``density`` and ``youngs_modulus``.
+    youngs_modulus : float, optional
+        Young's modulus (Pa) of the membrane, with ``thickness``; sets the structural and
+        shear springs.
+    damping_ratio : float, optional
+        Damping ratio of every spring (dimensionless, >= 0), instead of ``c``.
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``pin`` is an unknown string, an unknown family is named, ``k`` or ``c`` is a
+        dict without a value for a built family, both ``mass`` and ``density`` or both
+        ``c`` and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is
+        given without ``thickness``.
     """
     rows = _positive_int(n, "n", 2, _SIDE_2D)
     columns = rows if columns is None else _positive_int(columns, "columns", 2, _SIDE_2D)
@@ -457,6 +641,62 @@ def flag(rows: int = 20, columns: int = 30, *, width: float = 3.0, mass: float |
     isotropic membrane of modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of
     ``c`` (with material values and neither, the default flag's 0.07: 0.7 N s/m between
     0.02 kg nodes at 2500 N/m).
+
+    Parameters
+    ----------
+    rows : int, default 20
+        Rows of nodes (>= 2).
+    columns : int, default 30
+        Columns of nodes (>= 2).
+    width : float, default 3.0
+        Length along x (m), > 0.
+    mass : float, optional
+        Mass of each node (kg); default 0.02.
+    k : float or dict of str to float, default 2500.0
+        Spring stiffness (N/m), one number or one per family.
+    c : float or dict of str to float, optional
+        Spring damping (N s/m), one number or one per family; default 0.7.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+    gust : float, default 6.0
+        Amplitude of the gust field (m/s).
+    wind : array_like, shape (3,), default (2, 0, 0)
+        Uniform wind velocity (m/s).
+    drag_coefficient : float, default 1.0
+        Aerodynamic drag coefficient C_d (dimensionless).
+    lift_coefficient : float, default 0.2
+        Aerodynamic lift coefficient C_l (dimensionless).
+    density : float, optional
+        Membrane material density (kg/m^3), with ``thickness``, instead of ``mass``.
+    thickness : float, optional
+        Membrane thickness (m), needed by ``density`` and ``youngs_modulus``.
+    youngs_modulus : float, optional
+        Young's modulus (Pa) of the membrane, with ``thickness``; sets the structural and
+        shear springs.
+    damping_ratio : float, optional
+        Damping ratio of every spring (dimensionless, >= 0), instead of ``c``.
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``wind`` is not a 3-vector, an unknown family is named, ``k`` or ``c`` is a dict
+        without a value for a built family, both ``mass`` and ``density`` or both ``c``
+        and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given
+        without ``thickness``.
     """
     rows = _positive_int(rows, "rows", 2, _SIDE_2D)
     columns = _positive_int(columns, "columns", 2, _SIDE_2D)
@@ -498,6 +738,60 @@ def tablecloth(n: int = 40, *, size: float = 25.0, height: float = 1.0, mass: fl
     modulus E and Poisson's ratio 1/3), ``damping_ratio`` instead of ``c`` (with material
     values and neither, the default tablecloth's 0.06: 8 N s/m between 3 kg nodes at
     3000 N/m).
+
+    Parameters
+    ----------
+    n : int, default 40
+        Nodes along each side (>= 2).
+    size : float, default 25.0
+        Side length (m), > 0.
+    height : float, default 1.0
+        Initial height of the cloth above the table top (m).
+    mass : float, optional
+        Mass of each node (kg); default 3.0.
+    k : float or dict of str to float, default 3000.0
+        Spring stiffness (N/m), one number or one per family.
+    c : float or dict of str to float, optional
+        Spring damping (N s/m), one number or one per family; default 8.0.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+    table_radius : float, optional
+        Radius of the table (m); default ``0.7 * size / 2``.
+    table_height : float, default 10.0
+        Height of the table top above the ground (m).
+    friction : float, default 0.3
+        Coulomb friction coefficient of the contacts (dimensionless, >= 0).
+    thickness : float, optional
+        Cloth thickness (m): contact distance, and with ``density`` and
+        ``youngs_modulus`` the membrane thickness; default a tenth of the node spacing.
+    density : float, optional
+        Material density (kg/m^3), with ``thickness``, instead of ``mass``.
+    youngs_modulus : float, optional
+        Young's modulus (Pa), with ``thickness``; sets the structural and shear springs.
+    damping_ratio : float, optional
+        Damping ratio of every spring (dimensionless, >= 0), instead of ``c``.
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``friction`` is negative, an unknown family is named, ``k`` or ``c`` is a dict
+        without a value for a built family, both ``mass`` and ``density`` or both ``c``
+        and ``damping_ratio`` are given, or ``density`` or ``youngs_modulus`` is given
+        without ``thickness``.
     """
     n = _positive_int(n, "n", 2, _SIDE_2D)
     size = _positive(size, "size")
@@ -549,6 +843,56 @@ def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: 
     stiffen the cube along its axes: leave them out with ``families=`` or keep their ``k``
     small beside E h.  ``damping_ratio`` zeta gives every spring ``c = 2 zeta sqrt(k mu)``
     (instead of ``c``; 0.9 with material values and neither given).
+
+    Parameters
+    ----------
+    n : int, default 10
+        Nodes along each edge (>= 2).
+    size : float, default 1.0
+        Edge length (m), > 0.
+    mass : float, optional
+        Mass of each node (kg); default 0.5.
+    k : float or dict of str to float, default 150.0
+        Spring stiffness (N/m), one number or one per family.
+    c : float or dict of str to float, optional
+        Spring damping (N s/m), one number or one per family; default ``0.9 * 2 sqrt(m k)``.
+    families : sequence of str, default FAMILIES
+        Spring families to build, from :data:`FAMILIES` (``"structural"``, ``"shear"``,
+        ``"bend"``).
+    height : float, default 0.5
+        Height of the lowest face above the ground (m).
+    ground : bool, default True
+        Whether to add the ground plane.
+    restitution : float, default 0.0
+        Restitution of the ground contact (dimensionless, in [0, 1]).
+    friction : float, default 0.5
+        Friction coefficient of the ground contact (dimensionless, >= 0).
+    density : float, optional
+        Material density (kg/m^3), instead of ``mass``.
+    youngs_modulus : float, optional
+        Young's modulus (Pa); sets the structural and shear springs.
+    damping_ratio : float, optional
+        Damping ratio of every spring (dimensionless, >= 0), instead of ``c``.
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``restitution`` or ``friction`` is out of range, an unknown family is named,
+        ``k`` or ``c`` is a dict without a value for a built family, or both ``mass``
+        and ``density`` or both ``c`` and ``damping_ratio`` are given.
     """
     n = _positive_int(n, "n", 2, _SIDE_3D)
     size = _positive(size, "size")
@@ -646,7 +990,44 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
             c: float | None = None, elevation: float = 0.5, ground: bool = True, **options: Any) -> System:
     """A square pyramid of springs: four base corners and an apex, every edge a spring plus
     both base diagonals (which keep the base from shearing), ``elevation`` m above a ground
-    plane.  Defaults: side 1 m, height = side, 1 kg nodes, k = 150 N/m, 90 % critical damping."""
+    plane.  Defaults: side 1 m, height = side, 1 kg nodes, k = 150 N/m, 90 % critical damping.
+
+    Parameters
+    ----------
+    size : float, default 1.0
+        Side of the square base (m), > 0.
+    height : float, optional
+        Height of the apex above the base (m), > 0; default ``size``.
+    mass : float, default 1.0
+        Mass of each node (kg).
+    k : float, default 150.0
+        Stiffness (N/m).
+    c : float, optional
+        Damping (N s/m); default ``0.9 * 2 sqrt(mass k)``.
+    elevation : float, default 0.5
+        Height of the base above the ground (m).
+    ground : bool, default True
+        Whether to add the ground plane (friction 0.5).
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite (with
+        ``c`` left out, a negative ``mass`` or ``k`` fails on its square root with
+        ``math domain error``).
+    """
     size = _positive(size, "size")
     height = size if height is None else _positive(height, "height")
     half = size / 2.0
@@ -682,7 +1063,45 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
     ``youngs_modulus`` (Pa), ``damping_ratio`` and, for a hollow shell (``stabilise`` not
     ``"center"``), ``thickness`` (m), as in :func:`msprings.mesh.from_mesh`; with a density (or
     total mass) and a Young's modulus the ball weighs and squashes the same at every
-    ``subdivisions``."""
+    ``subdivisions``.
+
+    Parameters
+    ----------
+    subdivisions : int, default 2
+        Icosphere refinements (0 to 13).
+    radius : float, default 0.5
+        Radius (m), > 0.
+    center : array_like, shape (3,), default (0, 1, 0)
+        Centre (m).
+    mass : float, optional
+        Mass of each node (kg); default 0.05 unless a density or total mass is given.
+    k : float, optional
+        Stiffness (N/m); default 500.0 unless a Young's modulus is given.
+    c : float, optional
+        Damping (N s/m); default 90 % of critical for one node on one spring.
+    bend_k : float, optional
+        Stiffness of the bending springs (N/m); none if None.
+    stabilise : {"center", "opposite", None}, default "center"
+        How the sphere keeps its volume.
+    **options
+        Further keywords for :func:`msprings.mesh.from_mesh` (``density``, ``total_mass``,
+        ``youngs_modulus``, ``damping_ratio``, ``thickness``) and :class:`~msprings.System`.
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite,
+        ``stabilise`` is not one of its choices, or material values conflict.
+    """
     from . import mesh
 
     sphere = mesh.icosphere(subdivisions, radius=_positive(radius, "radius"), center=center)
@@ -713,7 +1132,46 @@ def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float 
     is tied to a string of ``string_nodes`` nodes hanging ``string_length`` m below it, its
     end pinned at the origin.  Every sphere node feels an upward external force so the
     sphere has a net buoyant ``lift`` (N) beyond its weight: the balloon floats and pulls
-    the string taut."""
+    the string taut.
+
+    Parameters
+    ----------
+    subdivisions : int, default 2
+        Icosphere refinements of the sphere (0 to 13).
+    radius : float, default 0.3
+        Radius of the sphere (m), > 0.
+    string_length : float, default 1.5
+        Length of the string (m), > 0.
+    string_nodes : int, default 10
+        Nodes on the string (>= 2).
+    lift : float, default 1.0
+        Net upward force on the sphere beyond its weight (N).
+    mass : float, default 0.002
+        Mass of each sphere node (kg).
+    k : float, default 200.0
+        Stiffness of the sphere's springs (N/m).
+    string_k : float, default 200.0
+        Stiffness of the string's springs (N/m).
+    string_c : float, default 0.05
+        Damping of the string's springs (N s/m).
+    **options
+        Further keywords for :class:`~msprings.System` (``integrator``, ``gravity``,
+        ``pinned``, ...).
+
+    Returns
+    -------
+    System
+        The scene, at rest at its initial positions, time 0.
+
+    Raises
+    ------
+    TypeError
+        If a keyword is neither taken by this builder nor handed on (the message suggests
+        the closest one), a count is not an integer, or a value has the wrong type.
+    ValueError
+        If a count is below its minimum or too large for int32 node indices, a length is
+        not finite and > 0, a mass, stiffness or damping is negative or not finite.
+    """
     from . import mesh
 
     string_nodes = _positive_int(string_nodes, "string_nodes", 2)

@@ -236,8 +236,26 @@ def amplification_matrix(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 
     Column j of G is the integrator's update formula applied to basis state j, so G is
     exactly what the method does (up to round-off), not a closed form.
 
-    omega_h     and ``zeta`` broadcast together; the result has shape
-    ``broadcast_shape + (2, 2)``.  Both must be >= 0 and finite.
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h : array_like of float
+        ``omega h``, the step in units of the undamped period over 2 pi (dimensionless,
+        >= 0, finite); any shape broadcasting with ``zeta``.
+    zeta : array_like of float, default 0.0
+        Damping ratio ``c / (2 sqrt(k m))`` (dimensionless, >= 0, finite).
+
+    Returns
+    -------
+    numpy.ndarray, shape broadcast_shape + (2, 2)
+        G (dimensionless), float64, for each broadcast pair of ``omega_h`` and ``zeta``.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``omega_h`` or ``zeta`` is
+        negative, NaN, infinite or not real, or they do not broadcast together.
     """
     step = _STEPS[_check_integrator(integrator)]
     a, z = np.broadcast_arrays(
@@ -299,8 +317,29 @@ def spectral_radius(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 0.0) 
 
     The method is stable for this step when it is at most 1 (up to
     :data:`RADIUS_TOLERANCE`): then every solution stays bounded (a double eigenvalue of
-    modulus exactly 1 excepted).  Broadcasts like :func:`amplification_matrix`; returns a
-    float for scalar inputs.
+    modulus exactly 1 excepted).
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h : array_like of float
+        ``omega h``, the step in units of the undamped period over 2 pi (dimensionless,
+        >= 0, finite); any shape broadcasting with ``zeta``.
+    zeta : array_like of float, default 0.0
+        Damping ratio ``c / (2 sqrt(k m))`` (dimensionless, >= 0, finite).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The spectral radius (dimensionless): a float for scalar inputs, else an array of the
+        broadcast shape of ``omega_h`` and ``zeta``.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``omega_h`` or ``zeta`` is
+        negative, NaN, infinite or not real, or they do not broadcast together.
     """
     return _scalar_if_0d(_radius(_spectrum(amplification_matrix(integrator, omega_h, zeta))))
 
@@ -317,6 +356,25 @@ def energy_ratio_per_step(integrator: str, omega_h: ArrayLike) -> np.ndarray | f
     (omega h < 2) this is exactly 1.0; beyond, it is the real eigenvalue's square.  For
     ``implicit_euler``, ``projective`` and ``xpbd`` the fraction ``1 - ratio`` that a step
     removes is what :meth:`msprings.System.ledger` books as ``numerical``.
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h : array_like of float
+        ``omega h`` (dimensionless, >= 0, finite), any shape.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``rho^2`` (dimensionless): a float for a scalar ``omega_h``, else an array of its
+        shape.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``omega_h`` is negative, NaN,
+        infinite or not real.
     """
     _check_integrator(integrator)
     spectrum = _spectrum(amplification_matrix(integrator, omega_h))
@@ -335,6 +393,29 @@ def numerical_frequency(integrator: str, omega_h: ArrayLike, zeta: ArrayLike = 0
     ``sqrt(1 - zeta^2)``; for symplectic Euler and Verlet (undamped) it is
     ``2 arcsin(omega h / 2) / (omega h)``.  NaN where the eigenvalues are real (no
     oscillation: overdamped, or beyond a symplectic method's limit) and at omega h = 0.
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h : array_like of float
+        ``omega h``, the step in units of the undamped period over 2 pi (dimensionless,
+        >= 0, finite); any shape broadcasting with ``zeta``.
+    zeta : array_like of float, default 0.0
+        Damping ratio ``c / (2 sqrt(k m))`` (dimensionless, >= 0, finite).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        ``omega_numerical / omega`` (dimensionless; NaN where there is no oscillation): a
+        float for scalar inputs, else an array of the broadcast shape of ``omega_h`` and
+        ``zeta``.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``omega_h`` or ``zeta`` is
+        negative, NaN, infinite or not real, or they do not broadcast together.
     """
     a = _finite_non_negative(omega_h, "omega_h")
     spectrum = _spectrum(amplification_matrix(integrator, a, zeta))
@@ -351,6 +432,29 @@ def numerical_period_ratio(integrator: str, omega_h: ArrayLike, zeta: ArrayLike 
     The reciprocal of :func:`numerical_frequency`: for symplectic Euler the numerical
     period is ``pi h / arcsin(omega h / 2)``, i.e. this ratio is
     ``(omega h / 2) / arcsin(omega h / 2)``.  NaN where the eigenvalues are real.
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h : array_like of float
+        ``omega h``, the step in units of the undamped period over 2 pi (dimensionless,
+        >= 0, finite); any shape broadcasting with ``zeta``.
+    zeta : array_like of float, default 0.0
+        Damping ratio ``c / (2 sqrt(k m))`` (dimensionless, >= 0, finite).
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The numerical period over ``2 pi / omega`` (dimensionless; NaN where there is no
+        oscillation): a float for scalar inputs, else an array of the broadcast shape of
+        ``omega_h`` and ``zeta``.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``omega_h`` or ``zeta`` is
+        negative, NaN, infinite or not real, or they do not broadcast together.
     """
     return _scalar_if_0d(1.0 / np.asarray(numerical_frequency(integrator, omega_h, zeta)))
 
@@ -409,7 +513,25 @@ def stability_limit(integrator: str, zeta: ArrayLike = 0.0) -> np.ndarray | floa
     Closed forms: explicit Euler ``2 zeta`` (zeta <= 1) and ``2 (zeta - sqrt(zeta^2 - 1))``
     (zeta > 1); symplectic Euler ``2 (sqrt(1 + zeta^2) - zeta)``; velocity Verlet 2 and
     RK4 ``2 sqrt(2)`` when undamped.  Divide by omega for the critical time step in s.
-    zeta     (>= 0, finite) may be an array; the result then has its shape.
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    zeta : array_like of float, default 0.0
+        Damping ratio (dimensionless, >= 0, finite), any shape.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The critical ``omega h*`` (dimensionless; 0.0 or inf as above): a float for a scalar
+        ``zeta``, else an array of its shape.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, or ``zeta`` is negative, NaN,
+        infinite or not real.
     """
     _check_integrator(integrator)
     zetas = _finite_non_negative(zeta, "zeta")
@@ -422,14 +544,33 @@ def stability_region(integrator: str, re: ArrayLike, im: ArrayLike) -> np.ndarra
 
     R is the method's stability function, y_{n+1} = R(z) y_n: ``1 + z`` for explicit
     Euler, ``1 + z + z^2/2 + z^3/6 + z^4/24`` for RK4, ``1 / (1 - z)`` for backward Euler.
-    The method is stable where abs(R(z)) <= 1.  ``re`` and ``im`` broadcast together (use
-    ``np.meshgrid`` for a grid).  On the oscillator the eigenvalues are
+    The method is stable where abs(R(z)) <= 1.  On the oscillator the eigenvalues are
     ``z = omega h (-zeta +- i sqrt(1 - zeta^2))``, and the eigenvalues of
     :func:`amplification_matrix` are R at those points.
 
     Symplectic Euler and velocity Verlet update x and v differently, so they have no
     stability function of one complex variable: they are defined on the second-order
     oscillator only, and for them this raises ValueError (use :func:`region_grid`).
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    re, im : array_like of float
+        Real and imaginary parts of ``z = h lambda`` (dimensionless); they broadcast together
+        (use ``np.meshgrid`` for a grid).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``abs(R(z))`` (dimensionless), float64, of the broadcast shape of ``re`` and ``im``.
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS` or has no stability function
+        (``symplectic_euler``, ``velocity_verlet``, ``projective``, ``xpbd``), if ``re`` or
+        ``im`` is not real, or if they do not broadcast together.
     """
     _check_integrator(integrator)
     if integrator not in _FIRST_ORDER:
@@ -458,10 +599,35 @@ def region_grid(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Data for a stability plot in the (omega h, zeta) plane.
 
-    Returns ``(omega_h, zeta, radius)``, three (n, n) arrays from ``np.meshgrid`` of
-    ``linspace(0, omega_h_max, n)`` (varying along axis 1) and ``linspace(0, zeta_max, n)``
-    (along axis 0), with ``radius`` the spectral radius there; ready for
+    The grids come from ``np.meshgrid`` of ``linspace(0, omega_h_max, n)`` (varying along
+    axis 1) and ``linspace(0, zeta_max, n)`` (along axis 0), ready for
     ``contourf(omega_h, zeta, radius)`` with the stable set ``radius <= 1``.
+
+    Parameters
+    ----------
+    integrator : str
+        One of :data:`INTEGRATORS`.
+    omega_h_max : float, default 4.0
+        Largest ``omega h`` (dimensionless, > 0, finite).
+    zeta_max : float, default 2.0
+        Largest damping ratio (dimensionless, >= 0, finite).
+    n : int, default 200
+        Grid points per axis (>= 2).
+
+    Returns
+    -------
+    omega_h : numpy.ndarray, shape (n, n)
+        Step ``omega h`` at each grid point (dimensionless).
+    zeta : numpy.ndarray, shape (n, n)
+        Damping ratio at each grid point (dimensionless).
+    radius : numpy.ndarray, shape (n, n)
+        Spectral radius there (dimensionless).
+
+    Raises
+    ------
+    ValueError
+        If ``integrator`` is not in :data:`INTEGRATORS`, ``omega_h_max`` is not > 0 and
+        finite, ``zeta_max`` is negative, NaN or infinite, or ``n`` is not an integer >= 2.
     """
     _check_integrator(integrator)
     steps_max = float(_finite_non_negative(omega_h_max, "omega_h_max"))

@@ -52,6 +52,39 @@ class Trajectory:
     - the topology and scene needed to draw it: ``springs``, ``faces``, ``pinned``, ``uv``,
       ``colliders`` (one dict per collider, as at the start) and ``collider_centers``
       (R, C, 3), since colliders may move.
+
+    Trajectories are made by :meth:`msprings.System.run` and :meth:`load`, not by hand.
+
+    Parameters
+    ----------
+    times : numpy.ndarray, shape (R,)
+        Time of each record (s).
+    steps : numpy.ndarray of int64, shape (R,)
+        Step count of each record (-1 for a record not made).
+    positions : numpy.ndarray, shape (R, n, 3)
+        Node positions (m).
+    velocities : numpy.ndarray, shape (R, n, 3), or None
+        Node velocities (m/s), if recorded.
+    energy : numpy.ndarray, shape (R, 7)
+        Energy columns (J), named in :data:`ENERGY_FIELDS`.
+    ledger : numpy.ndarray, shape (R, 11)
+        Ledger columns (J), named in :data:`LEDGER_FIELDS`.
+    springs : numpy.ndarray of int, shape (m, 2)
+        Node index pairs of the springs.
+    faces : numpy.ndarray of int, shape (f, 3)
+        Node index triples of the faces.
+    pinned : numpy.ndarray of bool, shape (n,)
+        Which nodes are pinned.
+    rest : numpy.ndarray, shape (m,)
+        Rest lengths (m).
+    uv : numpy.ndarray, shape (n, 2), or None
+        Texture coordinates (dimensionless).
+    colliders : list of dict, default []
+        One description per collider, as :meth:`msprings.Collider.describe` gives it.
+    collider_centers : numpy.ndarray, shape (R, C, 3), default empty
+        Collider centres at each record (m).
+    dt : float, default 0.0
+        Time step of the run (s).
     """
 
     times: np.ndarray
@@ -79,8 +112,23 @@ class Trajectory:
                 f"{len(self.faces)} faces, {len(self.colliders)} colliders>")
 
     def column(self, name: str) -> np.ndarray:
-        """The energy or ledger column ``name`` (one of :data:`ENERGY_FIELDS` or
-        :data:`LEDGER_FIELDS`), (R,) in J: a view."""
+        """The energy or ledger column ``name``.
+
+        Parameters
+        ----------
+        name : str
+            One of :data:`ENERGY_FIELDS` or :data:`LEDGER_FIELDS`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (R,)
+            The column (J), a view.
+
+        Raises
+        ------
+        ValueError
+            If ``name`` is not a column name.
+        """
         if name in ENERGY_FIELDS:
             return self.energy[:, ENERGY_FIELDS.index(name)]
         if name in LEDGER_FIELDS:
@@ -93,7 +141,25 @@ class Trajectory:
         raise AttributeError(name)
 
     def frame(self, r: int) -> dict[str, Any]:
-        """Record ``r`` as a dict (positions, time, ...) that :func:`msprings.plot.draw` takes."""
+        """Record ``r`` as a dict that :func:`msprings.plot.draw` takes.
+
+        Parameters
+        ----------
+        r : int
+            Record index (negative counts from the end).
+
+        Returns
+        -------
+        dict of str to object
+            ``positions`` (n, 3) in m (a view), ``time`` in s, ``springs``, ``faces``,
+            ``pinned``, ``rest`` (m) and ``colliders`` (descriptions with their centre at
+            that record).
+
+        Raises
+        ------
+        IndexError
+            If ``r`` is out of range.
+        """
         centers = self.collider_centers[r] if self.collider_centers.size else np.zeros((0, 3))
         colliders = [dict(c, center=tuple(centers[i])) for i, c in enumerate(self.colliders)]
         return {
@@ -107,14 +173,47 @@ class Trajectory:
         }
 
     def lengths(self, r: int) -> np.ndarray:
-        """Spring lengths (m) at record ``r``."""
+        """Spring lengths at record ``r``.
+
+        Parameters
+        ----------
+        r : int
+            Record index (negative counts from the end).
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Length of each spring (m).
+
+        Raises
+        ------
+        IndexError
+            If ``r`` is out of range.
+        """
         x = self.positions[r]
         return np.linalg.norm(x[self.springs[:, 1]] - x[self.springs[:, 0]], axis=1)
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Writes the trajectory to ``path`` (a NumPy ``.npz`` archive, compressed; the name is
-        used as given) and returns the path.  :meth:`load` reads it back with every array
-        equal; the energy and ledger columns are stored with their names."""
+        """Write the trajectory to a compressed NumPy ``.npz`` archive.
+
+        :meth:`load` reads it back with every array equal; the energy and ledger columns are
+        stored with their names.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            Where to write (the name is used as given, an existing file is overwritten).
+
+        Returns
+        -------
+        pathlib.Path
+            ``path``.
+
+        Raises
+        ------
+        OSError
+            If ``path`` cannot be written.
+        """
         entries: dict[str, Any] = {
             "format": np.array(FORMAT_NAME),
             "format_version": np.array(FORMAT_VERSION, dtype=np.int64),
@@ -135,13 +234,23 @@ class Trajectory:
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Trajectory:
-        """Reads a trajectory written by :meth:`save` (or by ``python -m msprings run ... -o
+        """Read a trajectory written by :meth:`save` (or by ``python -m msprings run ... -o
         file.npz``).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The trajectory file (``*.npz``).
+
+        Returns
+        -------
+        Trajectory
+            The trajectory, every array equal to the saved one's.
 
         Raises
         ------
-        FileNotFoundError
-            ``path`` does not exist.
+        OSError
+            If ``path`` cannot be opened (FileNotFoundError if it does not exist).
         ValueError
             The file is not an msprings trajectory, is damaged, or its arrays disagree in
             shape (the message names the entry).
@@ -159,8 +268,19 @@ class Trajectory:
                                       getattr(self, "_tape", None))
 
     def to_dataframe(self) -> pandas.DataFrame:
-        """The records as a :class:`pandas.DataFrame` (pandas must be installed): one row per
-        record with ``time`` (s), ``steps`` and every energy and ledger column (J)."""
+        """The records as a :class:`pandas.DataFrame`.
+
+        Returns
+        -------
+        pandas.DataFrame
+            One row per record with ``time`` (s), ``steps`` and every energy and ledger
+            column (J).
+
+        Raises
+        ------
+        ImportError
+            If pandas is not installed.
+        """
         try:
             import pandas as pd
         except ImportError as error:
@@ -517,7 +637,57 @@ def _unmade(trajectory: Trajectory, made: int) -> None:
 def record(system: System, dt: float, steps: int, record_every: int = 1, velocities: bool = False,
            progress: bool | None = None, out: Trajectory | None = None, differentiable: bool = False,
            checkpoint_every: int | None = None) -> Trajectory:
-    """See :meth:`System.run`."""
+    """Step ``system`` and record it: the function behind :meth:`msprings.System.run`.
+
+    See :meth:`msprings.System.run` for what a run records and how ``out`` and
+    ``differentiable`` work.
+
+    Parameters
+    ----------
+    system : System
+        The system to step (it is advanced by the run).
+    dt : float
+        Time step (s), finite and > 0.
+    steps : int
+        Number of steps (>= 1).
+    record_every : int, default 1
+        Steps between records (>= 1).
+    velocities : bool, default False
+        Whether to record velocities too.
+    progress : bool, optional
+        Whether to show a progress bar on stderr; default only for long runs in a terminal
+        or Jupyter.
+    out : Trajectory, optional
+        An earlier run's trajectory to record into.
+    differentiable : bool, default False
+        Whether to keep what :meth:`Trajectory.backward` and :meth:`Trajectory.tangent` need.
+    checkpoint_every : int, optional
+        Steps between kept states of a differentiable run (a multiple of
+        ``record_every``); default about ``sqrt(steps)``.
+
+    Returns
+    -------
+    Trajectory
+        The ``1 + ceil(steps / record_every)`` records (``out`` if given).
+
+    Raises
+    ------
+    TypeError
+        If ``steps`` or ``record_every`` is not an integer, ``dt`` is a bool,
+        ``differentiable`` is not a bool, ``checkpoint_every`` is not an integer, or ``out``
+        is not a Trajectory.
+    ValueError
+        If ``steps`` or ``record_every`` is < 1, ``dt`` is not finite and > 0, ``out`` does
+        not fit the run or shares memory, ``checkpoint_every`` is given without
+        ``differentiable=True`` or is bad, or the system has no gradient and
+        ``differentiable=True``.
+    MemoryError
+        If the records do not fit in memory.
+    DivergenceError
+        If the motion blows up (the system is then as before the run).
+    KeyboardInterrupt
+        On Ctrl-C (the system is then as before the run).
+    """
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)):
         raise TypeError(f"steps must be an integer, not {type(steps).__name__}")
     if isinstance(record_every, bool) or not isinstance(record_every, (int, np.integer)):
@@ -702,8 +872,31 @@ def _tangent(self: Trajectory, velocities: bool = False, **direction: Any) -> An
 
     ``direction`` moves any of ``k``, ``c``, ``rest`` (m,), ``mass`` (n,), ``x``, ``v``,
     ``external`` (n, 3) (arrays that broadcast to those shapes; the pinned nodes' rows of x and
-    v are ignored).  Returns a :class:`msprings.Tangent`: positions (records, n, 3) and, if
-    ``velocities``, velocities.  Raises as :meth:`backward`.
+    v are ignored).
+
+    Parameters
+    ----------
+    velocities : bool, default False
+        Whether to compute the velocities' derivatives too.
+    **direction
+        The direction: ``k``, ``c``, ``rest`` (m,), ``mass`` (n,), ``x``, ``v``,
+        ``external`` (n, 3), each array_like in the unit of its parameter.
+
+    Returns
+    -------
+    msprings.Tangent
+        ``positions`` (records, n, 3), the derivative of the recorded positions (m per unit
+        of the direction), and ``velocities`` (records, n, 3) if ``velocities``, else None.
+
+    Raises
+    ------
+    ValueError
+        The trajectory was not recorded with ``differentiable=True``; a direction array
+        does not broadcast to its parameter's shape or holds NaN or infinity.
+    TypeError
+        A keyword is not one of the parameters.
+    KeyboardInterrupt
+        Ctrl-C during the pass.
     """
     from ._gradient import tangent
 

@@ -59,14 +59,19 @@ def export_vtu_series(folder: str | os.PathLike[str], trajectory: Trajectory, *,
 
     Parameters
     ----------
-    folder : path
+    folder : str or os.PathLike
         Created if missing.
     trajectory : Trajectory
         From ``system.run(...)`` or :meth:`Trajectory.load`.
-    prefix : str
+    prefix : str, default "frame"
         File names' start.
-    faces, springs : bool
+    faces, springs : bool, default True
         Write the triangles, the springs (at least one of them must have cells).
+
+    Returns
+    -------
+    pathlib.Path
+        The collection file, ``{folder}/{prefix}.pvd``.
 
     Raises
     ------
@@ -114,14 +119,20 @@ def export_xdmf(path: str | os.PathLike[str], trajectory: Trajectory, *, cells: 
 
     Parameters
     ----------
-    path : path
+    path : str or os.PathLike
         The ``.xdmf`` file.
     trajectory : Trajectory
-    cells : "faces", "springs" or None
+        From ``system.run(...)`` or :meth:`Trajectory.load`.
+    cells : {"faces", "springs", None}, default None
         The triangles or the springs (as lines); None: the triangles if the run has any.
-    data_format : "XML", "Binary" or "HDF"
+    data_format : {"XML", "Binary", "HDF"}, default "XML"
         Where the numbers go: inside the ``.xdmf`` as text (default, no further dependency),
         beside it as raw binary files, or in an HDF5 file beside it (needs h5py).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
 
     Raises
     ------

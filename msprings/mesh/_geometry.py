@@ -110,7 +110,25 @@ def _triangles(value: ArrayLike, n_vertices: int) -> np.ndarray:
 
 def face_normals(vertices: ArrayLike, faces: ArrayLike) -> np.ndarray:
     """Unnormalised face normals ``(b - a) x (c - a)``, shape (F, 3) (m^2): twice the area
-    times the unit normal, pointing to the side from which ``a, b, c`` run counter-clockwise."""
+    times the unit normal, pointing to the side from which ``a, b, c`` run counter-clockwise.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    numpy.ndarray, shape (F, 3)
+        The unnormalised normals (m^2).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
+    """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
@@ -123,6 +141,23 @@ def vertex_normals(vertices: ArrayLike, faces: ArrayLike) -> np.ndarray:
     The sum of the unnormalised normals of the triangles around each vertex, normalised
     (the same rule as :meth:`msprings.System.vertex_normals`); zero for a vertex in no
     triangle.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n, 3)
+        Unit normals (dimensionless).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -141,6 +176,23 @@ def enclosed_volume(vertices: ArrayLike, faces: ArrayLike) -> float:
 
     By the divergence theorem, ``V = sum over triangles of a . (b x c) / 6``; negative if the
     faces point inwards.  Meaningless for an open mesh.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    float
+        The enclosed volume (m^3).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -193,6 +245,21 @@ def unique_edges(faces: ArrayLike) -> np.ndarray:
 
     Each edge is a sorted pair ``(i, j)`` with ``i < j``, and the rows are sorted
     lexicographically.  For a closed mesh ``E = 3 F / 2``.
+
+    Parameters
+    ----------
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (E, 2)
+        The edges.
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if f.shape[0] == 0:
@@ -209,6 +276,22 @@ def interior_edge_opposites(faces: ArrayLike) -> InteriorEdges:
     vertices are ``c`` and ``d``: a spring between them resists folding about the edge (a
     bending spring).  Edges on the boundary (one triangle) are left out, and edges shared by
     more than two triangles are returned separately in ``nonmanifold``.
+
+    Parameters
+    ----------
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    InteriorEdges
+        ``edges`` (E, 2) and ``opposite`` (E, 2) vertex indices, and the edges of more
+        than two triangles in ``nonmanifold``.
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     empty = np.zeros((0, 2), dtype=np.int64)
@@ -243,12 +326,25 @@ def icosphere(subdivisions: int = 2, radius: float = 1.0, center: ArrayLike = (0
 
     Parameters
     ----------
-    subdivisions : int
+    subdivisions : int, default 2
         0 (the icosahedron) to :data:`MAX_SUBDIVISIONS`.
-    radius : float
+    radius : float, default 1.0
         Sphere radius (m), > 0.
-    center : array_like, shape (3,)
+    center : array_like, shape (3,), default (0, 0, 0)
         Sphere centre (m).
+
+    Returns
+    -------
+    Mesh
+        The sphere, with ``uv`` and ``normals``.
+
+    Raises
+    ------
+    TypeError
+        If ``subdivisions`` is not an integer.
+    ValueError
+        If ``subdivisions`` is out of range, ``radius`` is not finite and > 0, or ``center``
+        is not 3 finite numbers.
     """
     if isinstance(subdivisions, bool) or not isinstance(subdivisions, (int, np.integer)):
         raise TypeError(f"subdivisions must be an integer, not {type(subdivisions).__name__}")

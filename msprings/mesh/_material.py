@@ -46,6 +46,25 @@ def element_sizes(vertices: ArrayLike, faces: ArrayLike, solid: bool = False) ->
     Their sum is the surface's area, or for a solid the volume of a closed surface that is
     star-shaped from its vertex mean (every convex body, a blob); a surface that folds back
     behind the centre counts those folds twice.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+    solid : bool, default False
+        Volumes of the centre tetrahedra instead of the triangles' areas.
+
+    Returns
+    -------
+    numpy.ndarray, shape (F,)
+        Areas (m^2) or volumes (m^3).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -61,6 +80,27 @@ def lumped_masses(vertices: ArrayLike, faces: ArrayLike, total: float, solid: bo
     corner of.  A solid: shape (n + 1,), the last entry the centre node's; every node gets a
     quarter of the mass of each tetrahedron it is a corner of (so the centre node carries a
     quarter of the body).  Vertices in no face get nothing (0 kg).
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+    total : float
+        Total mass (kg).
+    solid : bool, default False
+        Lump the centre tetrahedra's volumes instead of the triangles' areas.
+
+    Returns
+    -------
+    numpy.ndarray, shape (n,) or (n + 1,)
+        Node masses (kg).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
@@ -85,6 +125,31 @@ def spring_stiffness(vertices: ArrayLike, faces: ArrayLike, edges: ArrayLike, mo
     (vertex i, centre); ``k = E V / L^2``, V the summed volume of the tetrahedra (triangle and
     centre) that have the spring as an edge.  L is the edge's length in ``vertices`` (for a
     solid the centre is the vertex mean).  See the module notes for the reference.
+
+    Parameters
+    ----------
+    vertices : array_like, shape (n, 3)
+        Vertex positions (m).
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+    edges : array_like of int, shape (E, 2) or (E + n, 2)
+        The springs: the mesh's :func:`unique_edges`, followed for a solid by the n spokes.
+    modulus : float
+        Young's modulus E (Pa).
+    thickness : float, default 1.0
+        Surface thickness t (m); not used for a solid.
+    solid : bool, default False
+        Treat the mesh as the solid of the centre tetrahedra.
+
+    Returns
+    -------
+    numpy.ndarray, shape (E,)
+        Spring stiffnesses (N/m).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     x = np.asarray(vertices, dtype=np.float64)
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)

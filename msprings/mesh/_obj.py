@@ -76,15 +76,20 @@ def load_obj(path: str | os.PathLike[str], *, repair: bool = False,
 
     Parameters
     ----------
-    path : path
+    path : str or os.PathLike
         The OBJ file.
-    repair : bool
+    repair : bool, default False
         Apply :func:`repair` (merge duplicate vertices, drop degenerate and repeated faces
         and unused vertices); a merged vertex keeps the texture coordinate and normal of the
         first of its copies.  Off by default, so that a file reads back exactly as written
         (:func:`save_obj`), seams and all.  The report is in the mesh's ``repair_report``.
-    tolerance : float
+    tolerance : float, default 1e-6
         :func:`repair`'s merge distance relative to the bounding-box diagonal.
+
+    Returns
+    -------
+    Mesh
+        The triangle mesh (vertices in the file's units, m by convention).
 
     Raises
     ------
@@ -93,8 +98,8 @@ def load_obj(path: str | os.PathLike[str], *, repair: bool = False,
         after repair, or has a malformed line: a bad or non-finite number, a face with fewer
         than three corners, an index that is 0 or outside the elements defined.  The message
         starts with the file's name and names the line.
-    FileNotFoundError
-        No such file.
+    OSError
+        The file cannot be opened (FileNotFoundError if it does not exist).
     """
     name = os.fspath(path)
     data = Path(path).read_bytes()
@@ -228,6 +233,8 @@ def save_obj(
 
     Parameters
     ----------
+    path : str or os.PathLike
+        The file to write (an existing one is overwritten).
     vertices : array_like, shape (n, 3)
         Positions (m), finite.
     faces : array_like of int, shape (F, 3)
@@ -236,6 +243,19 @@ def save_obj(
         Texture coordinates per vertex.
     normals : array_like, shape (n, 3), optional
         Normals per vertex.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    ValueError
+        If an array has the wrong shape or a non-finite value, or a face refers to a vertex
+        outside 0..n-1.
+    OSError
+        If ``path`` cannot be written.
     """
     x = _points(vertices, "vertices", 3)
     n = x.shape[0]
@@ -272,6 +292,8 @@ def export_obj_frames(
 ) -> list[Path]:
     """Writes one OBJ file per frame of a simulation and returns their paths.
 
+    The files are plain OBJ that Blender, MeshLab and :func:`load_obj` read.
+
     Parameters
     ----------
     folder : path
@@ -284,10 +306,23 @@ def export_obj_frames(
         node) are written as loose vertices.
     uv : array_like, shape (n, 2), optional
         Texture coordinates (e.g. ``s.uv``), the same in every frame.
-    normals : bool
+    prefix : str, default "frame"
+        Start of the file names.
+    normals : bool, default True
         Write each frame's area-weighted vertex normals (as :func:`vertex_normals`).
 
-    The files are plain OBJ that Blender, MeshLab and :func:`load_obj` read.
+    Returns
+    -------
+    list of pathlib.Path
+        The files written, in frame order.
+
+    Raises
+    ------
+    ValueError
+        If a frame has another node count than the first, or the faces or uv are bad
+        (wrong shape, an index out of range, a non-finite value).
+    OSError
+        If ``folder`` cannot be made or a file cannot be written.
     """
     directory = Path(folder)
     directory.mkdir(parents=True, exist_ok=True)

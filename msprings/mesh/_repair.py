@@ -72,6 +72,21 @@ def boundary_edges(faces: ArrayLike) -> np.ndarray:
     """Edges used by exactly one triangle, as sorted pairs ``(i, j)``, ``i < j``, shape (B, 2).
 
     Empty for a closed (watertight) surface; an open sheet's rim, or the rim of every hole.
+
+    Parameters
+    ----------
+    faces : array_like of int, shape (F, 3)
+        Triangles, 0-based vertex indices.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (B, 2)
+        The boundary edges.
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
     """
     f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
     if f.shape[0] == 0:

@@ -79,7 +79,25 @@ class TetMesh(NamedTuple):
 
 def tetrahedron_volumes(nodes: ArrayLike, tets: ArrayLike) -> np.ndarray:
     """Signed volumes (m^3) of the tetrahedra, shape (T,): positive when corner 3 is on the side
-    of the triangle (0, 1, 2) that its right-hand normal points to."""
+    of the triangle (0, 1, 2) that its right-hand normal points to.
+
+    Parameters
+    ----------
+    nodes : array_like, shape (N, 3)
+        Node positions (m).
+    tets : array_like of int, shape (T, 4)
+        Tetrahedra, 0-based node indices.
+
+    Returns
+    -------
+    numpy.ndarray, shape (T,)
+        Signed volumes (m^3).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
+    """
     x = np.asarray(nodes, dtype=np.float64)
     t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
     a = x[t[:, 0]]
@@ -88,7 +106,23 @@ def tetrahedron_volumes(nodes: ArrayLike, tets: ArrayLike) -> np.ndarray:
 
 def boundary_faces(tets: ArrayLike) -> np.ndarray:
     """The triangles used by exactly one tetrahedron, shape (F, 3), each facing out of its
-    tetrahedron (outward for positively oriented tetrahedra): the surface of the volume."""
+    tetrahedron (outward for positively oriented tetrahedra): the surface of the volume.
+
+    Parameters
+    ----------
+    tets : array_like of int, shape (T, 4)
+        Tetrahedra, 0-based node indices.
+
+    Returns
+    -------
+    numpy.ndarray of int64, shape (F, 3)
+        The boundary triangles.
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
+    """
     t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
     faces = t[:, _TET_FACES].reshape(-1, 3)
     key = _row_keys(np.sort(faces, axis=1))
@@ -108,7 +142,29 @@ def tetrahedron_stiffness(nodes: ArrayLike, tets: ArrayLike, youngs_modulus: flo
     """Each tetrahedron's share of its six edges' stiffnesses (N/m), shape (T, 6), edges in the
     order (0,1), (0,2), (0,3), (1,2), (1,3), (2,3): ``kappa E V / L^2`` with V its volume, L
     the edge's length and kappa = ``factor`` (see the module's docstring and
-    :data:`STIFFNESS_FACTORS`).  An edge's spring has the sum of its tetrahedra's shares."""
+    :data:`STIFFNESS_FACTORS`).  An edge's spring has the sum of its tetrahedra's shares.
+
+    Parameters
+    ----------
+    nodes : array_like, shape (N, 3)
+        Node positions (m).
+    tets : array_like of int, shape (T, 4)
+        Tetrahedra, 0-based node indices.
+    youngs_modulus : float
+        Young's modulus E (Pa).
+    factor : float, default 1.0
+        kappa (dimensionless).
+
+    Returns
+    -------
+    numpy.ndarray, shape (T, 6)
+        Each tetrahedron's share of its edges' stiffnesses (N/m).
+
+    Notes
+    -----
+    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
+    fails inside NumPy (ValueError or IndexError).
+    """
     x = np.asarray(nodes, dtype=np.float64)
     t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
     vectors = x[t[:, _TET_EDGES[:, 1]]] - x[t[:, _TET_EDGES[:, 0]]]  # (T, 6, 3)
@@ -440,8 +496,16 @@ def read_tetrahedra(path: str | os.PathLike[str]) -> TetMesh:
     """Reads a tetrahedral volume mesh from a file meshio reads (VTU, VTK, Gmsh's .msh,
     MEDIT's .mesh, XDMF, ...; ``pip install "msprings[export]"``), for :func:`from_tetrahedra`.
 
-    Returns its points (m, as stored) and every ``tetra`` cell block, with unused points
-    dropped and the tetrahedra renumbered; ``surface`` is the volume's boundary.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The mesh file.
+
+    Returns
+    -------
+    TetMesh
+        Its points (m, as stored) and every ``tetra`` cell block, with unused points dropped
+        and the tetrahedra renumbered; ``surface`` is the volume's boundary.
 
     Raises
     ------
@@ -504,22 +568,28 @@ def from_tetrahedra(
         Tetrahedra (either orientation).
     surface : array_like of int, shape (F, 3), optional
         Triangles to draw and export (``s.faces``); default :func:`boundary_faces`.
-    mass, density, total_mass
+    mass, density, total_mass : array_like or float, optional
         Node masses (kg per node), or a density (kg/m^3) or a total mass (kg) lumped a quarter
         of each tetrahedron onto each corner; at most one.  Default: 1 kg per node.
-    k, youngs_modulus
+    k, youngs_modulus : array_like or float, optional
         Spring stiffnesses (N/m, scalar or one per edge), or a Young's modulus (Pa) giving
         each edge ``kappa E V_e / L^2`` (:func:`tetrahedron_stiffness`, summed over the
         tetrahedra on the edge).  Default: k = 1 N/m.
-    stiffness_factor : float
+    stiffness_factor : float, default 1.0
         kappa, > 0 (default 1: a quality mesh from TetGen or Gmsh then measures 1.0 to 1.1 E;
         ``from_mesh(fill="tetrahedra")`` passes its mesher's :data:`STIFFNESS_FACTORS`).
-    c, damping_ratio
+    c, damping_ratio : array_like or float, optional
         Spring damping (N s/m), or a ratio zeta >= 0 giving each spring
         ``c = 2 zeta sqrt(k mu)`` with ``mu`` the reduced mass of its ends.  Default: c = 0.
     pinned : sequence of int or bool array of shape (N,), optional
+        Pinned nodes.
     **system_options
         As for :func:`from_mesh` (``gravity``, ``integrator``, ``velocities``, ...).
+
+    Returns
+    -------
+    System
+        The system, at rest at ``nodes``, with ``surface`` as its faces.
 
     Raises
     ------

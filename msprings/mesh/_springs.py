@@ -401,6 +401,12 @@ def from_mesh(
         ``cg_max_iter``, ``cg_tol``, ``air_density``, ``drag_coefficient``,
         ``lift_coefficient``, ``wind``, ``gust``, ``gust_frequency``, ``gust_wavenumber``.
 
+    Returns
+    -------
+    System or tuple of (System, dict of str to int)
+        The system, at rest at the mesh's vertices; with ``return_counts`` also the number
+        of springs of each kind.
+
     Raises
     ------
     ValueError

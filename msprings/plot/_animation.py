@@ -40,7 +40,23 @@ class SceneAnimation(mpl_animation.FuncAnimation):
     Attributes: ``fps`` (frames per second, used by :func:`save_animation`),
     ``interval`` (ms between frames on screen), ``frame_count``, ``axes`` (the 3-D Axes
     it draws in; ``axes.get_figure()`` is the figure) and ``norm`` (the colour scale
-    shared by every frame; None without colour)."""
+    shared by every frame; None without colour).
+
+    Made by :func:`animate`, not by hand.
+
+    Parameters
+    ----------
+    drawing : _Drawing
+        The picture of the first frame, whose artists the frames move.
+    update : callable
+        ``update(frame)`` moves the artists to record ``frame`` and returns them.
+    frames : sequence of int
+        The record index of each frame.
+    interval : float
+        Delay between frames on screen (ms).
+    fps : float
+        Frame rate for saving (frames per second).
+    """
 
     def __init__(self, drawing: _Drawing, update: Callable[[int], list[Any]], frames: Sequence[int],
                  interval: float, fps: float) -> None:
@@ -56,7 +72,18 @@ class SceneAnimation(mpl_animation.FuncAnimation):
 
     def show_frame(self, index: int) -> None:
         """Moves the picture to frame ``index`` (e.g. to save a still of it with
-        ``anim.axes.get_figure().savefig``)."""
+        ``anim.axes.get_figure().savefig``).
+
+        Parameters
+        ----------
+        index : int
+            Frame number, 0 to ``frame_count - 1`` (negative counts from the end).
+
+        Raises
+        ------
+        IndexError
+            If ``index`` is out of range.
+        """
         if not -self.frame_count <= index < self.frame_count:
             raise IndexError(f"frame {index} is outside 0..{self.frame_count - 1}")
         self._show(index % self.frame_count)
@@ -64,7 +91,20 @@ class SceneAnimation(mpl_animation.FuncAnimation):
     def render(self, frames: Sequence[int] | None = None, dpi: float | None = None) -> Iterator[np.ndarray]:
         """The pictures (height, width, 4) of ``frames`` (default all) as RGBA bytes, at
         ``dpi`` (default the figure's).  The still parts of the figure are drawn once; each
-        frame restores them and draws the moving artists on top."""
+        frame restores them and draws the moving artists on top.
+
+        Parameters
+        ----------
+        frames : sequence of int, optional
+            Frame numbers; default all.
+        dpi : float, optional
+            Resolution (dots per inch); default the figure's.
+
+        Yields
+        ------
+        numpy.ndarray of uint8, shape (height, width, 4)
+            Each frame's picture, RGBA.
+        """
         figure = self.axes.get_figure()
         order = range(self.frame_count) if frames is None else [int(index) for index in frames]
         moving = self._drawing.artists()
@@ -99,12 +139,42 @@ def animate(trajectory: Trajectory, *, fps: float = 30.0, color_by: ColorBy = "s
 
     The axis limits and the colour scale are fixed over the whole run (they cover every
     node and collider in every frame; a run whose values are all round-off gets the
-    neutral colour), so the motion reads true.  ``fps`` is the frame rate (frames per
-    second) used when saving; ``interval`` the delay between frames on screen (ms;
-    default ``1000 / fps``); ``figsize`` (inches) defaults to 6 x 4.8.  Other keywords go
-    to :func:`draw` (``cmap``, ``show_nodes``, ``show_colliders``, ``surface``,
-    ``springs``, ``title``, ``vmax``, ``elev``, ``azim``).  Display it with
-    :func:`to_html` in Jupyter, or save it with :func:`save_animation`.
+    neutral colour), so the motion reads true.  Display it with :func:`to_html` in
+    Jupyter, or save it with :func:`save_animation`.
+
+    Parameters
+    ----------
+    trajectory : Trajectory
+        The run (:meth:`msprings.System.run`).
+    fps : float, default 30.0
+        Frame rate used when saving (frames per second), > 0.
+    color_by : {"strain", "tension", None}, default "strain"
+        What the colour shows, as in :func:`draw`.
+    interval : float, optional
+        Delay between frames on screen (ms); default ``1000 / fps``.
+    figsize : (float, float), optional
+        Figure size (inches); default 6 x 4.8.
+    every : int, default 1
+        Use every ``every``-th record (>= 1).
+    **draw_options
+        Keywords of :func:`draw`: ``cmap``, ``show_nodes``, ``show_colliders``,
+        ``surface``, ``springs``, ``title``, ``vmax``, ``elev``, ``azim``.
+
+    Returns
+    -------
+    SceneAnimation
+        The animation.
+
+    Raises
+    ------
+    TypeError
+        If ``trajectory`` is not a Trajectory, or a keyword is not one of :func:`draw`'s
+        listed above.
+    ValueError
+        If ``every`` is not an integer >= 1, ``fps`` is not finite and > 0, or a drawing
+        option is bad (as in :func:`draw`).
+    KeyError
+        If ``cmap`` names no matplotlib colormap.
     """
     if not isinstance(trajectory, Trajectory):
         raise TypeError(f"animate() takes a Trajectory (System.run), not {type(trajectory).__name__}")
@@ -164,8 +234,30 @@ def save_animation(anim: mpl_animation.Animation, path: str | Path, *, fps: floa
     ``fps`` (frames per second) defaults to the animation's own (:func:`animate`), else 30;
     ``dpi`` to the figure's.  An animation from :func:`animate` is rendered with its still
     parts drawn once, and a GIF of it keeps one palette of 256 colours for every frame
-    (Pillow's optimiser then stores only what changes).  Raises RuntimeError when ffmpeg is
-    needed but not installed, ValueError for another file type.  Returns the path.
+    (Pillow's optimiser then stores only what changes).
+
+    Parameters
+    ----------
+    anim : matplotlib.animation.Animation
+        The animation (from :func:`animate`, or any matplotlib animation).
+    path : str or pathlib.Path
+        The file to write, ``.gif`` or ``.mp4``.
+    fps : float, optional
+        Frame rate (frames per second); default the animation's own, else 30.
+    dpi : float, optional
+        Resolution (dots per inch); default the figure's.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    RuntimeError
+        If an ``.mp4`` is asked for and ffmpeg is not installed.
+    ValueError
+        If the suffix is neither ``.gif`` nor ``.mp4``.
     """
     target = Path(path)
     rate = float(fps if fps is not None else getattr(anim, "fps", 30.0))
@@ -228,7 +320,18 @@ def to_html(anim: mpl_animation.Animation) -> str:
     """The animation as a self-contained HTML/JavaScript player (frames embedded as PNG
     images; play/pause and a frame slider) for ``IPython.display.HTML`` in Jupyter: no
     ffmpeg needed.  The figure of an animation from :func:`animate` is closed afterwards,
-    so Jupyter does not show it again as a still picture below the player."""
+    so Jupyter does not show it again as a still picture below the player.
+
+    Parameters
+    ----------
+    anim : matplotlib.animation.Animation
+        The animation (from :func:`animate`, or any matplotlib animation).
+
+    Returns
+    -------
+    str
+        The HTML.
+    """
     if not isinstance(anim, SceneAnimation):
         return anim.to_jshtml(fps=getattr(anim, "fps", None), default_mode="loop")
     encoded = []

@@ -124,8 +124,28 @@ def plot_energy(trajectory: Trajectory, ax: Axes | Sequence[Axes] | None = None,
     With ``breakdown=True`` a second panel below shows the ledger mechanism by mechanism
     (:data:`msprings.trajectory.LEDGER_FIELDS`): what each dissipative mechanism removed,
     stacked, and the work of each outside source; ``ax`` is then a pair of Axes (default a
-    new figure) and the pair is returned.  Otherwise returns the Axes.  Each line's ``gid``
-    is its field's name."""
+    new figure) and the pair is returned.  Each line's ``gid`` is its field's name.
+
+    Parameters
+    ----------
+    trajectory : Trajectory
+        The run (:meth:`msprings.System.run`).
+    ax : matplotlib.axes.Axes or pair of Axes, optional
+        Where to draw (a pair with ``breakdown=True``); default a new figure.
+    breakdown : bool, default False
+        Add the panel of the ledger by mechanism.
+
+    Returns
+    -------
+    matplotlib.axes.Axes or tuple of (Axes, Axes)
+        The Axes, or the pair with ``breakdown=True``.
+
+    Raises
+    ------
+    TypeError
+        If ``trajectory`` is not a Trajectory, ``breakdown`` is not a bool, or ``ax`` is not
+        an Axes (a pair of them with ``breakdown=True``).
+    """
     if not isinstance(trajectory, Trajectory):
         raise TypeError(f"plot_energy() takes a Trajectory (System.run), not {type(trajectory).__name__}")
     if not isinstance(breakdown, bool):
@@ -198,7 +218,30 @@ def plot_stability(integrators: Sequence[str] | None = None, *, zeta: float = 0.
     (omega h, zeta) plane, shaded and outlined (:func:`msprings.stability.region_grid`);
     ``zeta`` > 0 is marked as a horizontal line.
 
-    ``integrators`` default: all of :data:`msprings.stability.INTEGRATORS`.
+    Parameters
+    ----------
+    integrators : sequence of str, optional
+        Names from :data:`msprings.stability.INTEGRATORS`; default all of them.
+    zeta : float, default 0.0
+        Damping ratio (dimensionless), >= 0 and finite.
+    kind : {"radius", "region"}, default "radius"
+        Which plot.
+    ax : matplotlib.axes.Axes, optional
+        Where to draw; default a new figure.
+    omega_h_max : float, optional
+        Right end of the ``omega h`` axis (dimensionless); default chosen to show every
+        method's limit.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The Axes drawn in.
+
+    Raises
+    ------
+    ValueError
+        If an integrator name is unknown, ``zeta`` is negative or not finite, or ``kind``
+        is not one of its choices.
     """
     names = _integrator_list(integrators, stability.INTEGRATORS)
     if not (isinstance(zeta, (int, float)) and zeta >= 0 and math.isfinite(zeta)):
@@ -400,7 +443,35 @@ def compare_integrators(system_factory: Callable[[], System], dt: float, steps: 
     at the time of the failing step, and its panel title says so; a step above the
     method's stability limit (:class:`~msprings.StabilityWarning`) is noted in the title
     instead of being warned.  A dotted line marks the initial value.  Each run's curve has
-    the integrator's name as its ``gid``.  Returns the Figure.
+    the integrator's name as its ``gid``.
+
+    Parameters
+    ----------
+    system_factory : callable
+        ``system_factory()`` returns a fresh :class:`~msprings.System` each call.
+    dt : float
+        Time step (s).
+    steps : int
+        Number of steps of each run (>= 1).
+    integrators : sequence of str, optional
+        Names from :data:`msprings.stability.INTEGRATORS`; default all of them.
+    quantity : str, default "total"
+        A name of :data:`msprings.trajectory.ENERGY_FIELDS` (J) or ``"position"`` (m).
+    node : int, default -1
+        The node whose height ``"position"`` plots.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        The figure, one panel per integrator.
+
+    Raises
+    ------
+    TypeError
+        If ``system_factory()`` does not return a System.
+    ValueError
+        If an integrator name or ``quantity`` is unknown, ``steps`` is not an integer >= 1,
+        ``node`` is out of range, or ``dt`` is bad (as for :meth:`msprings.System.step`).
     """
     names = _integrator_list(integrators, stability.INTEGRATORS)
     if quantity not in ENERGY_FIELDS and quantity != "position":

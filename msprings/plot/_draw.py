@@ -337,6 +337,18 @@ def collider_polygons(collider: Collider | Mapping[str, Any], *, around: ArrayLi
         (a 2 m square).
     cell : float, optional
         Target cell size (m); default 1/16 of the collider's size.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        The polygons, each (k, 3) in m.
+
+    Raises
+    ------
+    TypeError
+        If ``collider`` is neither a Collider nor a dict.
+    KeyError
+        If a collider dict lacks an entry (``kind``, ``center``, ``axis``, ``size``).
     """
     shape = _shape(collider)
     points = shape.center[None, :] if around is None else np.asarray(around, dtype=float).reshape(-1, 3)
@@ -931,6 +943,23 @@ def draw(obj: Drawable, ax: Axes | None = None, *, color_by: ColorBy = "strain",
     figsize : (float, float), optional
         Size (inches) of the new figure when ``ax`` is None.
 
+    Returns
+    -------
+    mpl_toolkits.mplot3d.axes3d.Axes3D
+        The Axes drawn in.
+
+    Raises
+    ------
+    TypeError
+        If ``ax`` is not a 3-D Axes, or ``obj`` is not a System, Trajectory or frame dict.
+    ValueError
+        If an option is not one of its choices (``color_by``, ``show_nodes``,
+        ``springs``), or ``elev`` or ``azim`` is not finite.
+    KeyError
+        If ``cmap`` names no matplotlib colormap.
+
+    Notes
+    -----
     The picture keeps one scale on all three axes (lengths are true); its limits cover
     every node and collider with a small margin.  Simulation y is drawn up.
     """

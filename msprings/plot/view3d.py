@@ -737,6 +737,15 @@ def save_view(obj: Viewable | go.Figure, path: str | Path, **options: Any) -> Pa
     -------
     Path
         The path written.
+
+    Raises
+    ------
+    TypeError
+        If options are given with a ready figure, or ``obj`` cannot be viewed (as for
+        :func:`view`).
+    ValueError
+        If the directory of ``path`` does not exist, or an option is bad (as for
+        :func:`view`).
     """
     import plotly.graph_objects as go
 

@@ -238,9 +238,28 @@ class Playback:
         return self.speed * self.period() * self.fps
 
     def active(self) -> list[LiveControls]:
+        """The lanes whose ``play`` toggle is on.
+
+        Returns
+        -------
+        list of LiveControls
+            The playing lanes, in order.
+        """
         return [lane for lane in self.lanes if lane.play.value]
 
     def in_flight(self, lane: LiveControls) -> int:
+        """Frames sent to ``lane``'s page and not yet acknowledged.
+
+        Parameters
+        ----------
+        lane : LiveControls
+            One of :attr:`lanes`.
+
+        Returns
+        -------
+        int
+            The number of frames in flight.
+        """
         return self.sent.get(id(lane), 0) - self.acked.get(id(lane), 0)
 
     def start(self) -> None:
@@ -270,27 +289,55 @@ class Playback:
         self._timer = loop.call_at(self._due, Playback._fire, weakref.ref(self), loop)
 
     def stop(self) -> None:
+        """Stop playing: cancel the timer (the lanes keep their state)."""
         self.playing = False
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
 
     def ack(self, lane: LiveControls, run: int, seq: int) -> None:
-        """The page has the lane's frame ``seq`` of run ``run`` (and every one before it)."""
+        """The page has the lane's frame ``seq`` of run ``run`` (and every one before it).
+
+        Parameters
+        ----------
+        lane : LiveControls
+            The lane whose page acknowledges.
+        run : int
+            The play the frame belongs to (acknowledgements of an earlier one are ignored).
+        seq : int
+            The frame's number in that play.
+        """
         if run == self.run and seq <= self.sent.get(id(lane), 0):
             self.acked[id(lane)] = max(self.acked.get(id(lane), 0), seq)
             self._waited = 0.0
 
     def hello(self, lane: LiveControls) -> None:
         """A page started drawing the lane (shown while playing, or reloaded): the frames in
-        flight to it will never be acknowledged, so they no longer count."""
+        flight to it will never be acknowledged, so they no longer count.
+
+        Parameters
+        ----------
+        lane : LiveControls
+            The lane whose page started drawing.
+        """
         self.acked[id(lane)] = self.sent.get(id(lane), 0)
         self._waited = 0.0
 
     def pump(self, elapsed: float | None = None) -> bool:
         """One frame of the clock, for ``elapsed`` s of wall time (default ``1 / fps``; at
         most :data:`CATCH_UP`).  Returns False when it waited (a lane had :attr:`window`
-        frames in flight, for less than :data:`LOST_AFTER` s) or nothing plays any more."""
+        frames in flight, for less than :data:`LOST_AFTER` s) or nothing plays any more.
+
+        Parameters
+        ----------
+        elapsed : float, optional
+            Wall time the frame stands for (s); default ``1 / fps``.
+
+        Returns
+        -------
+        bool
+            True if the clock moved on and frames were sent.
+        """
         active = self.active()
         if not active:
             self.stop()
@@ -411,6 +458,37 @@ class LiveControls(ipywidgets.Box):
     kg), ``masses`` (masses to swap, one of them the hidden ``"mystery"``), ``planet``
     (gravity presets), ``stopwatch_button``, ``stopwatch_reset`` and ``readout`` (period and
     amplitude).
+
+    Made by :func:`interact` (which checks the options) and :func:`compare`.
+
+    Parameters
+    ----------
+    system : System
+        The system to play.
+    dt : float or None
+        Initial step (s); None for the default.
+    integrator : str or None
+        Integrator name; None for the system's own.
+    steps_per_frame : int or None
+        Steps of a Step; None for the default.
+    damping : {"zeta", "c"}
+        What the damping sliders set.
+    fps : float
+        Frames per second while playing.
+    azimuth, elevation : float or None
+        Initial view angles (degrees).
+    width, height : int
+        Canvas size (CSS pixels).
+    shared : Comparison, optional
+        The comparison whose clock this lane shares.
+    node : int, optional
+        The measured node.
+    mystery_mass : float, optional
+        Hidden mass (kg).
+    mystery_gravity : float, optional
+        Hidden gravity (m/s²).
+    show : dict of str to bool, optional
+        Lab bench parts to show at once.
     """
 
     def __init__(self, system: System, *, dt: float | None, integrator: str | None, steps_per_frame: int | None,
@@ -724,9 +802,14 @@ class LiveControls(ipywidgets.Box):
         return np.array(self._history, dtype=float).reshape(-1, 1 + len(ENERGY_BARS))
 
     def tick(self) -> bool:
-        """One frame: ``steps_per_frame`` steps of ``dt``, then a new picture.  Returns False
-        (and pauses with a message) when the step diverged; the system is then as it was
-        before the frame's steps, as :meth:`System.step` leaves it."""
+        """One frame: ``steps_per_frame`` steps of ``dt``, then a new picture.
+
+        Returns
+        -------
+        bool
+            False (and paused with a message) when the step diverged; the system is then as
+            it was before the frame's steps, as :meth:`System.step` leaves it.
+        """
         if not self._advance(self.steps_per_frame.value):
             return False
         self._publish()
@@ -775,11 +858,35 @@ class LiveControls(ipywidgets.Box):
 
     def reveal(self) -> dict[str, float]:
         """The hidden values of the lab bench, shown under its controls too: ``{"mass": kg
-        of the mystery mass, "gravity": m/s² of the mystery planet}``."""
+        of the mystery mass, "gravity": m/s² of the mystery planet}``.
+
+        Returns
+        -------
+        dict of str to float
+            ``mass`` (kg) and ``gravity`` (m/s²).
+        """
         return self.lab.reveal()
 
     def run(self, frames: int) -> bool:
-        """``frames`` ticks, as if playing; stops early (False) at a divergence."""
+        """``frames`` ticks, as if playing; stops early at a divergence.
+
+        Parameters
+        ----------
+        frames : int
+            Number of ticks, 0 to 10**9.
+
+        Returns
+        -------
+        bool
+            False if a tick diverged.
+
+        Raises
+        ------
+        TypeError
+            If ``frames`` is not an integer.
+        ValueError
+            If ``frames`` is out of range.
+        """
         frames = _integer(frames, "frames", 0, 10**9)
         return all(self.tick() for _ in range(frames))
 
@@ -810,7 +917,22 @@ class LiveControls(ipywidgets.Box):
 
     def drag(self, node: int, position: Sequence[float]) -> None:
         """Hold ``node`` at ``position`` (m) with zero velocity until :meth:`release`, as the
-        mouse does; while held it is pinned, so the rest of the network pulls on the hand."""
+        mouse does; while held it is pinned, so the rest of the network pulls on the hand.
+
+        Parameters
+        ----------
+        node : int
+            The node, 0 to n - 1.
+        position : sequence of float, shape (3,)
+            Where to hold it (m).
+
+        Raises
+        ------
+        TypeError
+            If ``node`` is not an integer.
+        ValueError
+            If ``node`` is out of range or ``position`` is not 3 finite numbers.
+        """
         node = _integer(node, "node", 0, self.system.n_nodes - 1)
         where = np.asarray(position, dtype=float)
         if where.shape != (3,) or not np.all(np.isfinite(where)):
@@ -825,7 +947,13 @@ class LiveControls(ipywidgets.Box):
             self._publish()
 
     def release(self, node: int) -> None:
-        """Let go of a node held by :meth:`drag`: it is free again (unless it was pinned)."""
+        """Let go of a node held by :meth:`drag`: it is free again (unless it was pinned).
+
+        Parameters
+        ----------
+        node : int
+            The node; one not held is ignored.
+        """
         held = self._held.pop(int(node), None)
         if held is not None:
             self.system.pinned[node] = held[1]
@@ -1024,6 +1152,18 @@ def interact(system: System, *, dt: float | None = None, integrator: str | None 
         Python with ``.tick()``, ``.run(frames)``, ``.reset()``, ``.drag(node, position)``
         or by setting its sliders' ``value``.
 
+    Raises
+    ------
+    TypeError
+        If ``system`` is not a System, a number has the wrong type (``dt``, ``fps``,
+        ``steps_per_frame``, ``width``, ``height``, the angles, ``node``), or ``show`` is not
+        a dict of bools.
+    ValueError
+        If a number is out of range (``dt`` and the mystery values finite and > 0, ``fps``
+        in (0, 60], ``steps_per_frame`` 1 to 100000, canvas 320 to 2000 px, angles
+        finite), ``integrator`` or ``damping`` is unknown, ``node`` is out of range or
+        pinned, or ``show`` names an unknown part.
+
     See Also
     --------
     compare : two or more systems side by side on one clock (``msprings.compare``), e.g.
@@ -1083,7 +1223,19 @@ class Comparison(ipywidgets.VBox):
     """The widget returned by :func:`compare`; see there.  ``lanes`` are the
     :class:`LiveControls` of the systems (their own sliders work as in :func:`interact`);
     ``play``, ``step_button``, ``reset_button`` and ``speed`` act on all of them, and
-    ``player`` is the :class:`Playback` whose clock they share."""
+    ``player`` is the :class:`Playback` whose clock they share.
+
+    Parameters
+    ----------
+    systems : sequence of System
+        The systems, checked by :func:`compare`.
+    options : sequence of dict
+        Each system's :class:`LiveControls` options.
+    labels : sequence of str
+        A title above each system.
+    fps : float
+        Frames per second while playing.
+    """
 
     def __init__(self, systems: Sequence[System], options: Sequence[dict[str, Any]], labels: Sequence[str],
                  fps: float) -> None:
@@ -1146,7 +1298,13 @@ class Comparison(ipywidgets.VBox):
     def tick(self) -> bool:
         """One frame of the shared clock (``1 / fps`` s): every lane takes the steps of its
         ``dt`` that bring it to the clock.  A lane that blew up shows why and stays where it
-        was until Play or Reset; the others go on.  False when a lane has blown up."""
+        was until Play or Reset; the others go on.
+
+        Returns
+        -------
+        bool
+            False when a lane has blown up.
+        """
         self.play.value = False
         waiting = [lane for lane in self.lanes if id(lane) not in self._halted]
         if waiting:
@@ -1164,7 +1322,25 @@ class Comparison(ipywidgets.VBox):
         return not self._halted
 
     def run(self, frames: int) -> bool:
-        """``frames`` frames of the shared clock; False when a lane blew up (the others ran on)."""
+        """``frames`` frames of the shared clock.
+
+        Parameters
+        ----------
+        frames : int
+            Number of frames, 0 to 10**9.
+
+        Returns
+        -------
+        bool
+            False when a lane blew up (the others ran on).
+
+        Raises
+        ------
+        TypeError
+            If ``frames`` is not an integer.
+        ValueError
+            If ``frames`` is out of range.
+        """
         frames = _integer(frames, "frames", 0, 10**9)
         for _ in range(frames):
             self.tick()
@@ -1211,14 +1387,29 @@ def compare(*systems: System, labels: Sequence[str] | None = None, dt: float | S
         As in :func:`interact`; one value for all, or one per system (None: the default).
         There is no ``steps_per_frame``: the shared clock moves ``1 / fps`` simulated seconds
         a frame at speed 1 (real time), and each system takes the steps of its own ``dt``.
-    damping, fps, azimuth, elevation, width, height
-        As in :func:`interact`, for every system (default canvas 560 x 460 px).
+    damping : {"zeta", "c"}, default "zeta"
+        As in :func:`interact`, for every system.
+    fps : float, default 30.0
+        Frames per second while playing, in (0, 60].
+    azimuth, elevation : float, optional
+        Initial view angles (degrees), as in :func:`interact`.
+    width, height : int, default 560 and 460
+        Canvas size of each system in CSS pixels (320 to 2000).
 
     Returns
     -------
     Comparison
         A widget; ``.lanes[i]`` are the systems' :class:`LiveControls`, and ``.tick()``,
         ``.run(frames)``, ``.reset()`` drive all of them from Python.
+
+    Raises
+    ------
+    TypeError
+        If the systems are passed as one list, an item is not a System, or an option has
+        the wrong type (as in :func:`interact`).
+    ValueError
+        If fewer than two or not distinct systems are given, a per-system sequence does not
+        hold one value per system, or an option is out of range (as in :func:`interact`).
 
     Examples
     --------
