@@ -5,7 +5,9 @@ A differentiable run keeps a copy of the system as it started and the state ever
 ``checkpoint_every`` steps (its checkpoints); :meth:`Trajectory.backward` steps each stretch
 between checkpoints again in C, checks that it reproduces the next checkpoint bit for bit, and
 takes the stretch's steps back.  Memory: the checkpoints and one stretch of states, about
-``2 sqrt(steps)`` states by default instead of ``steps``.
+``2 sqrt(steps)`` states by default instead of ``steps``; where the system has two threads or
+more, the backward pass holds two stretches, stepping the next one again on a second thread
+while it takes one back (one stretch on one thread where two do not fit in memory).
 
 What has a gradient: explicit and symplectic Euler, velocity Verlet, RK4 and implicit Euler,
 with springs (k, c, rest), masses, pins, gravity, linear drag (without wind), a constant

@@ -291,6 +291,42 @@ def test_ctrl_c_interrupts_the_backward_pass():
     assert out.stdout.split()[0] == "interrupted", json.dumps(out.stdout)
 
 
+INTERRUPT_TWO_THREADS = r"""
+import signal, threading, time
+import numpy as np
+from msprings import scenes
+
+s = scenes.cloth(8, integrator="implicit_euler")
+s.threads = 2
+start = time.perf_counter()
+run = s.run(1e-3, 40000, 10000, differentiable=True, checkpoint_every=20000)  # two long stretches
+forward = time.perf_counter() - start
+main = threading.main_thread().ident
+sent = []
+def interrupt():
+    sent.append(time.perf_counter())
+    signal.pthread_kill(main, signal.SIGINT)
+threading.Timer(0.2, interrupt).start()
+try:
+    run.backward(np.ones(run.positions.shape))
+    print("finished", forward, 0.0)
+except KeyboardInterrupt:
+    print("interrupted", forward, time.perf_counter() - sent[0])
+"""
+
+
+def test_ctrl_c_reaches_a_backward_pass_on_two_threads_within_a_stretch():
+    """The calling thread checks for Ctrl-C while it waits for the second thread's replay, and
+    the replay stops at its next step: the pass ends well before one stretch's replay (half the
+    forward run) would."""
+    out = subprocess.run([sys.executable, "-c", INTERRUPT_TWO_THREADS], capture_output=True, text=True,
+                         timeout=300, env=dict(os.environ, PYTHONPATH=python_path()))
+    assert out.returncode == 0, out.stderr
+    outcome, forward, latency = out.stdout.split()
+    assert outcome == "interrupted", out.stdout
+    assert float(latency) < 0.25 * float(forward), out.stdout
+
+
 def test_a_run_into_out_takes_or_drops_the_gradient():
     s = network()
     weights = loss_weights(s)

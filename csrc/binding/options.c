@@ -78,8 +78,9 @@ static const option_spec options[] = {
      "(which runs on one), "
      "in [0, 1024] (at most 64 are used): 0 (default) = the process-wide setting of "
      "msprings.set_num_threads (all online cores unless set), 1 = single-threaded. Any number of threads "
-     "gives the same result, bit for bit; `workers` says how many the last step ran on. With 2 or more, the "
-     "backward pass of a differentiable run steps its stretches again on a second thread (any network size)."},
+     "gives the same result, bit for bit; `workers` says how many the last step ran on. With 2 or more "
+     "(or 0 on a machine of 2 or more cores), the backward pass of a differentiable run steps its stretches "
+     "again on a second thread (any network size), holding two stretches of states instead of one."},
     {"self_collision", OPTION_REAL_OR_NONE, OFFSET(self_collision), 0, 0.0, MS_SELF_COLLISION_MAX, 0, 0, 0,
      "Self-collision distance (m, in [0, 1e6]): after each step, nodes closer than this that no spring joins "
      "are pushed apart and their approach velocity removed, and so are nodes and triangles, and mesh edges, "

@@ -93,7 +93,7 @@ static void take_turns(void* context, int worker) {
     turns* t = context;
     for (int k = 0; k < TURNS; ++k) {
         const int turn = 2 * k + worker;
-        if (turn > 0) ms_counter_wait(t->done[1 - worker], worker == 0 ? k : k + 1); /* the other's last turn */
+        if (turn > 0) ms_counter_wait(t->done[1 - worker], worker == 0 ? k : k + 1, -1.0); /* the other's last turn */
         t->log[turn] = worker;
         ms_counter_add(t->done[worker], 1);
     }
@@ -107,8 +107,10 @@ static int test_counters_hand_turns_between_workers(void) {
     ENSURE(t->done[0] != NULL && t->done[1] != NULL);
     ENSURE(ms_threads_run(2, take_turns, t) == 0);
     for (int turn = 0; turn < 2 * TURNS; ++turn) ENSURE(t->log[turn] == turn % 2);
-    ms_counter_wait(t->done[0], TURNS); /* already there: returns at once */
-    ms_counter_wait(t->done[1], TURNS);
+    ms_counter_wait(t->done[0], TURNS, -1.0); /* already there: returns at once */
+    ms_counter_wait(t->done[1], TURNS, -1.0);
+    ENSURE(ms_counter_wait(t->done[0], TURNS + 1, 0.01) == TURNS); /* not reached: back after the time */
+    ENSURE(ms_counter_value(t->done[1]) == TURNS);
     ms_counter_destroy(t->done[0]);
     ms_counter_destroy(t->done[1]);
     free(t);

@@ -44,7 +44,10 @@ void ms_barrier_destroy(ms_barrier* barrier);
 typedef struct ms_counter ms_counter;
 ms_counter* ms_counter_create(void); /* at 0; NULL if out of memory */
 void ms_counter_add(ms_counter* counter, long long amount); /* adds amount and wakes the waiters */
-void ms_counter_wait(ms_counter* counter, long long at_least); /* returns once the count is >= at_least */
+/* Returns the count once it is >= at_least, or after about `seconds` (< 0: no limit), whichever
+   comes first. */
+long long ms_counter_wait(ms_counter* counter, long long at_least, double seconds);
+long long ms_counter_value(ms_counter* counter);
 void ms_counter_destroy(ms_counter* counter);
 
 #endif

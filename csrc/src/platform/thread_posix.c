@@ -87,10 +87,31 @@ void ms_counter_add(ms_counter* c, long long amount) {
     pthread_mutex_unlock(&c->lock);
 }
 
-void ms_counter_wait(ms_counter* c, long long at_least) {
+long long ms_counter_wait(ms_counter* c, long long at_least, double seconds) {
+    struct timespec until;
+    if (seconds >= 0) {
+        clock_gettime(CLOCK_REALTIME, &until);
+        const long long nanoseconds = until.tv_nsec + (long long)(seconds * 1e9);
+        until.tv_sec += (time_t)(nanoseconds / 1000000000);
+        until.tv_nsec = (long)(nanoseconds % 1000000000);
+    }
     pthread_mutex_lock(&c->lock);
-    while (c->count < at_least) pthread_cond_wait(&c->raised, &c->lock);
+    while (c->count < at_least) {
+        if (seconds < 0)
+            pthread_cond_wait(&c->raised, &c->lock);
+        else if (pthread_cond_timedwait(&c->raised, &c->lock, &until) != 0)
+            break; /* the time is up (ETIMEDOUT) */
+    }
+    const long long count = c->count;
     pthread_mutex_unlock(&c->lock);
+    return count;
+}
+
+long long ms_counter_value(ms_counter* c) {
+    pthread_mutex_lock(&c->lock);
+    const long long count = c->count;
+    pthread_mutex_unlock(&c->lock);
+    return count;
 }
 
 void ms_counter_destroy(ms_counter* c) {

@@ -111,10 +111,22 @@ void ms_counter_add(ms_counter* c, long long amount) {
     WakeAllConditionVariable(&c->raised);
 }
 
-void ms_counter_wait(ms_counter* c, long long at_least) {
+long long ms_counter_wait(ms_counter* c, long long at_least, double seconds) {
+    const DWORD wait = seconds < 0 ? INFINITE : (DWORD)(seconds * 1e3 + 0.5);
     AcquireSRWLockExclusive(&c->lock);
-    while (c->count < at_least) SleepConditionVariableSRW(&c->raised, &c->lock, INFINITE, 0);
+    while (c->count < at_least)
+        if (!SleepConditionVariableSRW(&c->raised, &c->lock, wait, 0) && wait != INFINITE)
+            break; /* the time is up (or a failure: the caller waits again) */
+    const long long count = c->count;
     ReleaseSRWLockExclusive(&c->lock);
+    return count;
+}
+
+long long ms_counter_value(ms_counter* c) {
+    AcquireSRWLockShared(&c->lock);
+    const long long count = c->count;
+    ReleaseSRWLockShared(&c->lock);
+    return count;
 }
 
 void ms_counter_destroy(ms_counter* c) { free(c); }

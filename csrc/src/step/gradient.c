@@ -74,13 +74,17 @@ static int64_t checkpoint_count(const ms_gradient_run* run) { /* no overflow for
     return run->steps / run->checkpoint_every + (run->steps % run->checkpoint_every != 0) + 1;
 }
 
-/* The caller's check, about every CHECK_SECONDS. */
+/* The caller's check, about every CHECK_SECONDS; or, for a worker that must not call it,
+   whether halt has reached halt_at (looked at every step). */
 typedef struct pacer {
     const ms_interrupt* interrupt;
     double checked_at;
+    ms_counter* halt;
+    long long halt_at;
 } pacer;
 
 static int should_stop(pacer* p) {
+    if (p->halt != NULL) return ms_counter_value(p->halt) >= p->halt_at;
     if (p->interrupt == NULL || p->interrupt->check == NULL) return 0;
     const double now = ms_clock_seconds();
     if (now - p->checked_at < CHECK_SECONDS) return 0;
@@ -344,19 +348,17 @@ typedef struct pipeline {
     ms_counter* taken_back;    /* stretches taken back; all of them once worker 0 stops */
     int replay_status[2];      /* of the stretch in each half, written before replayed is raised */
     ms_error replay_err;       /* the replay's failure (it stops at the first) */
-    int stop;                  /* worker 0 stopped: written before it raises taken_back to the end */
-    int status;                /* worker 0's */
+    int status;                /* worker 0's; when it stops early it raises taken_back past last + 1 */
     ms_error* err;
 } pipeline;
 
 static void pipeline_replay(pipeline* pl) {
     const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
+    pacer halted = {NULL, 0.0, pl->taken_back, pl->last + 2}; /* worker 0 stopped early */
     for (int64_t i = 0; i <= pl->last; ++i) {
-        if (i >= 2) { /* half i % 2 is free once stretch i - 2 was taken back */
-            ms_counter_wait(pl->taken_back, i - 1);
-            if (pl->stop) break;
-        }
-        const int status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, NULL,
+        /* half i % 2 is free once stretch i - 2 was taken back */
+        if (i >= 2 && ms_counter_wait(pl->taken_back, i - 1, -1.0) >= halted.halt_at) break;
+        const int status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, &halted,
                                   &pl->replay_err);
         pl->replay_status[i % 2] = status;
         ms_counter_add(pl->replayed, 1);
@@ -368,7 +370,12 @@ static void pipeline_replay(pipeline* pl) {
 static void pipeline_take_back(pipeline* pl) {
     int status = MS_OK;
     for (int64_t i = 0; i <= pl->last && status == MS_OK; ++i) {
-        ms_counter_wait(pl->replayed, i + 1);
+        while (ms_counter_wait(pl->replayed, i + 1, CHECK_SECONDS) < i + 1) /* the caller's check while it waits */
+            if (should_stop(pl->b->p)) {
+                status = MS_ERR_INTERRUPTED;
+                break;
+            }
+        if (status != MS_OK) break;
         status = pl->replay_status[i % 2];
         if (status != MS_OK) {
             *pl->err = pl->replay_err;
@@ -377,10 +384,7 @@ static void pipeline_take_back(pipeline* pl) {
         status = take_back(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, pl->err);
         if (status == MS_OK) ms_counter_add(pl->taken_back, 1);
     }
-    if (status != MS_OK) { /* send worker 1 home */
-        pl->stop = 1;
-        ms_counter_add(pl->taken_back, pl->last + 2);
-    }
+    if (status != MS_OK) ms_counter_add(pl->taken_back, pl->last + 2); /* sends worker 1 home */
     pl->status = status;
 }
 
@@ -405,12 +409,16 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     const int64_t n3 = 3 * m->nnode, every = run->checkpoint_every;
     const size_t state_bytes = sizeof(double) * (size_t)n3;
     const int64_t stretch = every < run->steps ? every : run->steps;
-    const int two = pipelined(m, s, run); /* two stretches of states: one replayed, one taken back */
+    int two = pipelined(m, s, run); /* two stretches of states: one replayed, one taken back */
     if ((uint64_t)stretch + 1 > SIZE_MAX / (2 * (2 * state_bytes)))
         return ms_error_set(err, MS_ERR_MEMORY, "a stretch of %lld steps between checkpoints does not fit in memory",
                             (long long)stretch);
     const size_t stretch_doubles = 2 * (size_t)n3 * (size_t)(stretch + 1); /* x then v at each step of a stretch */
-    double* states = malloc(sizeof(double) * stretch_doubles * (two ? 2 : 1));
+    double* states = two ? malloc(sizeof(double) * stretch_doubles * 2) : NULL;
+    if (states == NULL) { /* one stretch, one thread */
+        two = 0;
+        states = malloc(sizeof(double) * stretch_doubles);
+    }
     double* work = malloc(sizeof(double) * (size_t)(ms_adjoint_work_size(m) + m->nnode));
     contact_tape contact;
     if (states == NULL || work == NULL || contact_tape_make(m, stretch, checkpoint_count(run), &contact)) {
@@ -431,14 +439,14 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
     }
     ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
-    pacer p = {run->interrupt, ms_clock_seconds()};
+    pacer p = {run->interrupt, ms_clock_seconds(), NULL, 0};
     memset(grad_x, 0, state_bytes);
     memset(grad_v, 0, state_bytes);
     backward b = {m, s, run, dx_records, dv_records, grad_x, grad_v, grad, &contact, springs, factor, work, inv_mass,
                   &p, 1, run->nrecord - 1};
     int status = MS_OK;
     const int64_t last = checkpoint_count(run) - 2;
-    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, 0, MS_OK, err};
+    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, MS_OK, err};
     if (two) {
         pl.replayed = ms_counter_create();
         pl.taken_back = ms_counter_create();
@@ -503,7 +511,7 @@ int ms_gradient_tangent(const ms_model* m, ms_state* s, const ms_gradient_run* r
     ms_error unused;
     ms_adjoint_preconditioner* factor = ms_adjoint_preconditioner_create(m, &unused); /* NULL: a diagonal one */
     const ms_fp_mode found = ms_flush_subnormals();
-    pacer p = {run->interrupt, ms_clock_seconds()};
+    pacer p = {run->interrupt, ms_clock_seconds(), NULL, 0};
     memcpy(s->x, run->checkpoints, state_bytes);
     memcpy(s->v, run->checkpoints + n3, state_bytes);
     int status = MS_OK, first = 1;
