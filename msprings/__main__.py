@@ -26,6 +26,8 @@ def _scene_table() -> dict[str, tuple[Callable[..., System], str, float, float]]
         "cloth": (scenes.cloth, "40 x 40 cloth hanging from two corners", 1e-3, 5.0),
         "flag": (scenes.flag, "a flag on a pole in gusty wind", 5e-4, 4.0),
         "tablecloth": (scenes.tablecloth, "a tablecloth falling onto a round table", 2e-3, 5.0),
+        "folding_cloth": (scenes.folding_cloth, "a cloth dropped onto the ground, folding without passing "
+                          "through itself", 1.0 / 60.0, 3.0),
         "jelly_cube": (scenes.jelly_cube, "a jelly cube dropped on the ground", 1e-3, 3.0),
         "pyramid": (scenes.pyramid, "a spring pyramid dropped on the ground", 1e-3, 3.0),
         "spring_sphere": (scenes.spring_sphere, "a sphere of springs dropped on the ground", 1e-3, 3.0),
@@ -39,6 +41,7 @@ RESOLUTIONS = {
     "chain": ("n", 2, 100_000),
     "cloth": ("n", 2, 400),
     "tablecloth": ("n", 2, 400),
+    "folding_cloth": ("n", 3, 400),
     "jelly_cube": ("n", 2, 50),
     "flag": ("columns", 2, 1000),
     "spring_sphere": ("subdivisions", 1, 6),

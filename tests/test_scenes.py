@@ -299,6 +299,7 @@ REST_SCENES: dict[str, Callable[[], msprings.System]] = {
     "cloth_rectangular": lambda: scenes.cloth(5, 9, gravity=NO_GRAVITY),
     "flag": _flag_still,
     "tablecloth": lambda: scenes.tablecloth(12, gravity=NO_GRAVITY),
+    "folding_cloth": lambda: scenes.folding_cloth(8, gravity=NO_GRAVITY),
     "jelly_cube": lambda: scenes.jelly_cube(5, gravity=NO_GRAVITY),
     "pyramid": lambda: scenes.pyramid(gravity=NO_GRAVITY),
     "spring_sphere": lambda: scenes.spring_sphere(2, gravity=NO_GRAVITY),

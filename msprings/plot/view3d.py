@@ -248,6 +248,108 @@ def _frames(obj: Viewable, max_frames: int) -> _Frames:
     raise TypeError(f"obj must be a msprings System, a Trajectory or a frame dict, not {type(obj).__name__}")
 
 
+# ---- self-contacts ---------------------------------------------------------------------
+
+_CONTACT_COLOR = "#d1261c"
+#: A node is in contact with a triangle within this many self-collision distances: the pushes
+#: hold touching layers at the distance itself, give or take rounding and the last step's motion.
+_CONTACT_SLACK = 1.1
+
+
+def _closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """The point of triangle (a, b, c) closest to p, row by row (m): p's projection on the
+    triangle's plane when it falls inside, else the closest point of the three sides."""
+    normal = np.cross(b - a, c - a)
+    area2 = np.einsum("ij,ij->i", normal, normal)
+    safe = np.where(area2 > 0.0, area2, 1.0)
+    projected = p - (np.einsum("ij,ij->i", p - a, normal) / safe)[:, None] * normal
+    inside = area2 > 0.0
+    for u, v in ((a, b), (b, c), (c, a)):
+        inside &= np.einsum("ij,ij->i", np.cross(v - u, projected - u), normal) >= 0.0
+    best = projected.copy()
+    best_distance = np.where(inside, np.linalg.norm(p - projected, axis=1), np.inf)
+    for u, v in ((a, b), (b, c), (c, a)):
+        side = v - u
+        length2 = np.einsum("ij,ij->i", side, side)
+        t = np.clip(np.einsum("ij,ij->i", p - u, side) / np.where(length2 > 0.0, length2, 1.0), 0.0, 1.0)
+        q = u + t[:, None] * side
+        distance = np.linalg.norm(p - q, axis=1)
+        closer = ~inside & (distance < best_distance)
+        best[closer] = q[closer]
+        best_distance[closer] = distance[closer]
+    return best
+
+
+def _self_contacts(positions: np.ndarray, faces: np.ndarray, reach: float) -> tuple[np.ndarray, np.ndarray]:
+    """The self-contacts of a surface: every node closer than ``reach`` (m) to a triangle it is
+    not a corner of, with the nearest such triangle.  Returns the nodes (p,), ascending, and
+    the closest points of their nearest triangles (p, 3) (m).  Candidates come from a uniform grid of cells at least
+    ``reach`` wide, each triangle entered in every cell its box (grown by ``reach``) touches,
+    so the cost is linear in the surface's size."""
+    none = (np.zeros(0, dtype=np.int64), np.zeros((0, 3)))
+    finite = np.isfinite(positions).all(axis=1)
+    faces = faces[finite[faces].all(axis=1)]
+    if not len(faces) or not reach > 0.0:
+        return none
+    corners = positions[faces]  # (F, 3, 3)
+    edges = np.linalg.norm(corners - np.roll(corners, 1, axis=1), axis=2)
+    cell = max(float(reach), float(np.median(edges)))
+    lowest = corners.reshape(-1, 3).min(axis=0) - reach
+    low = np.floor((corners.min(axis=1) - reach - lowest) / cell).astype(np.int64)
+    high = np.floor((corners.max(axis=1) + reach - lowest) / cell).astype(np.int64)
+    shape = high.max(axis=0) + 1
+    spans = high - low + 1
+    counts = spans.prod(axis=1)
+    owners = np.repeat(np.arange(len(faces)), counts)
+    k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    sx, sy = spans[owners, 0], spans[owners, 1]
+    cells = low[owners] + np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
+    keys = cells[:, 0] + shape[0] * (cells[:, 1] + shape[1] * cells[:, 2])
+    order = np.argsort(keys, kind="stable")
+    keys, owners = keys[order], owners[order]
+    nodes = np.flatnonzero(finite)
+    at = np.floor((positions[nodes] - lowest) / cell).astype(np.int64)
+    inside = ((at >= 0) & (at < shape)).all(axis=1)
+    nodes, at = nodes[inside], at[inside]
+    node_keys = at[:, 0] + shape[0] * (at[:, 1] + shape[1] * at[:, 2])
+    first, last = np.searchsorted(keys, node_keys, "left"), np.searchsorted(keys, node_keys, "right")
+    hits = last - first
+    node = np.repeat(nodes, hits)
+    entry = np.arange(int(hits.sum())) - np.repeat(np.cumsum(hits) - hits, hits) + np.repeat(first, hits)
+    triangle = owners[entry]
+    keep = (faces[triangle] != node[:, None]).all(axis=1)
+    node, triangle = node[keep], triangle[keep]
+    if not len(node):
+        return none
+    a, b, c = (positions[faces[triangle, i]] for i in range(3))
+    closest = _closest_on_triangles(positions[node], a, b, c)
+    distance = np.linalg.norm(positions[node] - closest, axis=1)
+    near = np.flatnonzero(distance < reach)
+    near = near[np.lexsort((distance[near], node[near]))]  # by node, the nearest triangle first
+    first = near[np.r_[True, node[near][1:] != node[near][:-1]]] if len(near) else near
+    return node[first], closest[first]
+
+
+def _contact_distance(obj: Any, contacts: Any) -> float:
+    """The self-collision distance (m) that ``contacts`` asks for: a number given, or with
+    True the system's, the trajectory's or the frame dict's ``self_collision``."""
+    if isinstance(contacts, (bool, np.bool_)):
+        distance: Any = None
+        if isinstance(obj, System):
+            distance = obj.self_collision
+        elif isinstance(obj, Mapping):
+            distance = obj.get("self_collision")
+        else:
+            distance = getattr(obj, "self_collision", None)
+        if distance is None or not float(distance) > 0.0:
+            raise ValueError("contacts=True needs the self-collision distance: this has none set; pass it as "
+                             "contacts=<distance in m>")
+        return float(distance)
+    if isinstance(contacts, (int, float, np.integer, np.floating)) and math.isfinite(contacts) and contacts > 0:
+        return float(contacts)
+    raise ValueError(f"contacts must be True, False or a positive distance (m), not {contacts!r}")
+
+
 # ---- colours ---------------------------------------------------------------------------
 
 
@@ -450,7 +552,7 @@ class _Builder:
     """Traces of the first frame, the per-frame updates of those that move, and the layout."""
 
     def __init__(self, frames: _Frames, colors: _Colors | None, *, springs: bool, nodes: bool, show_pins: bool,
-                 colliders: bool) -> None:
+                 colliders: bool, contact_reach: float | None = None) -> None:
         import plotly.graph_objects as go
 
         self.go = go
@@ -508,6 +610,20 @@ class _Builder:
             self._add(go.Scatter3d(mode="markers", name="pinned nodes", hovertemplate=_hover("pinned node", None),
                                    marker=_PIN_MARKER, **_xyz(positions[0, pins])),
                       lambda f: {**_xyz(positions[f, pins]), "marker": _PIN_MARKER})
+
+        if contact_reach is not None:
+            found = [_self_contacts(positions[f], frames.faces, contact_reach) for f in range(len(positions))]
+
+            def marks(f: int) -> dict[str, Any]:
+                touching, closest = found[f]
+                pairs = np.arange(2 * len(touching)).reshape(-1, 2)
+                ends = np.empty((2 * len(touching), 3))
+                ends[0::2], ends[1::2] = positions[f, touching], closest
+                return {**_xyz(_segments(ends, pairs)), "marker": {"size": 3, "color": _CONTACT_COLOR},
+                        "line": {"width": 5, "color": _CONTACT_COLOR}}
+
+            self._add(go.Scatter3d(mode="lines+markers", name="self-contacts", connectgaps=False,
+                                   hovertemplate=_hover("self-contact", None), **marks(0)), marks)
 
         if colliders:
             self._add_colliders()
@@ -627,7 +743,8 @@ class _Builder:
 
 def view(obj: Viewable, *, color_by: ColorBy = "strain", springs: bool | None = None, nodes: bool | None = None,
          show_pins: bool = True, colliders: bool = True, max_frames: int = 100, fps: float = 20.0,
-         cmax: float | None = None, title: str | None = None, height: int = 600) -> go.Figure:
+         cmax: float | None = None, title: str | None = None, height: int = 600,
+         contacts: bool | float = False) -> go.Figure:
     """An interactive 3-D figure (plotly) of a system, a recorded run or one recorded frame.
 
     Drag to rotate about the vertical, scroll to zoom; a trajectory gets a time slider and
@@ -676,12 +793,20 @@ def view(obj: Viewable, *, color_by: ColorBy = "strain", springs: bool | None = 
         Title above the plot.
     height : int
         Figure height (pixels).
+    contacts : bool or float
+        Mark the surface's self-contacts: every node closer than 1.1 times the self-collision
+        distance to a triangle it is not a corner of (the pushes hold touching layers at the
+        distance itself) gets a red segment from the node to the closest point of the nearest
+        such triangle.
+        True takes the distance from the system (``s.self_collision``), a frame dict's
+        ``"self_collision"`` or a trajectory's ``self_collision`` attribute; a number gives it
+        (m).  Found in NumPy from the positions of each frame (a uniform grid: linear cost).
 
     Returns
     -------
     plotly.graph_objects.Figure
         Traces named "surface" (Mesh3d), "springs" (lines), "nodes" and "pinned nodes"
-        (markers) and "<kind> collider" (Mesh3d), in this order, each only when drawn; a
+        (markers), "self-contacts" (lines and markers) and "<kind> collider" (Mesh3d), in this order, each only when drawn; a
         trajectory's figure has one frame per kept record, named by its index.
 
     Raises
@@ -692,22 +817,28 @@ def view(obj: Viewable, *, color_by: ColorBy = "strain", springs: bool | None = 
     ValueError
         Unknown ``color_by``; ``color_by="speed"`` without velocities or ``"tension"``
         without stiffnesses; ``max_frames < 1``; a non-positive ``fps`` or ``cmax``; a
-        malformed frame dict.
+        malformed frame dict; ``contacts`` not a bool or a positive distance, True with no
+        self-collision distance set, or on a system without triangles.
     """
     _check_options(color_by, springs, nodes, max_frames, fps, cmax)
     if isinstance(height, bool) or not isinstance(height, (int, np.integer)) or height < 100:
         raise ValueError(f"height must be an integer number of pixels >= 100, not {height!r}")
+    contact_reach = None
+    if contacts is not False:
+        contact_reach = _CONTACT_SLACK * _contact_distance(obj, contacts)
     import plotly.graph_objects as go
 
     frames = _frames(obj, int(max_frames))
     has_faces = len(frames.faces) > 0
+    if contact_reach is not None and not has_faces:
+        raise ValueError("contacts: self-contacts are between nodes and triangles; this has no faces")
     if springs is None:
         springs = not has_faces or len(frames.springs) <= _AUTO_SPRINGS
     if nodes is None:
         nodes = not has_faces and frames.positions.shape[1] <= _AUTO_NODES
     colors = _colors(frames, color_by, None if cmax is None else float(cmax))
     builder = _Builder(frames, colors, springs=bool(springs), nodes=bool(nodes), show_pins=show_pins,
-                       colliders=colliders)
+                       colliders=colliders, contact_reach=contact_reach)
     layout = builder.layout(title, int(height))
     animated = isinstance(obj, Trajectory) and len(frames.positions) > 1
     figure_frames = builder.animation(layout, float(fps)) if animated else []
