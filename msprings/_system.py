@@ -206,6 +206,24 @@ def real_scalar(value: Any, name: str) -> float:
     return float(array)
 
 
+def _vector3(value: Any, name: str) -> np.ndarray:
+    """A finite float64 3-vector, with errors that name ``name``."""
+    array = _real_array(value, name)
+    if array.shape != (3,):
+        raise ValueError(f"{name} must have shape (3,), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} = {tuple(float(a) for a in array)} must be finite")
+    return np.array(array, dtype=np.float64)
+
+
+def _collider_vectors(center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
+                      names: tuple[str, str]) -> tuple[np.ndarray, ...]:
+    """The vectors of a new collider, checked under the names the caller's method gives them:
+    ``names`` are its position's and axis's (``("point", "normal")`` for a plane)."""
+    return (_vector3(center, names[0]), _vector3(axis, names[1]), _real_array(size, "size"),
+            _vector3(velocity, "velocity"))
+
+
 def _positive_length(value: Any, name: str) -> float:
     """A finite length > 0 (m), with errors that name ``name``."""
     length = real_scalar(value, name)
@@ -762,13 +780,12 @@ class System(_core.System):
     # ---- colliders -----------------------------------------------------------------
 
     def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
-             restitution: float, friction: float, thickness: float) -> Collider:
+             restitution: float, friction: float, thickness: float,
+             names: tuple[str, str] = ("center", "axis")) -> Collider:
         from .colliders import Collider
 
-        collider_id = self._add_collider(
-            kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
-            _real_array(velocity, "velocity"), restitution, friction, thickness,
-        )
+        collider_id = self._add_collider(kind, *_collider_vectors(center, axis, size, velocity, names),
+                                         restitution, friction, thickness)
         return Collider(self, collider_id)
 
     def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
@@ -780,7 +797,8 @@ class System(_core.System):
         ``restitution`` e in [0, 1], Coulomb ``friction`` mu >= 0, ``thickness`` (m) kept
         from the surface, ``velocity`` (m/s) of the moving plane.  Returns a
         :class:`~msprings.colliders.Collider` handle.  See :mod:`msprings.colliders`."""
-        return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness)
+        return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness,
+                         ("point", "normal"))
 
     def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
