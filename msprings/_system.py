@@ -791,26 +791,105 @@ class System(_core.System):
     def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
                   restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                   velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a plane through ``point`` (m) with ``normal`` (normalised; must be non-zero);
-        everything on the side opposite the normal is solid (the ground by default).
+        """Adds a plane through ``point`` with ``normal``; everything on the side opposite the
+        normal is solid (the ground by default).  See :mod:`msprings.colliders`.
 
-        ``restitution`` e in [0, 1], Coulomb ``friction`` mu >= 0, ``thickness`` (m) kept
-        from the surface, ``velocity`` (m/s) of the moving plane.  Returns a
-        :class:`~msprings.colliders.Collider` handle.  See :mod:`msprings.colliders`."""
+        Parameters
+        ----------
+        point : array_like, shape (3,), default (0, 0, 0)
+            A point on the plane (m).
+        normal : array_like, shape (3,), default (0, 1, 0)
+            Normal pointing out of the solid side (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``normal`` is zero.
+        """
         return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness,
                          ("point", "normal"))
 
     def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
-        :meth:`add_plane`."""
+        """Adds a solid sphere of ``radius`` at ``center``.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``radius`` is not finite and > 0.
+        """
         return self._add("sphere", center, (0.0, 1.0, 0.0), (_positive_length(radius, "radius"), 0.0, 0.0),
                          velocity, restitution, friction, thickness)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid axis-aligned box between the corners ``lower`` and ``upper`` (m), which
-        must satisfy lower < upper on every axis.  Other arguments as :meth:`add_plane`."""
+        """Adds a solid axis-aligned box between the corners ``lower`` and ``upper``.
+
+        Parameters
+        ----------
+        lower, upper : array_like, shape (3,)
+            Lowest and highest corner (m); lower < upper on every axis.
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``lower`` is not below ``upper`` on every axis.
+        """
         low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
         if low.shape != (3,) or high.shape != (3,):
             raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
@@ -828,9 +907,41 @@ class System(_core.System):
     def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
                      restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                      velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
-        ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
-        Other arguments as :meth:`add_plane`."""
+        """Adds a solid capped cylinder of ``radius`` and full ``height`` centred at ``center``
+        along ``axis`` -- a round table is one.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        height : float
+            Full height between the caps (m), > 0.
+        axis : array_like, shape (3,), default (0, 1, 0)
+            Direction of the axis (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, ``radius`` or ``height`` is not finite and > 0, or ``axis`` is zero.
+        """
         size = (_positive_length(radius, "radius"), 0.5 * _positive_length(height, "height"), 0.0)
         return self._add("cylinder", center, axis, size, velocity, restitution, friction, thickness)
 
@@ -842,7 +953,18 @@ class System(_core.System):
         return tuple(Collider(self, collider_id) for collider_id in self._collider_ids())
 
     def remove_collider(self, collider: Collider | int) -> None:
-        """Removes a collider (a handle or its id); KeyError if it is not in this system."""
+        """Removes a collider.
+
+        Parameters
+        ----------
+        collider : Collider or int
+            The collider's handle or its id.
+
+        Raises
+        ------
+        KeyError
+            If the collider is not in this system (or its handle belongs to another one).
+        """
         from .colliders import Collider
 
         if isinstance(collider, Collider):
