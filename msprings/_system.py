@@ -749,6 +749,11 @@ class System(_core.System):
 
         ``mu`` is the reduced mass of the two ends, or the free end's mass when the other is
         pinned; NaN for a spring between two pinned nodes or with k = c = 0, inf for k = 0 < c.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Damping ratio of each spring (dimensionless).
         """
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.c / (2.0 * np.sqrt(self.k * self._reduced_masses()))
@@ -757,7 +762,25 @@ class System(_core.System):
         """Damping coefficients c (N s/m), shape (m,), that give each spring the damping ratio
         ``zeta`` (scalar or per spring) with the system's masses, stiffnesses and pins; e.g.
         ``s.c[:] = s.damping_for_ratio(1.0)`` damps every spring critically.  Springs between
-        two pinned nodes get c = 0."""
+        two pinned nodes get c = 0.
+
+        Parameters
+        ----------
+        zeta : float or array_like, shape (m,)
+            Damping ratio (dimensionless), one for all springs or one per spring.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Damping coefficients (N s/m).
+
+        Raises
+        ------
+        TypeError
+            If ``zeta`` is not real numbers.
+        ValueError
+            If ``zeta`` does not broadcast to one value per spring.
+        """
         reduced = self._reduced_masses()
         both_pinned = np.isnan(reduced)
         zeta_a = np.broadcast_to(_real_array(zeta, "zeta"), reduced.shape)
@@ -770,7 +793,27 @@ class System(_core.System):
         """Wind velocity (m/s) at ``points`` (..., 3) and time ``t`` (s; default the system's
         time): ``wind + gust * (1.5 |sin(k x + w t) + cos(k y + w t)|, 0, 0.5 sin(w t))`` with
         ``k = gust_wavenumber`` and ``w = gust_frequency``, evaluated by the C code the step
-        uses."""
+        uses.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., 3)
+            Positions (m).
+        t : float, optional
+            Time (s); default the system's time.
+
+        Returns
+        -------
+        numpy.ndarray, shape (..., 3)
+            Wind velocity at each point (m/s).
+
+        Raises
+        ------
+        TypeError
+            If ``points`` or ``t`` is not real numbers.
+        ValueError
+            If ``points`` does not have shape (..., 3).
+        """
         p = _real_array(points, "points")
         if p.shape[-1:] != (3,):
             raise ValueError(f"points must have shape (..., 3), got {p.shape}")
@@ -976,7 +1019,13 @@ class System(_core.System):
     def energy(self) -> Energy:
         """The energy ledger (J): kinetic and gravitational energy of the free nodes, elastic
         energy of the springs, the energy dissipated so far and the work done on the system
-        (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin."""
+        (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin.
+
+        Returns
+        -------
+        Energy
+            The energies (J).
+        """
         return self._energy_and_ledger()[0]
 
     def _energy_and_ledger(self) -> tuple[Energy, Ledger]:
@@ -988,12 +1037,24 @@ class System(_core.System):
 
     def ledger(self) -> Ledger:
         """The dissipated energy and the work done since construction or :meth:`reset`, by
-        mechanism (J); see :class:`Ledger`."""
+        mechanism (J); see :class:`Ledger`.
+
+        Returns
+        -------
+        Ledger
+            The energies by mechanism (J).
+        """
         return Ledger(*self._ledger())
 
     def copy(self) -> "System":
         """An independent deep copy: parameters, options, colliders, state, initial state and
-        texture coordinates."""
+        texture coordinates.
+
+        Returns
+        -------
+        System
+            The copy.
+        """
         duplicate = super().copy()
         uv = getattr(self, "uv", None)
         duplicate.uv = None if uv is None else uv.copy()
