@@ -355,10 +355,6 @@ class System(_core.System):
         Texture coordinates of the nodes, kept for rendering and export (``s.uv``, a plain
         NumPy array; None when there are none).
 
-    Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
-    springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
-    ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
-
     Raises
     ------
     TypeError
@@ -374,6 +370,10 @@ class System(_core.System):
 
     Notes
     -----
+    Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
+    springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
+    ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
+
     Spring (i, j) with ``d = x_j - x_i``, ``l = |d|``, ``n = d / l`` pushes node i with
     ``[k (l - L) + c (v_j - v_i).n] n`` and node j with the opposite force.  Every array
     attribute (``x``, ``v``, ``f``, ``external``, ``mass``, ``pinned``, ``rest``, ``k``, ``c``,
@@ -478,6 +478,13 @@ class System(_core.System):
 
         A call is all or nothing: if it fails, the system is exactly as it was before the call.
 
+        Parameters
+        ----------
+        dt : float
+            Time step (s), finite and > 0.
+        n : int, default 1
+            Number of steps (>= 1).
+
         Raises
         ------
         ValueError
@@ -558,6 +565,41 @@ class System(_core.System):
         state at once).  A system whose steps have no gradient (projective, xpbd, strain
         limiting, self-collision, the air on faces, wind) raises ValueError before any step.
         Contact with colliders has one where it is smooth: see :mod:`msprings._gradient`.
+
+        Parameters
+        ----------
+        dt : float
+            Time step (s), finite and > 0.
+        steps : int
+            Number of steps (>= 1).
+        record_every : int, default 1
+            Steps between records (>= 1).
+        velocities : bool, default False
+            Record the velocities too.
+        progress : bool, optional
+            Show a progress bar on stderr; default only for long runs in a terminal or Jupyter.
+        out : Trajectory, optional
+            An earlier run's trajectory to record into instead of new arrays.
+        differentiable : bool, default False
+            Keep what :meth:`Trajectory.backward` and :meth:`Trajectory.tangent` need.
+        checkpoint_every : int, optional
+            Steps between kept states of a differentiable run (a multiple of
+            ``record_every``); default about ``sqrt(steps)``.
+
+        Returns
+        -------
+        Trajectory
+            The initial state and every record (``out`` when given).
+
+        Raises
+        ------
+        TypeError
+            If an argument has the wrong type, ``out`` included.
+        ValueError
+            If ``dt``, a count or ``out`` is bad (before any step), or the system's steps
+            have no gradient and ``differentiable`` is set.
+        DivergenceError
+            If a position or velocity becomes non-finite; the system is as before the run.
         """
         from .trajectory import record
 
@@ -674,6 +716,18 @@ class System(_core.System):
         ----------
         integrator : str, optional
             One of :data:`msprings.INTEGRATORS`; default the system's current integrator.
+
+        Returns
+        -------
+        float
+            The largest stable time step (s); ``inf`` when any step is stable.
+
+        Raises
+        ------
+        TypeError
+            If ``integrator`` is not a string.
+        ValueError
+            If ``integrator`` is not a known name.
         """
         name = self.integrator if integrator is None else integrator
         if not isinstance(name, str):
