@@ -349,7 +349,20 @@ class PositionFit:
         self._trajectory: Trajectory | None = None
 
     def apply(self, theta: ArrayLike, system: System) -> None:
-        """Writes the parameters theta into ``system``'s arrays."""
+        """Writes the parameters theta into ``system``'s arrays.
+
+        Parameters
+        ----------
+        theta : array_like, shape (p,)
+            The parameters, in the order of :attr:`initial` (units of their arrays).
+        system : System
+            The system whose arrays receive them.
+
+        Raises
+        ------
+        ValueError
+            If ``theta`` does not have the shape of :attr:`initial`.
+        """
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != self.initial.shape:
             raise ValueError(f"theta must have shape {self.initial.shape}, got {theta.shape}")
@@ -372,12 +385,33 @@ class PositionFit:
         return self._trajectory
 
     def residuals(self, theta: ArrayLike) -> np.ndarray:
-        """The weighted residuals (records * n * 3,) in m times sqrt(weight)."""
+        """The weighted residuals of the positions simulated with ``theta``.
+
+        Parameters
+        ----------
+        theta : array_like, shape (p,)
+            The parameters, in the order of :attr:`initial`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (records * n * 3,)
+            Position residuals (m) times sqrt(weight).
+        """
         return (self._root_weights * (self._run(theta).positions - self.measured)).ravel()
 
     def jacobian(self, theta: ArrayLike) -> np.ndarray:
-        """d residuals / d theta, (records * n * 3, parameters), by one forward pass carrying a
-        tangent per parameter."""
+        """d residuals / d theta, by one forward pass carrying a tangent per parameter.
+
+        Parameters
+        ----------
+        theta : array_like, shape (p,)
+            The parameters, in the order of :attr:`initial`.
+
+        Returns
+        -------
+        numpy.ndarray, shape (records * n * 3, p)
+            Derivatives of :meth:`residuals` (m per unit of each parameter, times sqrt(weight)).
+        """
         trajectory = self._run(theta)
         directions = []
         for name, chosen in self._entries:

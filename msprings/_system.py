@@ -206,6 +206,24 @@ def real_scalar(value: Any, name: str) -> float:
     return float(array)
 
 
+def _vector3(value: Any, name: str) -> np.ndarray:
+    """A finite float64 3-vector, with errors that name ``name``."""
+    array = _real_array(value, name)
+    if array.shape != (3,):
+        raise ValueError(f"{name} must have shape (3,), got {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} = {tuple(float(a) for a in array)} must be finite")
+    return np.array(array, dtype=np.float64)
+
+
+def _collider_vectors(center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
+                      names: tuple[str, str]) -> tuple[np.ndarray, ...]:
+    """The vectors of a new collider, checked under the names the caller's method gives them:
+    ``names`` are its position's and axis's (``("point", "normal")`` for a plane)."""
+    return (_vector3(center, names[0]), _vector3(axis, names[1]), _real_array(size, "size"),
+            _vector3(velocity, "velocity"))
+
+
 def _positive_length(value: Any, name: str) -> float:
     """A finite length > 0 (m), with errors that name ``name``."""
     length = real_scalar(value, name)
@@ -337,10 +355,6 @@ class System(_core.System):
         Texture coordinates of the nodes, kept for rendering and export (``s.uv``, a plain
         NumPy array; None when there are none).
 
-    Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
-    springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
-    ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
-
     Raises
     ------
     TypeError
@@ -356,6 +370,10 @@ class System(_core.System):
 
     Notes
     -----
+    Scene builders (:mod:`msprings.scenes`) also fill ``s.families``: the indices of the
+    springs of each family (``"structural"``, ``"shear"``, ``"bend"``, ...), e.g.
+    ``s.k[s.families["shear"]] = 0`` switches the shear springs off.
+
     Spring (i, j) with ``d = x_j - x_i``, ``l = |d|``, ``n = d / l`` pushes node i with
     ``[k (l - L) + c (v_j - v_i).n] n`` and node j with the opposite force.  Every array
     attribute (``x``, ``v``, ``f``, ``external``, ``mass``, ``pinned``, ``rest``, ``k``, ``c``,
@@ -460,6 +478,13 @@ class System(_core.System):
 
         A call is all or nothing: if it fails, the system is exactly as it was before the call.
 
+        Parameters
+        ----------
+        dt : float
+            Time step (s), finite and > 0.
+        n : int, default 1
+            Number of steps (>= 1).
+
         Raises
         ------
         ValueError
@@ -540,6 +565,41 @@ class System(_core.System):
         state at once).  A system whose steps have no gradient (projective, xpbd, strain
         limiting, self-collision, the air on faces, wind) raises ValueError before any step.
         Contact with colliders has one where it is smooth: see :mod:`msprings._gradient`.
+
+        Parameters
+        ----------
+        dt : float
+            Time step (s), finite and > 0.
+        steps : int
+            Number of steps (>= 1).
+        record_every : int, default 1
+            Steps between records (>= 1).
+        velocities : bool, default False
+            Record the velocities too.
+        progress : bool, optional
+            Show a progress bar on stderr; default only for long runs in a terminal or Jupyter.
+        out : Trajectory, optional
+            An earlier run's trajectory to record into instead of new arrays.
+        differentiable : bool, default False
+            Keep what :meth:`Trajectory.backward` and :meth:`Trajectory.tangent` need.
+        checkpoint_every : int, optional
+            Steps between kept states of a differentiable run (a multiple of
+            ``record_every``); default about ``sqrt(steps)``.
+
+        Returns
+        -------
+        Trajectory
+            The initial state and every record (``out`` when given).
+
+        Raises
+        ------
+        TypeError
+            If an argument has the wrong type, ``out`` included.
+        ValueError
+            If ``dt``, a count or ``out`` is bad (before any step), or the system's steps
+            have no gradient and ``differentiable`` is set.
+        DivergenceError
+            If a position or velocity becomes non-finite; the system is as before the run.
         """
         from .trajectory import record
 
@@ -656,6 +716,18 @@ class System(_core.System):
         ----------
         integrator : str, optional
             One of :data:`msprings.INTEGRATORS`; default the system's current integrator.
+
+        Returns
+        -------
+        float
+            The largest stable time step (s); ``inf`` when any step is stable.
+
+        Raises
+        ------
+        TypeError
+            If ``integrator`` is not a string.
+        ValueError
+            If ``integrator`` is not a known name.
         """
         name = self.integrator if integrator is None else integrator
         if not isinstance(name, str):
@@ -731,6 +803,11 @@ class System(_core.System):
 
         ``mu`` is the reduced mass of the two ends, or the free end's mass when the other is
         pinned; NaN for a spring between two pinned nodes or with k = c = 0, inf for k = 0 < c.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Damping ratio of each spring (dimensionless).
         """
         with np.errstate(invalid="ignore", divide="ignore"):
             return self.c / (2.0 * np.sqrt(self.k * self._reduced_masses()))
@@ -739,7 +816,25 @@ class System(_core.System):
         """Damping coefficients c (N s/m), shape (m,), that give each spring the damping ratio
         ``zeta`` (scalar or per spring) with the system's masses, stiffnesses and pins; e.g.
         ``s.c[:] = s.damping_for_ratio(1.0)`` damps every spring critically.  Springs between
-        two pinned nodes get c = 0."""
+        two pinned nodes get c = 0.
+
+        Parameters
+        ----------
+        zeta : float or array_like, shape (m,)
+            Damping ratio (dimensionless), one for all springs or one per spring.
+
+        Returns
+        -------
+        numpy.ndarray, shape (m,)
+            Damping coefficients (N s/m).
+
+        Raises
+        ------
+        TypeError
+            If ``zeta`` is not real numbers.
+        ValueError
+            If ``zeta`` does not broadcast to one value per spring.
+        """
         reduced = self._reduced_masses()
         both_pinned = np.isnan(reduced)
         zeta_a = np.broadcast_to(_real_array(zeta, "zeta"), reduced.shape)
@@ -752,7 +847,27 @@ class System(_core.System):
         """Wind velocity (m/s) at ``points`` (..., 3) and time ``t`` (s; default the system's
         time): ``wind + gust * (1.5 |sin(k x + w t) + cos(k y + w t)|, 0, 0.5 sin(w t))`` with
         ``k = gust_wavenumber`` and ``w = gust_frequency``, evaluated by the C code the step
-        uses."""
+        uses.
+
+        Parameters
+        ----------
+        points : array_like, shape (..., 3)
+            Positions (m).
+        t : float, optional
+            Time (s); default the system's time.
+
+        Returns
+        -------
+        numpy.ndarray, shape (..., 3)
+            Wind velocity at each point (m/s).
+
+        Raises
+        ------
+        TypeError
+            If ``points`` or ``t`` is not real numbers.
+        ValueError
+            If ``points`` does not have shape (..., 3).
+        """
         p = _real_array(points, "points")
         if p.shape[-1:] != (3,):
             raise ValueError(f"points must have shape (..., 3), got {p.shape}")
@@ -762,37 +877,116 @@ class System(_core.System):
     # ---- colliders -----------------------------------------------------------------
 
     def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
-             restitution: float, friction: float, thickness: float) -> Collider:
+             restitution: float, friction: float, thickness: float,
+             names: tuple[str, str] = ("center", "axis")) -> Collider:
         from .colliders import Collider
 
-        collider_id = self._add_collider(
-            kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
-            _real_array(velocity, "velocity"), restitution, friction, thickness,
-        )
+        collider_id = self._add_collider(kind, *_collider_vectors(center, axis, size, velocity, names),
+                                         restitution, friction, thickness)
         return Collider(self, collider_id)
 
     def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
                   restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                   velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a plane through ``point`` (m) with ``normal`` (normalised; must be non-zero);
-        everything on the side opposite the normal is solid (the ground by default).
+        """Adds a plane through ``point`` with ``normal``; everything on the side opposite the
+        normal is solid (the ground by default).  See :mod:`msprings.colliders`.
 
-        ``restitution`` e in [0, 1], Coulomb ``friction`` mu >= 0, ``thickness`` (m) kept
-        from the surface, ``velocity`` (m/s) of the moving plane.  Returns a
-        :class:`~msprings.colliders.Collider` handle.  See :mod:`msprings.colliders`."""
-        return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness)
+        Parameters
+        ----------
+        point : array_like, shape (3,), default (0, 0, 0)
+            A point on the plane (m).
+        normal : array_like, shape (3,), default (0, 1, 0)
+            Normal pointing out of the solid side (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``normal`` is zero.
+        """
+        return self._add("plane", point, normal, (0.0, 0.0, 0.0), velocity, restitution, friction, thickness,
+                         ("point", "normal"))
 
     def add_sphere(self, center: ArrayLike, radius: float, *, restitution: float = 0.0, friction: float = 0.0,
                    thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid sphere of ``radius`` (m) at ``center`` (m).  Other arguments as
-        :meth:`add_plane`."""
+        """Adds a solid sphere of ``radius`` at ``center``.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``radius`` is not finite and > 0.
+        """
         return self._add("sphere", center, (0.0, 1.0, 0.0), (_positive_length(radius, "radius"), 0.0, 0.0),
                          velocity, restitution, friction, thickness)
 
     def add_box(self, lower: ArrayLike, upper: ArrayLike, *, restitution: float = 0.0, friction: float = 0.0,
                 thickness: float = 0.0, velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid axis-aligned box between the corners ``lower`` and ``upper`` (m), which
-        must satisfy lower < upper on every axis.  Other arguments as :meth:`add_plane`."""
+        """Adds a solid axis-aligned box between the corners ``lower`` and ``upper``.
+
+        Parameters
+        ----------
+        lower, upper : array_like, shape (3,)
+            Lowest and highest corner (m); lower < upper on every axis.
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, or ``lower`` is not below ``upper`` on every axis.
+        """
         low, high = _real_array(lower, "lower"), _real_array(upper, "upper")
         if low.shape != (3,) or high.shape != (3,):
             raise ValueError(f"lower and upper must have shape (3,), got {low.shape} and {high.shape}")
@@ -810,9 +1004,41 @@ class System(_core.System):
     def add_cylinder(self, center: ArrayLike, radius: float, height: float, axis: ArrayLike = (0.0, 1.0, 0.0), *,
                      restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,
                      velocity: ArrayLike = (0.0, 0.0, 0.0)) -> Collider:
-        """Adds a solid capped cylinder of ``radius`` and full ``height`` (m) centred at
-        ``center`` along ``axis`` (normalised; vertical by default) -- a round table is one.
-        Other arguments as :meth:`add_plane`."""
+        """Adds a solid capped cylinder of ``radius`` and full ``height`` centred at ``center``
+        along ``axis`` -- a round table is one.
+
+        Parameters
+        ----------
+        center : array_like, shape (3,)
+            Centre (m).
+        radius : float
+            Radius (m), > 0.
+        height : float
+            Full height between the caps (m), > 0.
+        axis : array_like, shape (3,), default (0, 1, 0)
+            Direction of the axis (normalised; non-zero).
+        restitution : float, default 0.0
+            Coefficient of restitution of the contacts (dimensionless, in [0, 1]).
+        friction : float, default 0.0
+            Coulomb friction coefficient (dimensionless, >= 0).
+        thickness : float, default 0.0
+            Contact distance kept from the surface (m, >= 0).
+        velocity : array_like, shape (3,), default (0, 0, 0)
+            Velocity of the moving collider (m/s).
+
+        Returns
+        -------
+        msprings.colliders.Collider
+            A handle to the new collider.
+
+        Raises
+        ------
+        TypeError
+            If a value is not a real number (or an array of them).
+        ValueError
+            If a vector does not have shape (3,) or is not finite, ``restitution`` is
+            outside [0, 1], ``friction`` or ``thickness`` is negative, ``radius`` or ``height`` is not finite and > 0, or ``axis`` is zero.
+        """
         size = (_positive_length(radius, "radius"), 0.5 * _positive_length(height, "height"), 0.0)
         return self._add("cylinder", center, axis, size, velocity, restitution, friction, thickness)
 
@@ -824,7 +1050,18 @@ class System(_core.System):
         return tuple(Collider(self, collider_id) for collider_id in self._collider_ids())
 
     def remove_collider(self, collider: Collider | int) -> None:
-        """Removes a collider (a handle or its id); KeyError if it is not in this system."""
+        """Removes a collider.
+
+        Parameters
+        ----------
+        collider : Collider or int
+            The collider's handle or its id.
+
+        Raises
+        ------
+        KeyError
+            If the collider is not in this system (or its handle belongs to another one).
+        """
         from .colliders import Collider
 
         if isinstance(collider, Collider):
@@ -836,7 +1073,13 @@ class System(_core.System):
     def energy(self) -> Energy:
         """The energy ledger (J): kinetic and gravitational energy of the free nodes, elastic
         energy of the springs, the energy dissipated so far and the work done on the system
-        (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin."""
+        (see :class:`Energy`).  Gravitational energy is ``-m g.x``, zero at the origin.
+
+        Returns
+        -------
+        Energy
+            The energies (J).
+        """
         return self._energy_and_ledger()[0]
 
     def _energy_and_ledger(self) -> tuple[Energy, Ledger]:
@@ -848,12 +1091,24 @@ class System(_core.System):
 
     def ledger(self) -> Ledger:
         """The dissipated energy and the work done since construction or :meth:`reset`, by
-        mechanism (J); see :class:`Ledger`."""
+        mechanism (J); see :class:`Ledger`.
+
+        Returns
+        -------
+        Ledger
+            The energies by mechanism (J).
+        """
         return Ledger(*self._ledger())
 
     def copy(self) -> "System":
         """An independent deep copy: parameters, options, colliders, state, initial state and
-        texture coordinates."""
+        texture coordinates.
+
+        Returns
+        -------
+        System
+            The copy.
+        """
         duplicate = super().copy()
         uv = getattr(self, "uv", None)
         duplicate.uv = None if uv is None else uv.copy()

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from . import _core
-from ._system import Energy, Ledger, System, _real_array
+from ._system import Energy, Ledger, System, _collider_vectors
 
 __all__ = ["Ensemble"]
 
@@ -200,9 +200,10 @@ class Ensemble(_core.Ensemble):
         self._set_option("integrator", name)
 
     def _add(self, kind: str, center: ArrayLike, axis: ArrayLike, size: ArrayLike, velocity: ArrayLike,
-             restitution: float, friction: float, thickness: float) -> None:
-        self._add_collider(kind, _real_array(center, "center"), _real_array(axis, "axis"), _real_array(size, "size"),
-                           _real_array(velocity, "velocity"), restitution, friction, thickness)
+             restitution: float, friction: float, thickness: float,
+             names: tuple[str, str] = ("center", "axis")) -> None:
+        self._add_collider(kind, *_collider_vectors(center, axis, size, velocity, names),
+                           restitution, friction, thickness)
 
     def add_plane(self, point: ArrayLike = (0.0, 0.0, 0.0), normal: ArrayLike = (0.0, 1.0, 0.0), *,
                   restitution: float = 0.0, friction: float = 0.0, thickness: float = 0.0,

@@ -163,6 +163,25 @@ def _positive(value: float, name: str) -> float:
     return number
 
 
+def _non_negative(value: float, name: str) -> float:
+    number = real_scalar(value, name)
+    if not math.isfinite(number) or number < 0.0:
+        raise ValueError(f"{name} = {value} must be finite and >= 0")
+    return number
+
+
+def _finite(value: float, name: str) -> float:
+    number = real_scalar(value, name)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} = {value} must be finite")
+    return number
+
+
+def _critical_damping(mass: float, k: float) -> float:
+    """90 % of the critical damping of one node of ``mass`` kg on one spring of ``k`` N/m."""
+    return 0.9 * 2.0 * math.sqrt(_non_negative(mass, "mass") * _non_negative(k, "k"))
+
+
 def grid_springs(rows: int, columns: int, families: Sequence[str] = FAMILIES) -> dict[str, np.ndarray]:
     """Spring index pairs of a rows x columns grid, by family (in the order given).
 
@@ -185,9 +204,14 @@ def grid_springs(rows: int, columns: int, families: Sequence[str] = FAMILIES) ->
 
     Raises
     ------
+    TypeError
+        If ``rows`` or ``columns`` is not an integer.
     ValueError
-        If ``families`` names an unknown family.
+        If ``rows`` or ``columns`` is below 1 or its grid too large for int32 node indices,
+        or ``families`` names an unknown family.
     """
+    rows = _positive_int(rows, "rows", 1, _SIDE_2D)
+    columns = _positive_int(columns, "columns", 1, _SIDE_2D)
     index = np.arange(rows * columns).reshape(rows, columns)
     pairs: dict[str, np.ndarray] = {}
     for family in _check_families(families):
@@ -225,9 +249,13 @@ def lattice_springs(n: int, families: Sequence[str] = FAMILIES) -> dict[str, np.
 
     Raises
     ------
+    TypeError
+        If ``n`` is not an integer.
     ValueError
-        If ``families`` names an unknown family (or ``n`` is negative).
+        If ``n`` is below 1 or its lattice too large for int32 node indices, or ``families``
+        names an unknown family.
     """
+    n = _positive_int(n, "n", 1, _SIDE_3D)
     index = np.arange(n**3).reshape(n, n, n)
     full = slice(None)
 
@@ -967,7 +995,7 @@ def jelly_cube(n: int = 10, *, size: float = 1.0, mass: float | None = None, k: 
     mass = 0.5 if mass is None else mass
     if c is None and damping_ratio is None:
         if density is None and youngs_modulus is None:
-            c = {family: 0.9 * 2.0 * math.sqrt(mass * _family_value(k, family, "k")) for family in FAMILIES}
+            c = {family: _critical_damping(mass, _family_value(k, family, "k")) for family in FAMILIES}
         else:
             damping_ratio = 0.9
     a, b, d = np.meshgrid(np.arange(n), np.arange(n), np.arange(n), indexing="ij")
@@ -1090,14 +1118,13 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
         the closest one), a count is not an integer, or a value has the wrong type.
     ValueError
         If a count is below its minimum or too large for int32 node indices, a length is
-        not finite and > 0, a mass, stiffness or damping is negative or not finite (with
-        ``c`` left out, a negative ``mass`` or ``k`` fails on its square root with
-        ``math domain error``).
+        not finite and > 0, a mass, stiffness or damping is negative or not finite, or
+        ``elevation`` is not finite.
     """
     size = _positive(size, "size")
     height = size if height is None else _positive(height, "height")
     half = size / 2.0
-    base = float(elevation)
+    base = _finite(elevation, "elevation")
     positions = np.array([
         [-half, base, -half], [half, base, -half], [half, base, half], [-half, base, half],
         [0.0, base + height, 0.0],
@@ -1106,7 +1133,7 @@ def pyramid(size: float = 1.0, *, height: float | None = None, mass: float = 1.0
         "structural": np.array([[0, 1], [1, 2], [2, 3], [3, 0], [0, 4], [1, 4], [2, 4], [3, 4]]),
         "shear": np.array([[0, 2], [1, 3]]),
     }
-    damping = 0.9 * 2.0 * math.sqrt(mass * k) if c is None else c
+    damping = _critical_damping(mass, k) if c is None else c
     faces = np.array([[0, 1, 2], [0, 2, 3], [0, 4, 1], [1, 4, 2], [2, 4, 3], [3, 4, 0]])
     system = _assemble(positions, pairs, k, damping, mass=mass, faces=faces, **options)
     if ground:
@@ -1177,7 +1204,7 @@ def spring_sphere(subdivisions: int = 2, *, radius: float = 0.5, center: ArrayLi
         k = 500.0
     if "damping_ratio" not in options and c is None:
         if mass is not None and k is not None:
-            c = 0.9 * 2.0 * math.sqrt(mass * k)
+            c = _critical_damping(mass, k)
         else:
             options["damping_ratio"] = 0.9
     system, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=c, bend_k=bend_k,
@@ -1245,7 +1272,7 @@ def balloon(subdivisions: int = 2, *, radius: float = 0.3, string_length: float 
     radius = _positive(radius, "radius")
     center = np.array([0.0, string_length + radius, 0.0])
     sphere = mesh.icosphere(subdivisions, radius=radius, center=center)
-    damping = 0.9 * 2.0 * math.sqrt(mass * k)
+    damping = _critical_damping(mass, k)
     body, counts = mesh.from_mesh(sphere.vertices, sphere.faces, mass=mass, k=k, c=damping,
                                   stabilise="center", uv=sphere.uv, return_counts=True)
     body_positions = body.x.copy()

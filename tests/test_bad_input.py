@@ -422,3 +422,169 @@ def test_collider_sizes_and_a_bool_step_name_their_argument() -> None:
     with pytest.raises(TypeError, match="dt must be a number of seconds, not bool"):
         s.step(True)
     assert np.array_equal(s.x, before[0]) and s.t == before[1] and len(s.colliders) == before[2]
+
+
+# ---- scene builders -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["mass", "k"])
+def test_pyramid_refuses_a_negative_mass_or_stiffness_by_name(name: str) -> None:
+    from msprings import scenes
+
+    with pytest.raises(ValueError, match=f"{name} = -1.0 must be finite and >= 0"):
+        scenes.pyramid(**{name: -1.0})
+    with pytest.raises(ValueError, match="elevation = nan must be finite"):
+        scenes.pyramid(elevation=np.nan)
+
+
+@pytest.mark.parametrize("name", ["mass", "k"])
+def test_sphere_balloon_and_jelly_refuse_a_negative_mass_or_stiffness_by_name(name: str) -> None:
+    from msprings import scenes
+
+    for builder in (scenes.spring_sphere, scenes.balloon):
+        with pytest.raises(ValueError, match=f"{name} = -2.0 must be finite and >= 0"):
+            builder(0, **{name: -2.0})
+    with pytest.raises(ValueError, match=f"{name} = -2.0 must be finite and >= 0"):
+        scenes.jelly_cube(2, **{name: -2.0})
+
+
+@pytest.mark.parametrize("rows, columns, name", [(-1, 3, "rows"), (0, 3, "rows"), (3, -4, "columns"), (3, 0, "columns")])
+def test_grid_springs_refuses_counts_below_one(rows: int, columns: int, name: str) -> None:
+    from msprings import scenes
+
+    with pytest.raises(ValueError, match=f"{name} = -?[0-9]+ must be >= 1"):
+        scenes.grid_springs(rows, columns)
+    with pytest.raises(TypeError, match="rows must be an integer"):
+        scenes.grid_springs(2.5, 3)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("n", [-2, 0])
+def test_lattice_springs_refuses_a_side_below_one(n: int) -> None:
+    from msprings import scenes
+
+    with pytest.raises(ValueError, match=f"n = {n} must be >= 1"):
+        scenes.lattice_springs(n)
+    # the smallest valid lattice: one node and no springs
+    assert all(len(pairs) == 0 for pairs in scenes.lattice_springs(1).values())
+
+
+# ---- mesh helpers ---------------------------------------------------------------------
+
+
+def _octahedron() -> tuple[np.ndarray, np.ndarray]:
+    vertices = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]], dtype=float)
+    faces = np.array([[0, 2, 4], [2, 1, 4], [1, 3, 4], [3, 0, 4], [2, 0, 5], [1, 2, 5], [3, 1, 5], [0, 3, 5]])
+    return vertices, faces
+
+
+VERTEX_FACE_HELPERS = ("face_normals", "vertex_normals", "enclosed_volume", "element_sizes")
+
+
+@pytest.mark.parametrize("helper", VERTEX_FACE_HELPERS)
+def test_mesh_helpers_check_vertices_and_faces_by_name(helper: str) -> None:
+    from msprings import mesh
+
+    function = getattr(mesh, helper)
+    vertices, faces = _octahedron()
+    with pytest.raises(ValueError, match=r"vertices must have shape \(n, 3\), got \(6, 2\)"):
+        function(vertices[:, :2], faces)
+    bad = vertices.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match=r"vertices\[3\] is not finite"):
+        function(bad, faces)
+    with pytest.raises(ValueError, match=r"faces\[2\] = \(1, 3, 6\) refers to a vertex outside 0..5"):
+        function(vertices, np.vstack([faces[:2], [[1, 3, 6]]]))
+    with pytest.raises(ValueError, match=r"faces must have shape \(rows, 3\)"):
+        function(vertices, faces[:, :2])
+    with pytest.raises(TypeError, match="faces must contain integer vertex indices"):
+        function(vertices, faces.astype(float))
+    assert mesh.enclosed_volume(vertices, faces) == pytest.approx(4.0 / 3.0)
+
+
+@pytest.mark.parametrize("helper", ["unique_edges", "interior_edge_opposites"])
+def test_topology_helpers_check_faces_by_name(helper: str) -> None:
+    from msprings import mesh
+
+    function = getattr(mesh, helper)
+    _, faces = _octahedron()
+    with pytest.raises(ValueError, match=r"faces\[1\] = \(2, -1, 4\) holds a negative vertex index"):
+        function(np.vstack([faces[:1], [[2, -1, 4]]]))
+    with pytest.raises(ValueError, match=r"faces must have shape \(rows, 3\)"):
+        function(faces.ravel()[:10])
+    assert len(mesh.unique_edges(faces)) == 12
+
+
+def _tetrahedron() -> tuple[np.ndarray, np.ndarray]:
+    return np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=float), np.array([[0, 1, 2, 3]])
+
+
+def test_tetrahedron_helpers_check_nodes_and_tets_by_name() -> None:
+    from msprings import mesh
+
+    nodes, tets = _tetrahedron()
+    for call in (lambda x, t: mesh.tetrahedron_volumes(x, t), lambda x, t: mesh.tetrahedron_stiffness(x, t, 1e5)):
+        with pytest.raises(ValueError, match=r"nodes must have shape \(n, 3\)"):
+            call(nodes.ravel(), tets)
+        with pytest.raises(ValueError, match=r"tets\[0\] = \(0, 1, 2, 4\) refers to a node outside 0..3"):
+            call(nodes, [[0, 1, 2, 4]])
+        with pytest.raises(ValueError, match=r"tets must have shape \(rows, 4\)"):
+            call(nodes, [[0, 1, 2]])
+    with pytest.raises(ValueError, match=r"tets\[0\] = \(0, -1, 2, 3\) holds a negative node index"):
+        mesh.boundary_faces([[0, -1, 2, 3]])
+    assert mesh.tetrahedron_volumes(nodes, tets)[0] == pytest.approx(1.0 / 6.0)
+    assert len(mesh.boundary_faces(tets)) == 4
+
+
+def test_material_helpers_refuse_negative_values_by_name() -> None:
+    from msprings import mesh
+
+    vertices, faces = _octahedron()
+    edges = mesh.unique_edges(faces)
+    with pytest.raises(ValueError, match="total = -1.0 must be finite and >= 0"):
+        mesh.lumped_masses(vertices, faces, -1.0)
+    with pytest.raises(ValueError, match="total = nan must be finite and >= 0"):
+        mesh.lumped_masses(vertices, faces, np.nan)
+    with pytest.raises(ValueError, match="modulus = -1.0 must be finite and >= 0"):
+        mesh.spring_stiffness(vertices, faces, edges, -1)
+    with pytest.raises(ValueError, match=r"edges lacks the edge \(2, 1\) of faces\[1\]"):
+        mesh.spring_stiffness(vertices, faces, [[0, 2]], 1.0)
+    with pytest.raises(ValueError, match=r"edges\[0\] = \(0, 6\) refers to a node outside 0..5"):
+        mesh.spring_stiffness(vertices, faces, [[0, 6]], 1.0)
+    with pytest.raises(ValueError, match="thickness = 0.0 must be finite and > 0"):
+        mesh.spring_stiffness(vertices, faces, edges, 1.0, thickness=0.0)
+    nodes, tets = _tetrahedron()
+    with pytest.raises(ValueError, match="youngs_modulus = -1.0 must be finite and >= 0"):
+        mesh.tetrahedron_stiffness(nodes, tets, -1.0)
+    with pytest.raises(ValueError, match="factor = 0.0 must be finite and > 0"):
+        mesh.tetrahedron_stiffness(nodes, tets, 1.0, 0.0)
+    # the valid calls still give the closed forms: equal masses summing to the total, and
+    # k = E t A / L^2 with A the two adjacent triangles' area (sqrt(3)/2 each) and L^2 = 2: sqrt(3) at E = 2
+    np.testing.assert_allclose(mesh.lumped_masses(vertices, faces, 6.0), np.ones(6))
+    np.testing.assert_allclose(mesh.spring_stiffness(vertices, faces, edges, 2.0), np.full(12, math.sqrt(3)))
+
+
+# ---- colliders ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("make", ["system", "ensemble"])
+def test_collider_vectors_are_named_as_the_method_names_them(make: str) -> None:
+    s = msprings.System([[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]], [[0, 1]])
+    target: Any = s if make == "system" else msprings.Ensemble([s, s.copy()])
+    before = s.x.copy()
+    with pytest.raises(ValueError, match=r"point must have shape \(3,\), got \(2,\)"):
+        target.add_plane((1.0, 2.0))
+    with pytest.raises(ValueError, match=r"normal must have shape \(3,\), got \(2,\)"):
+        target.add_plane((0, 0, 0), (1.0, 2.0))
+    with pytest.raises(ValueError, match=r"point = \(nan, 0.0, 0.0\) must be finite"):
+        target.add_plane((np.nan, 0.0, 0.0))
+    with pytest.raises(ValueError, match="the normal must be a non-zero vector"):
+        target.add_plane((0, 0, 0), (0, 0, 0))
+    with pytest.raises(ValueError, match=r"velocity must have shape \(3,\)"):
+        target.add_plane(velocity=(1.0,))
+    with pytest.raises(ValueError, match=r"center must have shape \(3,\)"):
+        target.add_sphere((1.0, 2.0), 1.0)
+    with pytest.raises(ValueError, match=r"axis must have shape \(3,\)"):
+        target.add_cylinder((0, 0, 0), 1.0, 1.0, (0.0, 1.0))
+    with pytest.raises(ValueError, match=r"center = \(0.0, inf, 0.0\) must be finite"):
+        target.add_cylinder((0, np.inf, 0), 1.0, 1.0)
+    assert len(s.colliders) == 0 and np.array_equal(s.x, before)

@@ -28,6 +28,7 @@ docscrape = pytest.importorskip("numpydoc.docscrape")
 
 # Modules whose public names are held to the numpydoc layout.
 MODULES = [
+    "msprings",
     "msprings.colliders",
     "msprings.ensemble",
     "msprings.io",

@@ -105,6 +105,33 @@ def _triangles(value: ArrayLike, n_vertices: int) -> np.ndarray:
     return index_array(value, "faces", 3, n_vertices, "vertex")
 
 
+_ANY_INDEX = int(np.iinfo(np.int64).max)
+
+
+def _elements(value: ArrayLike, name: str, width: int, count: int = _ANY_INDEX, noun: str = "vertex") -> np.ndarray:
+    """An int64 (rows, width) array of indices into ``count`` items (any index >= 0 by default),
+    with errors naming ``name``: the shared check of the public mesh helpers."""
+    array = index_array(value, name, width, count, noun) if count != _ANY_INDEX else None
+    if array is not None:
+        return array
+    try:
+        array = index_array(value, name, width, count, noun)
+    except ValueError as error:
+        if "outside" not in str(error):
+            raise
+        rows = np.asarray(value)
+        bad = int(np.flatnonzero((rows < 0).any(axis=1))[0])
+        raise ValueError(f"{name}[{bad}] = {tuple(int(i) for i in rows[bad])} holds a negative {noun} index") from None
+    return array
+
+
+def _mesh_arrays(vertices: ArrayLike, elements: ArrayLike, width: int = 3, vertices_name: str = "vertices",
+                 elements_name: str = "faces", noun: str = "vertex") -> tuple[np.ndarray, np.ndarray]:
+    """Checked ``vertices`` (n, 3) finite float64 and ``elements`` (rows, width) int64 indices into them."""
+    x = _points(vertices, vertices_name, 3)
+    return x, _elements(elements, elements_name, width, len(x), noun)
+
+
 # ---- geometry -----------------------------------------------------------------------
 
 
@@ -124,13 +151,15 @@ def face_normals(vertices: ArrayLike, faces: ArrayLike) -> np.ndarray:
     numpy.ndarray, shape (F, 3)
         The unnormalised normals (m^2).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers or ``faces`` not integers.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, or ``faces`` is not (F, 3) or refers
+        to a vertex outside ``0..n-1``.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    x, f = _mesh_arrays(vertices, faces)
     a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
     return np.cross(b - a, c - a)
 
@@ -154,15 +183,18 @@ def vertex_normals(vertices: ArrayLike, faces: ArrayLike) -> np.ndarray:
     numpy.ndarray, shape (n, 3)
         Unit normals (dimensionless).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers or ``faces`` not integers.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, or ``faces`` is not (F, 3) or refers
+        to a vertex outside ``0..n-1``.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    x, f = _mesh_arrays(vertices, faces)
     normals = np.zeros_like(x)
-    per_face = face_normals(x, f)
+    a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
+    per_face = np.cross(b - a, c - a)
     for corner in range(3):
         np.add.at(normals, f[:, corner], per_face)
     length = np.linalg.norm(normals, axis=1)
@@ -189,13 +221,15 @@ def enclosed_volume(vertices: ArrayLike, faces: ArrayLike) -> float:
     float
         The enclosed volume (m^3).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers or ``faces`` not integers.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, or ``faces`` is not (F, 3) or refers
+        to a vertex outside ``0..n-1``.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    x, f = _mesh_arrays(vertices, faces)
     a, b, c = x[f[:, 0]], x[f[:, 1]], x[f[:, 2]]
     return float(np.einsum("ij,ij->", a, np.cross(b, c)) / 6.0)
 
@@ -256,12 +290,14 @@ def unique_edges(faces: ArrayLike) -> np.ndarray:
     numpy.ndarray of int64, shape (E, 2)
         The edges.
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``faces`` is not integers.
+    ValueError
+        If ``faces`` is not (F, 3) or holds a negative index.
     """
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    f = _elements(faces, "faces", 3)
     if f.shape[0] == 0:
         return np.zeros((0, 2), dtype=np.int64)
     pairs, _ = _half_edges(f)
@@ -288,12 +324,14 @@ def interior_edge_opposites(faces: ArrayLike) -> InteriorEdges:
         ``edges`` (E, 2) and ``opposite`` (E, 2) vertex indices, and the edges of more
         than two triangles in ``nonmanifold``.
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``faces`` is not integers.
+    ValueError
+        If ``faces`` is not (F, 3) or holds a negative index.
     """
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    f = _elements(faces, "faces", 3)
     empty = np.zeros((0, 2), dtype=np.int64)
     if f.shape[0] == 0:
         return InteriorEdges(empty, empty.copy(), empty.copy())

@@ -22,8 +22,22 @@ Part of :mod:`msprings.mesh`, which re-exports its public names.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
+
+from .._system import real_scalar
+from ._geometry import _elements, _mesh_arrays
+
+
+def _non_negative(value: float, name: str) -> float:
+    """A finite real number >= 0, with errors naming ``name``."""
+    number = real_scalar(value, name)
+    if not (math.isfinite(number) and number >= 0.0):
+        raise ValueError(f"{name} = {number} must be finite and >= 0")
+    return number
+
 
 __all__ = ["lumped_masses", "spring_stiffness", "element_sizes"]
 
@@ -61,13 +75,19 @@ def element_sizes(vertices: ArrayLike, faces: ArrayLike, solid: bool = False) ->
     numpy.ndarray, shape (F,)
         Areas (m^2) or volumes (m^3).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers or ``faces`` not integers.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, ``faces`` is not (F, 3) or refers
+        to a vertex outside ``0..n-1``.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
+    x, f = _mesh_arrays(vertices, faces)
+    return _element_sizes(x, f, solid)
+
+
+def _element_sizes(x: np.ndarray, f: np.ndarray, solid: bool) -> np.ndarray:
     if solid:
         return _tetrahedron_volumes(x, f, x.mean(axis=0))
     return _triangle_areas(x, f)
@@ -97,14 +117,17 @@ def lumped_masses(vertices: ArrayLike, faces: ArrayLike, total: float, solid: bo
     numpy.ndarray, shape (n,) or (n + 1,)
         Node masses (kg).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers or ``faces`` not integers, or ``total`` is not a real number.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, ``faces`` is not (F, 3) or refers
+        to a vertex outside ``0..n-1``, or ``total`` is negative or not finite.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    sizes = element_sizes(x, f, solid)
+    x, f = _mesh_arrays(vertices, faces)
+    total = _non_negative(total, "total")
+    sizes = _element_sizes(x, f, solid)
     element_mass = total * sizes / sizes.sum()
     share = element_mass / (4.0 if solid else 3.0)
     n = x.shape[0]
@@ -146,16 +169,25 @@ def spring_stiffness(vertices: ArrayLike, faces: ArrayLike, edges: ArrayLike, mo
     numpy.ndarray, shape (E,)
         Spring stiffnesses (N/m).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``vertices`` is not real numbers, ``faces`` or ``edges`` not integers, or
+        ``modulus`` or ``thickness`` not a real number.
+    ValueError
+        If ``vertices`` is not (n, 3) or not finite, ``faces`` is not (F, 3) or refers to a
+        vertex outside ``0..n-1``, ``edges`` is not (E, 2), refers to a node outside the
+        mesh (``0..n`` for a solid) or lacks an edge of ``faces`` (or for a solid a spoke),
+        ``modulus`` is negative or not finite, or ``thickness`` is not finite and > 0.
     """
-    x = np.asarray(vertices, dtype=np.float64)
-    f = np.asarray(faces, dtype=np.int64).reshape(-1, 3)
-    pairs = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    x, f = _mesh_arrays(vertices, faces)
     n = x.shape[0]
-    sizes = element_sizes(x, f, solid)
+    pairs = _elements(edges, "edges", 2, n + 1 if solid else n, "node")
+    modulus = _non_negative(modulus, "modulus")
+    thickness = real_scalar(thickness, "thickness")
+    if not (math.isfinite(thickness) and thickness > 0.0):
+        raise ValueError(f"thickness = {thickness} must be finite and > 0 (m)")
+    sizes = _element_sizes(x, f, solid)
     # Sum each element's size onto its edges, looked up through sorted integer keys (i n + j).
     points = np.concatenate([x, x.mean(axis=0, keepdims=True)]) if solid else x
     width = n + 1
@@ -169,7 +201,13 @@ def spring_stiffness(vertices: ArrayLike, faces: ArrayLike, edges: ArrayLike, mo
     summed = np.zeros(len(pairs))
     for i, j in element_edges:
         key = np.minimum(i, j) * width + np.maximum(i, j)
-        slot = order[np.searchsorted(keys, key, sorter=order)]
+        found = np.minimum(np.searchsorted(keys, key, sorter=order), max(len(keys) - 1, 0))
+        missing = (keys[order[found]] != key) if len(keys) else np.ones(len(key), dtype=bool)
+        if missing.any():
+            bad = int(np.flatnonzero(missing)[0])
+            raise ValueError(f"edges lacks the edge ({int(i[bad])}, {int(j[bad])}) of faces[{bad}]: give every edge "
+                             "of the mesh (unique_edges, then the spokes for a solid)")
+        slot = order[found]
         summed += np.bincount(slot, weights=sizes, minlength=len(pairs))
     length2 = np.einsum("ij,ij->i", points[pairs[:, 1]] - points[pairs[:, 0]], points[pairs[:, 1]] - points[pairs[:, 0]])
     factor = modulus if solid else modulus * thickness

@@ -53,10 +53,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._geometry import _points, _row_keys, enclosed_volume, unique_edges
+from ._geometry import _elements, _mesh_arrays, _points, _row_keys, enclosed_volume, unique_edges
+from ._material import _non_negative
 from ._springs import (_SYSTEM_ARGUMENTS, _SYSTEM_ATTRIBUTES, MeshWarning, _material_values, _optional_positive,
                        _per_edge, _pin_mask, _spring_damping)
-from .._system import System, index_array
+from .._system import System, index_array, real_scalar
 
 __all__ = ["TetMesh", "boundary_faces", "from_tetrahedra", "read_tetrahedra", "tetrahedralize",
            "tetrahedron_stiffness", "tetrahedron_volumes"]
@@ -93,13 +94,19 @@ def tetrahedron_volumes(nodes: ArrayLike, tets: ArrayLike) -> np.ndarray:
     numpy.ndarray, shape (T,)
         Signed volumes (m^3).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``nodes`` is not real numbers or ``tets`` not integers.
+    ValueError
+        If ``nodes`` is not (N, 3) or not finite, or ``tets`` is not (T, 4) or refers to a
+        node outside ``0..N-1``.
     """
-    x = np.asarray(nodes, dtype=np.float64)
-    t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
+    x, t = _mesh_arrays(nodes, tets, 4, "nodes", "tets", "node")
+    return _tetrahedron_volumes(x, t)
+
+
+def _tetrahedron_volumes(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     a = x[t[:, 0]]
     return np.einsum("ij,ij->i", x[t[:, 1]] - a, np.cross(x[t[:, 2]] - a, x[t[:, 3]] - a)) / 6.0
 
@@ -118,12 +125,18 @@ def boundary_faces(tets: ArrayLike) -> np.ndarray:
     numpy.ndarray of int64, shape (F, 3)
         The boundary triangles.
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``tets`` is not integers.
+    ValueError
+        If ``tets`` is not (T, 4) or holds a negative index.
     """
-    t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
+    t = _elements(tets, "tets", 4, noun="node")
+    return _boundary_faces(t)
+
+
+def _boundary_faces(t: np.ndarray) -> np.ndarray:
     faces = t[:, _TET_FACES].reshape(-1, 3)
     key = _row_keys(np.sort(faces, axis=1))
     _, first, count = np.unique(key, return_index=True, return_counts=True)
@@ -160,16 +173,24 @@ def tetrahedron_stiffness(nodes: ArrayLike, tets: ArrayLike, youngs_modulus: flo
     numpy.ndarray, shape (T, 6)
         Each tetrahedron's share of its edges' stiffnesses (N/m).
 
-    Notes
-    -----
-    A fast helper: the arrays are not checked, so a wrong shape or an index out of range
-    fails inside NumPy (ValueError or IndexError).
+    Raises
+    ------
+    TypeError
+        If ``nodes`` is not real numbers, ``tets`` not integers, or ``youngs_modulus`` or
+        ``factor`` not a real number.
+    ValueError
+        If ``nodes`` is not (N, 3) or not finite, ``tets`` is not (T, 4) or refers to a node
+        outside ``0..N-1``, ``youngs_modulus`` is negative or not finite, or ``factor`` is
+        not finite and > 0.
     """
-    x = np.asarray(nodes, dtype=np.float64)
-    t = np.asarray(tets, dtype=np.int64).reshape(-1, 4)
+    x, t = _mesh_arrays(nodes, tets, 4, "nodes", "tets", "node")
+    youngs_modulus = _non_negative(youngs_modulus, "youngs_modulus")
+    factor = real_scalar(factor, "factor")
+    if not (math.isfinite(factor) and factor > 0.0):
+        raise ValueError(f"factor = {factor} must be finite and > 0")
     vectors = x[t[:, _TET_EDGES[:, 1]]] - x[t[:, _TET_EDGES[:, 0]]]  # (T, 6, 3)
     length2 = np.einsum("tei,tei->te", vectors, vectors)
-    volume = np.abs(tetrahedron_volumes(x, t))
+    volume = np.abs(_tetrahedron_volumes(x, t))
     return factor * youngs_modulus * volume[:, None] / length2
 
 
@@ -183,7 +204,7 @@ def _check_tetrahedra(x: np.ndarray, tets: np.ndarray) -> np.ndarray:
         bad = int(np.flatnonzero(repeated)[0])
         raise ValueError(f"tets[{bad}] = {tuple(int(i) for i in tets[bad])} repeats a node: a tetrahedron needs "
                          "four different nodes")
-    volume = tetrahedron_volumes(x, tets)
+    volume = _tetrahedron_volumes(x, tets)
     scale = np.einsum("tei,tei->t", *(2 * [x[tets[:, _TET_EDGES[:, 1]]] - x[tets[:, _TET_EDGES[:, 0]]]]))
     flat = ~(np.abs(volume) > 1e-12 * (scale / 6.0) ** 1.5)
     if flat.any():
@@ -357,7 +378,7 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
         candidates = np.flatnonzero(lonely[tets].any(axis=1) & ~keep)
         probes = 0.5 * (corners[candidates] + centroid[candidates, None, :])
         score = _inside(probes.reshape(-1, 3), surface_x, surface).reshape(-1, 4).sum(axis=1)
-        volume = np.abs(tetrahedron_volumes(points, tets[candidates]))
+        volume = np.abs(_tetrahedron_volumes(points, tets[candidates]))
         for vertex in np.flatnonzero(lonely):
             mine = np.flatnonzero((tets[candidates] == vertex).any(axis=1))
             if len(mine):
@@ -365,9 +386,9 @@ def _builtin_fill(x: np.ndarray, faces: np.ndarray, spacing: float) -> TetMesh:
                 if score[best] > 0:
                     keep[candidates[best]] = True
     tets = tets[keep]
-    volume = tetrahedron_volumes(points, tets)
+    volume = _tetrahedron_volumes(points, tets)
     tets = tets[np.abs(volume) > 1e-9 * spacing ** 3]
-    volume = tetrahedron_volumes(points, tets)
+    volume = _tetrahedron_volumes(points, tets)
     flip = volume < 0
     tets[flip, 2], tets[flip, 3] = tets[flip, 3].copy(), tets[flip, 2].copy()
     used = np.zeros(len(points), dtype=bool)
