@@ -871,6 +871,53 @@ def folding_cloth(n: int = 24, *, size: float = 0.8, height: float = 0.05, rippl
     between them, and sweeps every step (``self_contact_sweep = 1``), so the folds never pass
     through each other.  The integrator is implicit Euler with at most 4 Newton iterations a
     step, stable at large steps such as 1/60 s; ``integrator=`` overrides it.
+
+    Parameters
+    ----------
+    n : int, optional
+        Nodes along each side, at least 3 (default 24).
+    size : float, optional
+        Side of the square (m, > 0; default 0.8).
+    height : float, optional
+        Height of the lower edge above the ground (m, >= 0; default 0.05).
+    ripple : float, optional
+        Out-of-plane ripple's amplitude as a share of ``size`` (0 to 0.1; default 0.01).
+    pin : {None, "top"}, optional
+        None (default) drops the cloth; ``"top"`` pins its upper edge.
+    density : float, optional
+        Fabric density (kg/m^3, > 0; default 300).
+    thickness : float, optional
+        Fabric thickness (m, > 0; default 1e-3).
+    youngs_modulus : float, optional
+        Young's modulus of the membrane (Pa, > 0; default 2e5).
+    damping_ratio : float, optional
+        Damping ratio of every spring (>= 0; default 0.1).
+    k : float or None, optional
+        Stiffness of the bend springs (N/m, > 0); None (default) makes them as stiff as the
+        shear springs, 3/8 E t.
+    friction : float, optional
+        Coulomb friction coefficient of the ground (>= 0; default 0.5).
+    self_collision : float or None, optional
+        Distance the layers are kept apart (m, > 0 and at most half the node spacing); None
+        (default) is 0.4 x the node spacing.
+    self_friction : float, optional
+        Coulomb friction coefficient between layers (>= 0; default 0.3).
+    **options
+        Further :class:`System` keywords (``integrator``, ``pinned``, ``gravity``, ...).
+
+    Returns
+    -------
+    System
+        The cloth, n * n nodes, with its faces, a ground plane and self-contact on.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is below 3, a size, height, material value or friction is out of its range or
+        not finite, ``ripple`` is outside [0, 0.1], ``pin`` is not None or ``"top"``, or
+        ``self_collision`` is not in (0, half the node spacing].
+    TypeError
+        If a numeric argument is not a real number, or ``options`` holds an unknown keyword.
     """
     n = _positive_int(n, "n", 3, _SIDE_2D)
     size = _positive(size, "size")
