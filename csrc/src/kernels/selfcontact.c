@@ -19,7 +19,12 @@
  *    is measured, and a distance below the gap is a contact.  A piece where |f| stays at
  *    rounding level (coplanar motion) is sampled at 9 times, and counts as a contact if a
  *    sample is closer than the gap plus the most the distance can change between samples,
- *    so near-degenerate motion is handled conservatively.
+ *    so near-degenerate motion is handled conservatively.  That change is bounded by the
+ *    pair's relative motion (the largest motion of a point of one primitive relative to a
+ *    point of the other), so a common translation, however long, adds no margin.  A pair
+ *    that starts closer than the gap counts only if it comes to half its start distance
+ *    (it cannot cross meanwhile), and a pair that starts touching not at all: resting or
+ *    coincident nodes are not held back step after step.
  *  - fail-safe: every node of a pair in contact goes back to its start-of-step position
  *    (it rests there for the step), and the pairs with a node that went back are tested
  *    again, until no pair is in contact.  Each round sends back at least one more node, so
@@ -240,12 +245,29 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
                  lr = sqrt(DOT(r0, r0)) + sqrt(DOT(dr, dr));
     const double length = lu > lw ? (lu > lr ? lu : lr) : (lw > lr ? lw : lr);
     const double flat = SC_FLAT * length * length * length;
-    double speed = 0.0; /* the fastest point (m per step): the distance changes at most 2 speed */
-    for (int k = 0; k < 4; ++k) {
-        const double s = sqrt(DOT(motion[k], motion[k]));
-        if (s > speed) speed = s;
+    /* the pair's relative speed (m per step): the closest points' difference is a weighted
+       mean of the differences between a point of one primitive and a point of the other, so
+       the distance changes at most by the largest of those differences' motions (a common
+       translation of the four points does not change it) */
+    static const int side[2][4] = {{0, 1, 1, 1}, {0, 0, 1, 1}};
+    double speed = 0.0;
+    for (int k = 0; k < 4; ++k)
+        for (int l = k + 1; l < 4; ++l) {
+            if (side[edge_edge][k] == side[edge_edge][l]) continue;
+            const double d[3] = {motion[k][0] - motion[l][0], motion[k][1] - motion[l][1], motion[k][2] - motion[l][2]};
+            const double sp = sqrt(DOT(d, d));
+            if (!(sp <= speed)) speed = sp;
+        }
+    if (!(speed >= 0.0) || !(length >= 0.0) || !isfinite(flat) || !isfinite(speed))
+        return 1; /* non-finite: let the step's checks see it */
+    /* a pair already closer than the gap at the start of the step is a contact only if it
+       comes to half its start distance: it does not cross over the step, and a pair resting
+       in contact (or coincident, which the proximity pass cannot part) is not held back */
+    {
+        const double initial = pair_distance(start, motion, edge_edge, 0.0);
+        if (!(initial > 0.0)) return 0; /* touching already: it can come no closer */
+        if (initial < gap) gap = 0.5 * initial;
     }
-    if (!(speed >= 0.0) || !(length >= 0.0) || !isfinite(flat)) return 1; /* non-finite: let the step's checks see it */
 
     /* the pieces of [0, 1] where f is monotone: cut at the roots of f' = 3 c3 t^2 + 2 c2 t + c1 */
     double cut[4];
@@ -287,7 +309,7 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
         const double fhi = cubic(coef, hi);
         if (fabs(flo) <= flat && fabs(fhi) <= flat) {
             /* coplanar to working precision over the piece: sample it */
-            const double slack = 2.0 * speed * (hi - lo) / 16.0;
+            const double slack = speed * (hi - lo) / 16.0;
             for (int k = 0; k <= 8; ++k)
                 if (pair_distance(start, motion, edge_edge, lo + (hi - lo) * k / 8.0) < gap + slack) return 1;
             continue;
@@ -312,7 +334,7 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
         }
         /* the root lies in [lo, hi]: the distance there is at most the one at either end
            plus the change over the bracket */
-        const double slack = 2.0 * speed * (hi - lo);
+        const double slack = speed * (hi - lo);
         if (pair_distance(start, motion, edge_edge, lo) < gap + slack) return 1;
     }
     return 0;
