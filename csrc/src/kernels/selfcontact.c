@@ -6,7 +6,8 @@
  * a node with if, at some time of that motion, a node touches a triangle (point-triangle)
  * or an edge touches an edge (edge-edge).  Such contacts are found continuously:
  *
- *  - broad phase: the box each node sweeps over the step, padded by the gap, gives the
+ *  - broad phase: the box each node sweeps over the step (in a frame moving with the
+ *    nodes' mean displacement), padded by the gap, gives the
  *    boxes of the triangles and edges; they are hashed into a uniform grid (cells of about
  *    twice the mean edge box), so the cost grows linearly with the node count.  A box over
  *    too many cells is tested against every primitive instead.  Each pair is taken once:
@@ -540,10 +541,21 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         mean /= (double)(nedge > 0 ? nedge : 1);
         if (MS_SELF_CONTACT_GAP * mean < gap) gap = MS_SELF_CONTACT_GAP * mean;
     }
+    /* The boxes are swept in a frame moving with the nodes' mean displacement: a common
+       translation of all the points does not change their distances at any time, so a pair
+       that touches in one frame touches in the other, and a cloth moving as a whole keeps
+       small boxes (and a fine grid) however far it goes in one step. */
+    double shift[3] = {0.0, 0.0, 0.0};
+    for (int64_t i = 0; i < n; ++i)
+        for (int q = 0; q < 3; ++q) shift[q] += x1[3 * i + q] - x0[3 * i + q];
+    for (int q = 0; q < 3; ++q) {
+        shift[q] /= (double)(n > 0 ? n : 1);
+        if (!isfinite(shift[q])) shift[q] = 0.0;
+    }
     for (int64_t i = 0; i < n; ++i) {
         double* box = w->node_box + 6 * i;
         for (int q = 0; q < 3; ++q) {
-            const double a = x0[3 * i + q], b = x1[3 * i + q];
+            const double a = x0[3 * i + q], b = x1[3 * i + q] - shift[q];
             box[q] = (a < b ? a : b) - gap;
             box[3 + q] = (a < b ? b : a) + gap;
         }
