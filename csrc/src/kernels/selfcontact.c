@@ -541,85 +541,98 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         mean /= (double)(nedge > 0 ? nedge : 1);
         if (MS_SELF_CONTACT_GAP * mean < gap) gap = MS_SELF_CONTACT_GAP * mean;
     }
-    /* The boxes are swept in a frame moving with the nodes' mean displacement: a common
-       translation of all the points does not change their distances at any time, so a pair
-       that touches in one frame touches in the other, and a cloth moving as a whole keeps
-       small boxes (and a fine grid) however far it goes in one step. */
-    double shift[3] = {0.0, 0.0, 0.0};
-    for (int64_t i = 0; i < n; ++i)
-        for (int q = 0; q < 3; ++q) shift[q] += x1[3 * i + q] - x0[3 * i + q];
-    for (int q = 0; q < 3; ++q) {
-        shift[q] /= (double)(n > 0 ? n : 1);
-        if (!isfinite(shift[q])) shift[q] = 0.0;
-    }
-    for (int64_t i = 0; i < n; ++i) {
-        double* box = w->node_box + 6 * i;
+    for (int attempt = 0;; ++attempt) {
+        /* The boxes are swept in a frame moving with the nodes' mean displacement: a common
+           translation of all the points does not change their distances at any time, so a pair
+           that touches in one frame touches in the other, and a cloth moving as a whole keeps
+           small boxes (and a fine grid) however far it goes in one step.  If the step sends a
+           node back, the search runs again in the frame at rest. */
+        double shift[3] = {0.0, 0.0, 0.0};
+        for (int64_t i = 0; i < n; ++i)
+            for (int q = 0; q < 3; ++q) shift[q] += x1[3 * i + q] - x0[3 * i + q];
         for (int q = 0; q < 3; ++q) {
-            const double a = x0[3 * i + q], b = x1[3 * i + q] - shift[q];
-            box[q] = (a < b ? a : b) - gap;
-            box[3 + q] = (a < b ? b : a) + gap;
+            shift[q] /= (double)(n > 0 ? n : 1);
+            if (!isfinite(shift[q]) || attempt > 0) shift[q] = 0.0;
         }
-        w->back[i] = 0;
-        w->fresh[i] = 0;
-    }
-    /* cells of twice the mean extent of the edges' boxes */
-    double extent = 0.0;
-    for (int64_t e = 0; e < nedge; ++e) {
-        double* box = w->prim_box + 6 * e;
-        union_box(w->node_box, w->edges + 2 * e, 2, box);
-        double most = 0.0;
-        for (int q = 0; q < 3; ++q)
-            if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
-        extent += most;
-    }
-    const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
-    if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
-    const double inv_cell = 1.0 / cell;
+        const int shifted = shift[0] != 0.0 || shift[1] != 0.0 || shift[2] != 0.0;
+        int retry = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            double* box = w->node_box + 6 * i;
+            for (int q = 0; q < 3; ++q) {
+                const double a = x0[3 * i + q], b = x1[3 * i + q] - shift[q];
+                box[q] = (a < b ? a : b) - gap;
+                box[3 + q] = (a < b ? b : a) + gap;
+            }
+            w->back[i] = 0;
+            w->fresh[i] = 0;
+        }
+        /* cells of twice the mean extent of the edges' boxes */
+        double extent = 0.0;
+        for (int64_t e = 0; e < nedge; ++e) {
+            double* box = w->prim_box + 6 * e;
+            union_box(w->node_box, w->edges + 2 * e, 2, box);
+            double most = 0.0;
+            for (int q = 0; q < 3; ++q)
+                if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
+            extent += most;
+        }
+        const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
+        if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
+        const double inv_cell = 1.0 / cell;
 
-    w->npair = 0;
-    /* edge-edge: the edge boxes are in prim_box already */
-    if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
-    if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
-    /* point-triangle */
-    for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
-    if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
-    if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
+        w->npair = 0;
+        /* edge-edge: the edge boxes are in prim_box already */
+        if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
+        if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
+        /* point-triangle */
+        for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
+        if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
+        if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
 
-    memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
-    for (int round = 0;; ++round) {
-        int64_t npending = 0;
-        for (int64_t k = 0; k < w->npair; ++k) {
-            int32_t nodes[4];
-            pair_nodes(m, w, w->pairs + k, nodes);
-            if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
-                continue;
-            int movable = 0;
-            for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
-            if (!movable) continue; /* nothing left to send back */
-            double start[4][3], motion[4][3];
-            for (int q = 0; q < 4; ++q)
-                for (int a = 0; a < 3; ++a) {
-                    start[q][a] = x0[3 * (int64_t)nodes[q] + a];
-                    motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
-                }
-            if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
-            for (int q = 0; q < 4; ++q) {
-                const int32_t i = nodes[q];
-                if (!w->back[i]) {
-                    w->back[i] = 2; /* pending */
-                    w->pending[npending++] = i;
+        memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
+        for (int round = 0;; ++round) {
+            int64_t npending = 0;
+            for (int64_t k = 0; k < w->npair; ++k) {
+                int32_t nodes[4];
+                pair_nodes(m, w, w->pairs + k, nodes);
+                if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
+                    continue;
+                int movable = 0;
+                for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
+                if (!movable) continue; /* nothing left to send back */
+                double start[4][3], motion[4][3];
+                for (int q = 0; q < 4; ++q)
+                    for (int a = 0; a < 3; ++a) {
+                        start[q][a] = x0[3 * (int64_t)nodes[q] + a];
+                        motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
+                    }
+                if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
+                for (int q = 0; q < 4; ++q) {
+                    const int32_t i = nodes[q];
+                    if (!w->back[i]) {
+                        w->back[i] = 2; /* pending */
+                        w->pending[npending++] = i;
+                    }
                 }
             }
+            for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
+            if (npending == 0) break;
+            if (shifted) {
+                /* a node sent back leaves the path its box was swept along in the moving
+                   frame: the pairs are found again in the frame at rest, where x0 lies
+                   in every node's box */
+                retry = 1;
+                break;
+            }
+            for (int64_t k = 0; k < npending; ++k) {
+                const int32_t i = w->pending[k];
+                w->back[i] = 1;
+                w->fresh[i] = 1;
+                for (int a = 0; a < 3; ++a) w->end[3 * (int64_t)i + a] = x0[3 * (int64_t)i + a];
+            }
+            *sent_back += npending;
         }
-        for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
-        if (npending == 0) break;
-        for (int64_t k = 0; k < npending; ++k) {
-            const int32_t i = w->pending[k];
-            w->back[i] = 1;
-            w->fresh[i] = 1;
-            for (int a = 0; a < 3; ++a) w->end[3 * (int64_t)i + a] = x0[3 * (int64_t)i + a];
-        }
-        *sent_back += npending;
+        if (!retry) break;
     }
     if (*sent_back == 0) return MS_OK;
     double lost = 0.0;
