@@ -6,7 +6,8 @@
  * a node with if, at some time of that motion, a node touches a triangle (point-triangle)
  * or an edge touches an edge (edge-edge).  Such contacts are found continuously:
  *
- *  - broad phase: the box each node sweeps over the step, padded by the gap, gives the
+ *  - broad phase: the box each node sweeps over the step (in a frame moving with the
+ *    nodes' mean displacement), padded by the gap, gives the
  *    boxes of the triangles and edges; they are hashed into a uniform grid (cells of about
  *    twice the mean edge box), so the cost grows linearly with the node count.  A box over
  *    too many cells is tested against every primitive instead.  Each pair is taken once:
@@ -19,7 +20,12 @@
  *    is measured, and a distance below the gap is a contact.  A piece where |f| stays at
  *    rounding level (coplanar motion) is sampled at 9 times, and counts as a contact if a
  *    sample is closer than the gap plus the most the distance can change between samples,
- *    so near-degenerate motion is handled conservatively.
+ *    so near-degenerate motion is handled conservatively.  That change is bounded by the
+ *    pair's relative motion (the largest motion of a point of one primitive relative to a
+ *    point of the other), so a common translation, however long, adds no margin.  A pair
+ *    that starts closer than the gap counts only if it comes to half its start distance
+ *    (it cannot cross meanwhile), and a pair that starts touching not at all: resting or
+ *    coincident nodes are not held back step after step.
  *  - fail-safe: every node of a pair in contact goes back to its start-of-step position
  *    (it rests there for the step), and the pairs with a node that went back are tested
  *    again, until no pair is in contact.  Each round sends back at least one more node, so
@@ -240,12 +246,29 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
                  lr = sqrt(DOT(r0, r0)) + sqrt(DOT(dr, dr));
     const double length = lu > lw ? (lu > lr ? lu : lr) : (lw > lr ? lw : lr);
     const double flat = SC_FLAT * length * length * length;
-    double speed = 0.0; /* the fastest point (m per step): the distance changes at most 2 speed */
-    for (int k = 0; k < 4; ++k) {
-        const double s = sqrt(DOT(motion[k], motion[k]));
-        if (s > speed) speed = s;
+    /* the pair's relative speed (m per step): the closest points' difference is a weighted
+       mean of the differences between a point of one primitive and a point of the other, so
+       the distance changes at most by the largest of those differences' motions (a common
+       translation of the four points does not change it) */
+    static const int side[2][4] = {{0, 1, 1, 1}, {0, 0, 1, 1}};
+    double speed = 0.0;
+    for (int k = 0; k < 4; ++k)
+        for (int l = k + 1; l < 4; ++l) {
+            if (side[edge_edge][k] == side[edge_edge][l]) continue;
+            const double d[3] = {motion[k][0] - motion[l][0], motion[k][1] - motion[l][1], motion[k][2] - motion[l][2]};
+            const double sp = sqrt(DOT(d, d));
+            if (!(sp <= speed)) speed = sp;
+        }
+    if (!(speed >= 0.0) || !(length >= 0.0) || !isfinite(flat) || !isfinite(speed))
+        return 1; /* non-finite: let the step's checks see it */
+    /* a pair already closer than the gap at the start of the step is a contact only if it
+       comes to half its start distance: it does not cross over the step, and a pair resting
+       in contact (or coincident, which the proximity pass cannot part) is not held back */
+    {
+        const double initial = pair_distance(start, motion, edge_edge, 0.0);
+        if (!(initial > 0.0)) return 0; /* touching already: it can come no closer */
+        if (initial < gap) gap = 0.5 * initial;
     }
-    if (!(speed >= 0.0) || !(length >= 0.0) || !isfinite(flat)) return 1; /* non-finite: let the step's checks see it */
 
     /* the pieces of [0, 1] where f is monotone: cut at the roots of f' = 3 c3 t^2 + 2 c2 t + c1 */
     double cut[4];
@@ -287,7 +310,7 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
         const double fhi = cubic(coef, hi);
         if (fabs(flo) <= flat && fabs(fhi) <= flat) {
             /* coplanar to working precision over the piece: sample it */
-            const double slack = 2.0 * speed * (hi - lo) / 16.0;
+            const double slack = speed * (hi - lo) / 16.0;
             for (int k = 0; k <= 8; ++k)
                 if (pair_distance(start, motion, edge_edge, lo + (hi - lo) * k / 8.0) < gap + slack) return 1;
             continue;
@@ -312,7 +335,7 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
         }
         /* the root lies in [lo, hi]: the distance there is at most the one at either end
            plus the change over the bracket */
-        const double slack = 2.0 * speed * (hi - lo);
+        const double slack = speed * (hi - lo);
         if (pair_distance(start, motion, edge_edge, lo) < gap + slack) return 1;
     }
     return 0;
@@ -518,74 +541,98 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         mean /= (double)(nedge > 0 ? nedge : 1);
         if (MS_SELF_CONTACT_GAP * mean < gap) gap = MS_SELF_CONTACT_GAP * mean;
     }
-    for (int64_t i = 0; i < n; ++i) {
-        double* box = w->node_box + 6 * i;
+    for (int attempt = 0;; ++attempt) {
+        /* The boxes are swept in a frame moving with the nodes' mean displacement: a common
+           translation of all the points does not change their distances at any time, so a pair
+           that touches in one frame touches in the other, and a cloth moving as a whole keeps
+           small boxes (and a fine grid) however far it goes in one step.  If the step sends a
+           node back, the search runs again in the frame at rest. */
+        double shift[3] = {0.0, 0.0, 0.0};
+        for (int64_t i = 0; i < n; ++i)
+            for (int q = 0; q < 3; ++q) shift[q] += x1[3 * i + q] - x0[3 * i + q];
         for (int q = 0; q < 3; ++q) {
-            const double a = x0[3 * i + q], b = x1[3 * i + q];
-            box[q] = (a < b ? a : b) - gap;
-            box[3 + q] = (a < b ? b : a) + gap;
+            shift[q] /= (double)(n > 0 ? n : 1);
+            if (!isfinite(shift[q]) || attempt > 0) shift[q] = 0.0;
         }
-        w->back[i] = 0;
-        w->fresh[i] = 0;
-    }
-    /* cells of twice the mean extent of the edges' boxes */
-    double extent = 0.0;
-    for (int64_t e = 0; e < nedge; ++e) {
-        double* box = w->prim_box + 6 * e;
-        union_box(w->node_box, w->edges + 2 * e, 2, box);
-        double most = 0.0;
-        for (int q = 0; q < 3; ++q)
-            if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
-        extent += most;
-    }
-    const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
-    if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
-    const double inv_cell = 1.0 / cell;
+        const int shifted = shift[0] != 0.0 || shift[1] != 0.0 || shift[2] != 0.0;
+        int retry = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            double* box = w->node_box + 6 * i;
+            for (int q = 0; q < 3; ++q) {
+                const double a = x0[3 * i + q], b = x1[3 * i + q] - shift[q];
+                box[q] = (a < b ? a : b) - gap;
+                box[3 + q] = (a < b ? b : a) + gap;
+            }
+            w->back[i] = 0;
+            w->fresh[i] = 0;
+        }
+        /* cells of twice the mean extent of the edges' boxes */
+        double extent = 0.0;
+        for (int64_t e = 0; e < nedge; ++e) {
+            double* box = w->prim_box + 6 * e;
+            union_box(w->node_box, w->edges + 2 * e, 2, box);
+            double most = 0.0;
+            for (int q = 0; q < 3; ++q)
+                if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
+            extent += most;
+        }
+        const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
+        if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
+        const double inv_cell = 1.0 / cell;
 
-    w->npair = 0;
-    /* edge-edge: the edge boxes are in prim_box already */
-    if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
-    if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
-    /* point-triangle */
-    for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
-    if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
-    if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
+        w->npair = 0;
+        /* edge-edge: the edge boxes are in prim_box already */
+        if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
+        if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
+        /* point-triangle */
+        for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
+        if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
+        if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
 
-    memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
-    for (int round = 0;; ++round) {
-        int64_t npending = 0;
-        for (int64_t k = 0; k < w->npair; ++k) {
-            int32_t nodes[4];
-            pair_nodes(m, w, w->pairs + k, nodes);
-            if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
-                continue;
-            int movable = 0;
-            for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
-            if (!movable) continue; /* nothing left to send back */
-            double start[4][3], motion[4][3];
-            for (int q = 0; q < 4; ++q)
-                for (int a = 0; a < 3; ++a) {
-                    start[q][a] = x0[3 * (int64_t)nodes[q] + a];
-                    motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
-                }
-            if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
-            for (int q = 0; q < 4; ++q) {
-                const int32_t i = nodes[q];
-                if (!w->back[i]) {
-                    w->back[i] = 2; /* pending */
-                    w->pending[npending++] = i;
+        memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
+        for (int round = 0;; ++round) {
+            int64_t npending = 0;
+            for (int64_t k = 0; k < w->npair; ++k) {
+                int32_t nodes[4];
+                pair_nodes(m, w, w->pairs + k, nodes);
+                if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
+                    continue;
+                int movable = 0;
+                for (int q = 0; q < 4; ++q) movable |= !w->back[nodes[q]];
+                if (!movable) continue; /* nothing left to send back */
+                double start[4][3], motion[4][3];
+                for (int q = 0; q < 4; ++q)
+                    for (int a = 0; a < 3; ++a) {
+                        start[q][a] = x0[3 * (int64_t)nodes[q] + a];
+                        motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
+                    }
+                if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
+                for (int q = 0; q < 4; ++q) {
+                    const int32_t i = nodes[q];
+                    if (!w->back[i]) {
+                        w->back[i] = 2; /* pending */
+                        w->pending[npending++] = i;
+                    }
                 }
             }
+            for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
+            if (npending == 0) break;
+            if (shifted) {
+                /* a node sent back leaves the path its box was swept along in the moving
+                   frame: the pairs are found again in the frame at rest, where x0 lies
+                   in every node's box */
+                retry = 1;
+                break;
+            }
+            for (int64_t k = 0; k < npending; ++k) {
+                const int32_t i = w->pending[k];
+                w->back[i] = 1;
+                w->fresh[i] = 1;
+                for (int a = 0; a < 3; ++a) w->end[3 * (int64_t)i + a] = x0[3 * (int64_t)i + a];
+            }
+            *sent_back += npending;
         }
-        for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
-        if (npending == 0) break;
-        for (int64_t k = 0; k < npending; ++k) {
-            const int32_t i = w->pending[k];
-            w->back[i] = 1;
-            w->fresh[i] = 1;
-            for (int a = 0; a < 3; ++a) w->end[3 * (int64_t)i + a] = x0[3 * (int64_t)i + a];
-        }
-        *sent_back += npending;
+        if (!retry) break;
     }
     if (*sent_back == 0) return MS_OK;
     double lost = 0.0;
