@@ -135,7 +135,7 @@ BEYOND_A_DOUBLE: dict[str, tuple[Callable[[msprings.System], Any], str]] = {
     "wind": (lambda s: setattr(s, "wind", [2**1100, 0, 0]), "wind"),
     "sphere radius": (lambda s: s.add_sphere((0.0, 0.0, 0.0), 2**2000), "radius"),
     "cylinder height": (lambda s: s.add_cylinder((0.0, 0.0, 0.0), 1.0, -(2**1100)), "height"),
-    "plane point": (lambda s: s.add_plane((0, 2**1100, 0)), "center"),
+    "plane point": (lambda s: s.add_plane((0, 2**1100, 0)), "point"),
     "collider radius": (lambda s: setattr(s.colliders[-1], "radius", 2**1100), "radius"),
     "wind_at t": (lambda s: s.wind_at([0.0, 0.0, 0.0], 2**1100), r"\bt\b"),
     "damping_for_ratio": (lambda s: s.damping_for_ratio([2**1100] * s.n_springs), "zeta"),

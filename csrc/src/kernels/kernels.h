@@ -140,7 +140,8 @@ void ms_filter_held(const double* held, double* y, int64_t begin, int64_t end);
    a failed allocation. */
 int ms_self_collide(const ms_model* m, ms_state* s, double* x, double* v, double* removed);
 
-/* Closest point of triangle (a, b, c) to p, as barycentric weights summing to 1. */
+/* Closest point of triangle (a, b, c) to p, as barycentric weights summing to 1 (selfcontact.c,
+   beside the sweep's other closest-point functions). */
 void ms_closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]);
 
 /* The gap the self-contact sweep keeps, as a fraction of m->opt.self_collision or of the

@@ -173,47 +173,6 @@ static double friction_slip(const double rel[3], const double normal[3], double 
     return 0.5 * (1.0 - keep * keep) * speed2 / total;
 }
 
-/* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
-   as barycentric weights (wa, wb, wc) summing to 1. */
-void ms_closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
-    double ab[3], ac[3], ap[3];
-    for (int q = 0; q < 3; ++q) ab[q] = b[q] - a[q], ac[q] = c[q] - a[q], ap[q] = p[q] - a[q];
-#define DOT(u, w) ((u)[0] * (w)[0] + (u)[1] * (w)[1] + (u)[2] * (w)[2])
-    const double d1 = DOT(ab, ap), d2 = DOT(ac, ap);
-    if (d1 <= 0.0 && d2 <= 0.0) { weight[0] = 1, weight[1] = 0, weight[2] = 0; return; }
-    double bp[3];
-    for (int q = 0; q < 3; ++q) bp[q] = p[q] - b[q];
-    const double d3 = DOT(ab, bp), d4 = DOT(ac, bp);
-    if (d3 >= 0.0 && d4 <= d3) { weight[0] = 0, weight[1] = 1, weight[2] = 0; return; }
-    const double vc = d1 * d4 - d3 * d2;
-    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
-        const double t = d1 / (d1 - d3);
-        weight[0] = 1 - t, weight[1] = t, weight[2] = 0;
-        return;
-    }
-    double cp[3];
-    for (int q = 0; q < 3; ++q) cp[q] = p[q] - c[q];
-    const double d5 = DOT(ab, cp), d6 = DOT(ac, cp);
-    if (d6 >= 0.0 && d5 <= d6) { weight[0] = 0, weight[1] = 0, weight[2] = 1; return; }
-    const double vb = d5 * d2 - d1 * d6;
-    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
-        const double t = d2 / (d2 - d6);
-        weight[0] = 1 - t, weight[1] = 0, weight[2] = t;
-        return;
-    }
-    const double va = d3 * d6 - d5 * d4;
-    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
-        const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
-        weight[0] = 0, weight[1] = 1 - t, weight[2] = t;
-        return;
-    }
-    const double denominator = 1.0 / (va + vb + vc);
-    weight[1] = vb * denominator;
-    weight[2] = vc * denominator;
-    weight[0] = 1.0 - weight[1] - weight[2];
-#undef DOT
-}
-
 /* Node-triangle pass: a node closer than d to a triangle it is not a corner of is pushed
    out along the line from the triangle's closest point, the triangle's corners moving the
    other way in proportion to their barycentric weights and inverse masses (momentum is

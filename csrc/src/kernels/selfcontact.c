@@ -170,6 +170,45 @@ static void cross(const double* u, const double* w, double* out) {
 
 static double clamp01(double value) { return value < 0.0 ? 0.0 : (value > 1.0 ? 1.0 : value); }
 
+/* Closest point of triangle (a, b, c) to p (Ericson, Real-Time Collision Detection, 5.1.5),
+   as barycentric weights (wa, wb, wc) summing to 1. */
+void ms_closest_on_triangle(const double* p, const double* a, const double* b, const double* c, double weight[3]) {
+    double ab[3], ac[3], ap[3];
+    for (int q = 0; q < 3; ++q) ab[q] = b[q] - a[q], ac[q] = c[q] - a[q], ap[q] = p[q] - a[q];
+    const double d1 = DOT(ab, ap), d2 = DOT(ac, ap);
+    if (d1 <= 0.0 && d2 <= 0.0) { weight[0] = 1, weight[1] = 0, weight[2] = 0; return; }
+    double bp[3];
+    for (int q = 0; q < 3; ++q) bp[q] = p[q] - b[q];
+    const double d3 = DOT(ab, bp), d4 = DOT(ac, bp);
+    if (d3 >= 0.0 && d4 <= d3) { weight[0] = 0, weight[1] = 1, weight[2] = 0; return; }
+    const double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+        const double t = d1 / (d1 - d3);
+        weight[0] = 1 - t, weight[1] = t, weight[2] = 0;
+        return;
+    }
+    double cp[3];
+    for (int q = 0; q < 3; ++q) cp[q] = p[q] - c[q];
+    const double d5 = DOT(ab, cp), d6 = DOT(ac, cp);
+    if (d6 >= 0.0 && d5 <= d6) { weight[0] = 0, weight[1] = 0, weight[2] = 1; return; }
+    const double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+        const double t = d2 / (d2 - d6);
+        weight[0] = 1 - t, weight[1] = 0, weight[2] = t;
+        return;
+    }
+    const double va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && (d4 - d3) >= 0.0 && (d5 - d6) >= 0.0) {
+        const double t = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        weight[0] = 0, weight[1] = 1 - t, weight[2] = t;
+        return;
+    }
+    const double denominator = 1.0 / (va + vb + vc);
+    weight[1] = vb * denominator;
+    weight[2] = vc * denominator;
+    weight[0] = 1.0 - weight[1] - weight[2];
+}
+
 /* Squared distance (m^2) between the segments [p1, q1] and [p2, q2], and the parameters
    (s, t) of their closest points p1 + s (q1 - p1), p2 + t (q2 - p2): the closest pair is
    found for the lines and clamped to the segments, one after the other, which also serves
