@@ -49,6 +49,10 @@
 /* A primitive's box over more than this many cells along one axis is not hashed: it is
    tested against every primitive. */
 #define SC_SPAN_LIMIT 8
+/* The grid's levels: a box's level is the binary exponent of its largest side, counted from
+   the smallest node box's in steps of 2^SC_LEVEL_BITS (a factor 8), at most SC_LEVELS - 1. */
+#define SC_LEVELS 32
+#define SC_LEVEL_BITS 3
 /* |f| below this times L^3 (L: the pair's largest length over the step) is rounding noise:
    the points are coplanar to working precision. */
 #define SC_FLAT 1e-10
@@ -64,7 +68,14 @@ struct ms_sweep_work {
     int64_t nedge;
     int32_t* edges;      /* (nedge, 2): the triangles' edges, lower node first, sorted */
     double* node_box;    /* (nnode, 6): lo[3], hi[3] of each node's swept box, padded */
-    double* prim_box;    /* (max(nface, nedge), 6) */
+    double* edge_box;    /* (nedge, 6) */
+    double* face_box;    /* (nface, 6) */
+    int64_t* node_level; /* (nnode): each box's level in the grid */
+    int64_t* edge_level; /* (nedge) */
+    int64_t* face_level; /* (nface) */
+    double inv_cell[SC_LEVELS][3]; /* 1 / the cells' sides (1/m) at each level */
+    int64_t level_start[SC_LEVELS + 1]; /* the hashed kind's items of level L: */
+    int32_t* level_order;               /* level_order[level_start[L] .. level_start[L + 1]) */
     double* end;         /* (nnode, 3): where each node ends (x0 once sent back) */
     unsigned char* back; /* (nnode): 1 once the node went back to x0 */
     unsigned char* fresh; /* (nnode): 1 if it went back in the last round */
@@ -91,7 +102,12 @@ void ms_sweep_work_free(ms_sweep_work* w) {
     if (w == NULL) return;
     free(w->edges);
     free(w->node_box);
-    free(w->prim_box);
+    free(w->edge_box);
+    free(w->face_box);
+    free(w->node_level);
+    free(w->edge_level);
+    free(w->face_level);
+    free(w->level_order);
     free(w->end);
     free(w->back);
     free(w->fresh);
@@ -134,17 +150,23 @@ ms_sweep_work* ms_sweep_work_new(const ms_model* m) {
     const int64_t nbig = nprim > n ? nprim : n;
     w->edges = malloc(sizeof(int32_t) * (size_t)(2 * nedge > 0 ? 2 * nedge : 1));
     w->node_box = malloc(sizeof(double) * 6 * (size_t)(n > 0 ? n : 1));
-    w->prim_box = malloc(sizeof(double) * 6 * (size_t)(nprim > 0 ? nprim : 1));
+    w->edge_box = malloc(sizeof(double) * 6 * (size_t)(nedge > 0 ? nedge : 1));
+    w->face_box = malloc(sizeof(double) * 6 * (size_t)(nf > 0 ? nf : 1));
+    w->node_level = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+    w->edge_level = malloc(sizeof(int64_t) * (size_t)(nedge > 0 ? nedge : 1));
+    w->face_level = malloc(sizeof(int64_t) * (size_t)(nf > 0 ? nf : 1));
+    w->level_order = malloc(sizeof(int32_t) * (size_t)(nbig > 0 ? nbig : 1));
     w->end = malloc(sizeof(double) * 3 * (size_t)(n > 0 ? n : 1));
     w->back = calloc((size_t)(n > 0 ? n : 1), 1);
     w->fresh = calloc((size_t)(n > 0 ? n : 1), 1);
     w->pending = malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
     w->big = calloc((size_t)(nbig > 0 ? nbig : 1), 1);
     int64_t buckets = 1;
-    while (buckets < 2 * nprim) buckets *= 2;
+    while (buckets < 2 * nbig) buckets *= 2;
     w->buckets = buckets;
     w->bucket_start = malloc(sizeof(int64_t) * (size_t)(buckets + 1));
-    if (!w->edges || !w->node_box || !w->prim_box || !w->end || !w->back || !w->fresh || !w->pending || !w->big ||
+    if (!w->edges || !w->node_box || !w->edge_box || !w->face_box || !w->node_level || !w->edge_level ||
+        !w->face_level || !w->level_order || !w->end || !w->back || !w->fresh || !w->pending || !w->big ||
         !w->bucket_start) {
         free(keys);
         ms_sweep_work_free(w);
@@ -382,6 +404,15 @@ static int pair_contact(double start[4][3], double motion[4][3], int edge_edge, 
 
 /* ---- the broad phase ---------------------------------------------------------------------------- */
 
+/* The grid is one hash table of levels.  A box's level says how large it is (its largest
+   side, in steps of a factor 8), and each level has its own cells, of twice the mean side of
+   its triangles' boxes along each axis (never smaller than the level below's): a cloth thrown
+   through a still one puts the still one's boxes on a fine level and the thrown one's long
+   boxes on a coarse level whose cells are long along the motion and fine across it, so no cell
+   holds many boxes.  A pair is found by the member of lower level (the lower index, or the
+   node of a node and a triangle, on a tie), which looks into the other's level: there its box
+   spans a few cells (else it is tested against the level's boxes one by one). */
+
 #define SC_CELL_LIMIT 4503599627370496.0
 static int64_t sc_cell(double coordinate, double inv_cell) {
     const double cell = floor(coordinate * inv_cell);
@@ -390,8 +421,9 @@ static int64_t sc_cell(double coordinate, double inv_cell) {
     return (int64_t)cell;
 }
 
-static int64_t sc_bucket(const int64_t c[3], int64_t buckets) {
-    const uint64_t h = (uint64_t)c[0] * 73856093ull ^ (uint64_t)c[1] * 19349663ull ^ (uint64_t)c[2] * 83492791ull;
+static int64_t sc_bucket(const int64_t c[3], int64_t level, int64_t buckets) {
+    const uint64_t h = (uint64_t)c[0] * 73856093ull ^ (uint64_t)c[1] * 19349663ull ^ (uint64_t)c[2] * 83492791ull ^
+                       (uint64_t)level * 2654435761ull;
     return (int64_t)(h & (uint64_t)(buckets - 1));
 }
 
@@ -400,12 +432,66 @@ static int boxes_overlap(const double* a, const double* b) {
 }
 
 /* The cells [lo, hi] of a box; returns 0 if it spans more than SC_SPAN_LIMIT along an axis. */
-static int box_cells(const double* box, double inv_cell, int64_t lo[3], int64_t hi[3]) {
+static int box_cells(const double* box, const double inv_cell[3], int64_t lo[3], int64_t hi[3]) {
     for (int q = 0; q < 3; ++q) {
-        lo[q] = sc_cell(box[q], inv_cell);
-        hi[q] = sc_cell(box[3 + q], inv_cell);
+        lo[q] = sc_cell(box[q], inv_cell[q]);
+        hi[q] = sc_cell(box[3 + q], inv_cell[q]);
         if (hi[q] - lo[q] >= SC_SPAN_LIMIT) return 0;
     }
+    return 1;
+}
+
+/* The binary exponent of a box's largest side (0 if the side is not positive). */
+static int box_exponent(const double* box) {
+    double most = 0.0;
+    for (int q = 0; q < 3; ++q)
+        if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
+    int exponent = 0;
+    if (most > 0.0) (void)frexp(most, &exponent);
+    return exponent;
+}
+
+static int64_t box_level(const double* box, int lowest) {
+    const int exponent = box_exponent(box);
+    if (exponent <= lowest) return 0;
+    const int level = (exponent - lowest) >> SC_LEVEL_BITS;
+    return level < SC_LEVELS ? level : SC_LEVELS - 1;
+}
+
+/* The levels of every box and each level's cells; returns 0 if a box is not finite. */
+static int set_levels(ms_sweep_work* w, int64_t n, int64_t nedge, int64_t nf) {
+    int lowest = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const double* box = w->node_box + 6 * i;
+        for (int q = 0; q < 6; ++q)
+            if (!isfinite(box[q])) return 0;
+        const int exponent = box_exponent(box);
+        if (i == 0 || exponent < lowest) lowest = exponent;
+    }
+    for (int64_t i = 0; i < n; ++i) w->node_level[i] = box_level(w->node_box + 6 * i, lowest);
+    for (int64_t e = 0; e < nedge; ++e) w->edge_level[e] = box_level(w->edge_box + 6 * e, lowest);
+    double side[SC_LEVELS][3];
+    int64_t count[SC_LEVELS];
+    memset(side, 0, sizeof side);
+    memset(count, 0, sizeof count);
+    for (int64_t f = 0; f < nf; ++f) {
+        const double* box = w->face_box + 6 * f;
+        const int64_t level = box_level(box, lowest);
+        w->face_level[f] = level;
+        count[level] += 1;
+        for (int q = 0; q < 3; ++q) side[level][q] += box[3 + q] - box[q];
+    }
+    double below[3] = {0.0, 0.0, 0.0};
+    for (int level = 0; level < SC_LEVELS; ++level)
+        for (int q = 0; q < 3; ++q) {
+            double cell = count[level] > 0 ? 2.0 * side[level][q] / (double)count[level] : 0.0;
+            if (cell < below[q]) cell = below[q];
+            /* no triangle this small: the level's largest side */
+            if (!(cell > 0.0)) cell = ldexp(1.0, lowest + SC_LEVEL_BITS * (level + 1));
+            below[q] = cell;
+            w->inv_cell[level][q] = 1.0 / cell;
+            if (!(w->inv_cell[level][q] > 0.0) || !isfinite(w->inv_cell[level][q])) return 0;
+        }
     return 1;
 }
 
@@ -429,13 +515,14 @@ static int add_pair(ms_sweep_work* w, int kind, int32_t a, int32_t b) {
     return 0;
 }
 
-/* Hashes the primitives' boxes (prim_box, count of them) into the grid; those over too
-   many cells are marked big and left out. */
-static int hash_primitives(ms_sweep_work* w, int64_t count, double inv_cell) {
+/* Hashes the boxes (count of them, of the given levels) into the grid, each in the cells
+   of its level; those over too many cells are marked big and left out.  level_start and
+   level_order list the boxes by level. */
+static int hash_primitives(ms_sweep_work* w, const double* boxes, const int64_t* levels, int64_t count) {
     int64_t entries = 0;
     for (int64_t p = 0; p < count; ++p) {
         int64_t lo[3], hi[3];
-        w->big[p] = !box_cells(w->prim_box + 6 * p, inv_cell, lo, hi);
+        w->big[p] = !box_cells(boxes + 6 * p, w->inv_cell[levels[p]], lo, hi);
         if (!w->big[p]) entries += (hi[0] - lo[0] + 1) * (hi[1] - lo[1] + 1) * (hi[2] - lo[2] + 1);
     }
     int64_t cap = w->entry_cap;
@@ -457,12 +544,12 @@ static int hash_primitives(ms_sweep_work* w, int64_t count, double inv_cell) {
     for (int64_t p = 0; p < count; ++p) {
         if (w->big[p]) continue;
         int64_t lo[3], hi[3];
-        box_cells(w->prim_box + 6 * p, inv_cell, lo, hi);
+        box_cells(boxes + 6 * p, w->inv_cell[levels[p]], lo, hi);
         int64_t c[3];
         for (c[2] = lo[2]; c[2] <= hi[2]; ++c[2])
             for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
                 for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
-                    w->entry_bucket[e] = sc_bucket(c, w->buckets);
+                    w->entry_bucket[e] = sc_bucket(c, levels[p], w->buckets);
                     for (int q = 0; q < 3; ++q) w->entry_cell[3 * e + q] = c[q];
                     w->entry_prim[e] = (int32_t)p;
                     ++e;
@@ -470,6 +557,7 @@ static int hash_primitives(ms_sweep_work* w, int64_t count, double inv_cell) {
     }
     w->nentry = e;
     ms_counting_sort(w->entry_bucket, NULL, e, w->buckets, w->bucket_start, w->entry_order);
+    ms_counting_sort(levels, NULL, count, SC_LEVELS, w->level_start, w->level_order);
     return 0;
 }
 
@@ -484,56 +572,79 @@ static int edges_touch(const ms_sweep_work* w, int64_t e, int64_t g) {
     return a[0] == b[0] || a[0] == b[1] || a[1] == b[0] || a[1] == b[1];
 }
 
-/* The candidate pair (query box q of item i, primitive p) unless excluded. */
-static int consider(const ms_model* m, ms_sweep_work* w, int edge_edge, int64_t i, int64_t p) {
-    if (edge_edge ? edges_touch(w, i, p) : node_in_face(m, i, p)) return 0;
-    return add_pair(w, edge_edge, (int32_t)i, (int32_t)p);
+/* What is queried against what: edges against edges, nodes against triangles, triangles
+   against nodes. */
+enum { SC_EDGES, SC_NODES_FACES, SC_FACES_NODES };
+
+/* Whether query item i (of level li) is the one that finds its pair with hashed item p (of
+   level lp): the one of lower level; on a tie the lower edge, or the node. */
+static int finds(int mode, int64_t i, int64_t li, int64_t p, int64_t lp) {
+    if (mode == SC_EDGES) return li < lp || (li == lp && i < p);
+    if (mode == SC_NODES_FACES) return li <= lp;
+    return li < lp;
 }
 
-/* The pairs of query boxes (count of them) with the hashed primitives (nprim of them). */
-static int query(const ms_model* m, ms_sweep_work* w, int edge_edge, const double* boxes, int64_t count,
-                 int64_t nprim, double inv_cell) {
-    for (int64_t i = 0; i < count; ++i) {
-        const double* box = boxes + 6 * i;
-        int64_t lo[3], hi[3];
-        if (!box_cells(box, inv_cell, lo, hi)) {
-            /* a big query box: against every hashed primitive (edge-edge: the pair is taken
-               where the other edge is the big one, below) */
-            if (edge_edge) continue;
-            for (int64_t p = 0; p < nprim; ++p)
-                if (!w->big[p] && boxes_overlap(box, w->prim_box + 6 * p) && consider(m, w, 0, i, p)) return -1;
-            continue;
-        }
-        int64_t c[3];
-        for (c[2] = lo[2]; c[2] <= hi[2]; ++c[2])
-            for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
-                for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
-                    const int64_t b = sc_bucket(c, w->buckets);
-                    for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
-                        const int64_t e = w->entry_order[k];
-                        const int64_t* cell = w->entry_cell + 3 * e;
-                        if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
-                        const int64_t p = w->entry_prim[e];
-                        if (edge_edge && p <= i) continue;
-                        const double* other = w->prim_box + 6 * p;
-                        if (!boxes_overlap(box, other)) continue;
-                        /* once: in the cell of the overlap's lowest corner */
-                        int here = 1;
-                        for (int q = 0; q < 3 && here; ++q)
-                            here = sc_cell(box[q] > other[q] ? box[q] : other[q], inv_cell) == c[q];
-                        if (here && consider(m, w, edge_edge, i, p)) return -1;
-                    }
-                }
+/* The candidate pair (query item i, hashed item p) unless excluded. */
+static int consider(const ms_model* m, ms_sweep_work* w, int mode, int64_t i, int64_t p) {
+    if (mode == SC_EDGES) {
+        if (edges_touch(w, i, p)) return 0;
+        return add_pair(w, 1, (int32_t)(i < p ? i : p), (int32_t)(i < p ? p : i));
     }
-    /* the big primitives against every query box */
+    const int64_t node = mode == SC_NODES_FACES ? i : p, face = mode == SC_NODES_FACES ? p : i;
+    if (node_in_face(m, node, face)) return 0;
+    return add_pair(w, 0, (int32_t)node, (int32_t)face);
+}
+
+/* The pairs of the query boxes (count of them, of levels qlevels) with the hashed boxes
+   (nprim of them, of levels plevels), each pair once. */
+static int query(const ms_model* m, ms_sweep_work* w, int mode, const double* qboxes, const int64_t* qlevels,
+                 int64_t count, const double* pboxes, const int64_t* plevels, int64_t nprim) {
+    for (int64_t i = 0; i < count; ++i) {
+        const double* box = qboxes + 6 * i;
+        const int64_t li = qlevels[i];
+        for (int64_t level = li; level < SC_LEVELS; ++level) {
+            if (w->level_start[level] == w->level_start[level + 1]) continue; /* none there */
+            if (mode == SC_FACES_NODES && level == li) continue;
+            const double* inv_cell = w->inv_cell[level];
+            int64_t lo[3], hi[3];
+            if (!box_cells(box, inv_cell, lo, hi)) {
+                /* over too many of the level's cells: against each of its boxes */
+                for (int64_t k = w->level_start[level]; k < w->level_start[level + 1]; ++k) {
+                    const int64_t p = w->level_order[k];
+                    if (w->big[p] || !finds(mode, i, li, p, level)) continue;
+                    if (boxes_overlap(box, pboxes + 6 * p) && consider(m, w, mode, i, p)) return -1;
+                }
+                continue;
+            }
+            int64_t c[3];
+            for (c[2] = lo[2]; c[2] <= hi[2]; ++c[2])
+                for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
+                    for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
+                        const int64_t b = sc_bucket(c, level, w->buckets);
+                        for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
+                            const int64_t e = w->entry_order[k];
+                            const int64_t* cell = w->entry_cell + 3 * e;
+                            if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
+                            const int64_t p = w->entry_prim[e];
+                            if (plevels[p] != level || !finds(mode, i, li, p, level)) continue;
+                            const double* other = pboxes + 6 * p;
+                            if (!boxes_overlap(box, other)) continue;
+                            /* once: in the cell of the overlap's lowest corner */
+                            int here = 1;
+                            for (int q = 0; q < 3 && here; ++q)
+                                here = sc_cell(box[q] > other[q] ? box[q] : other[q], inv_cell[q]) == c[q];
+                            if (here && consider(m, w, mode, i, p)) return -1;
+                        }
+                    }
+        }
+    }
+    /* the big hashed boxes against every query box that finds them */
     for (int64_t p = 0; p < nprim; ++p) {
         if (!w->big[p]) continue;
+        const double* other = pboxes + 6 * p;
         for (int64_t i = 0; i < count; ++i) {
-            if (edge_edge && i == p) continue;
-            if (edge_edge && w->big[i] && i > p) continue; /* two big edges: once */
-            if (!boxes_overlap(boxes + 6 * i, w->prim_box + 6 * p)) continue;
-            const int64_t first = edge_edge && p < i ? p : i, second = edge_edge && p < i ? i : p;
-            if (consider(m, w, edge_edge, first, second)) return -1;
+            if (!finds(mode, i, qlevels[i], p, plevels[p])) continue;
+            if (boxes_overlap(qboxes + 6 * i, other) && consider(m, w, mode, i, p)) return -1;
         }
     }
     return 0;
@@ -605,28 +716,20 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
             w->back[i] = 0;
             w->fresh[i] = 0;
         }
-        /* cells of twice the mean extent of the edges' boxes */
-        double extent = 0.0;
-        for (int64_t e = 0; e < nedge; ++e) {
-            double* box = w->prim_box + 6 * e;
-            union_box(w->node_box, w->edges + 2 * e, 2, box);
-            double most = 0.0;
-            for (int q = 0; q < 3; ++q)
-                if (box[3 + q] - box[q] > most) most = box[3 + q] - box[q];
-            extent += most;
-        }
-        const double cell = 2.0 * extent / (double)(nedge > 0 ? nedge : 1);
-        if (!(cell > 0.0) || !isfinite(cell)) return MS_OK; /* non-finite: the step's checks see it */
-        const double inv_cell = 1.0 / cell;
+        for (int64_t e = 0; e < nedge; ++e) union_box(w->node_box, w->edges + 2 * e, 2, w->edge_box + 6 * e);
+        for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->face_box + 6 * f);
+        if (!set_levels(w, n, nedge, nf)) return MS_OK; /* non-finite: the step's checks see it */
 
         w->npair = 0;
-        /* edge-edge: the edge boxes are in prim_box already */
-        if (hash_primitives(w, nedge, inv_cell)) return MS_ERR_MEMORY;
-        if (query(m, w, 1, w->prim_box, nedge, nedge, inv_cell)) return MS_ERR_MEMORY; /* edges against edges */
-        /* point-triangle */
-        for (int64_t f = 0; f < nf; ++f) union_box(w->node_box, m->faces + 3 * f, 3, w->prim_box + 6 * f);
-        if (hash_primitives(w, nf, inv_cell)) return MS_ERR_MEMORY;
-        if (query(m, w, 0, w->node_box, n, nf, inv_cell)) return MS_ERR_MEMORY;
+        if (hash_primitives(w, w->edge_box, w->edge_level, nedge) ||
+            query(m, w, SC_EDGES, w->edge_box, w->edge_level, nedge, w->edge_box, w->edge_level, nedge))
+            return MS_ERR_MEMORY;
+        if (hash_primitives(w, w->face_box, w->face_level, nf) ||
+            query(m, w, SC_NODES_FACES, w->node_box, w->node_level, n, w->face_box, w->face_level, nf))
+            return MS_ERR_MEMORY;
+        if (hash_primitives(w, w->node_box, w->node_level, n) ||
+            query(m, w, SC_FACES_NODES, w->face_box, w->face_level, nf, w->node_box, w->node_level, n))
+            return MS_ERR_MEMORY;
 
         memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
         for (int round = 0;; ++round) {
