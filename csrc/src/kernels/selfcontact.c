@@ -696,13 +696,27 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
            translation of all the points does not change their distances at any time, so a pair
            that touches in one frame touches in the other, and a cloth moving as a whole keeps
            small boxes (and a fine grid) however far it goes in one step.  If the step sends a
-           node back, the search runs again in the frame at rest. */
+           node back, the search runs again in the frame at rest.  The moving frame is taken
+           only where it at least halves the nodes' paths: a cloth thrown into a still one
+           has paths as long in either frame, and contact is likely, so the search is made
+           once, at rest. */
         double shift[3] = {0.0, 0.0, 0.0};
         for (int64_t i = 0; i < n; ++i)
             for (int q = 0; q < 3; ++q) shift[q] += x1[3 * i + q] - x0[3 * i + q];
         for (int q = 0; q < 3; ++q) {
             shift[q] /= (double)(n > 0 ? n : 1);
             if (!isfinite(shift[q]) || attempt > 0) shift[q] = 0.0;
+        }
+        {
+            double at_rest = 0.0, moving = 0.0;
+            for (int64_t i = 0; i < n; ++i)
+                for (int q = 0; q < 3; ++q) {
+                    const double d = x1[3 * i + q] - x0[3 * i + q];
+                    at_rest += fabs(d);
+                    moving += fabs(d - shift[q]);
+                }
+            if (!(moving < 0.5 * at_rest))
+                for (int q = 0; q < 3; ++q) shift[q] = 0.0;
         }
         const int shifted = shift[0] != 0.0 || shift[1] != 0.0 || shift[2] != 0.0;
         int retry = 0;
@@ -749,6 +763,13 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
                         motion[q][a] = w->end[3 * (int64_t)nodes[q] + a] - start[q][a];
                     }
                 if (!pair_contact(start, motion, w->pairs[k].kind, gap)) continue;
+                if (shifted) {
+                    /* a node sent back leaves the path its box was swept along in the moving
+                       frame: the pairs are found again in the frame at rest, where x0 lies in
+                       every node's box (the first contact decides it) */
+                    retry = 1;
+                    break;
+                }
                 for (int q = 0; q < 4; ++q) {
                     const int32_t i = nodes[q];
                     if (!w->back[i]) {
@@ -758,14 +779,7 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
                 }
             }
             for (int64_t i = 0; i < n; ++i) w->fresh[i] = 0;
-            if (npending == 0) break;
-            if (shifted) {
-                /* a node sent back leaves the path its box was swept along in the moving
-                   frame: the pairs are found again in the frame at rest, where x0 lies
-                   in every node's box */
-                retry = 1;
-                break;
-            }
+            if (npending == 0 || retry) break;
             for (int64_t k = 0; k < npending; ++k) {
                 const int32_t i = w->pending[k];
                 w->back[i] = 1;
