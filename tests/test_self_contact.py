@@ -400,3 +400,71 @@ def test_a_cloth_moving_its_whole_width_in_one_step_costs_about_what_it_costs_at
     rest, slide = step_time(0.0), step_time(60.0)
     rest = min(rest, step_time(0.0))
     assert slide < 3.0 * rest
+
+
+# ---- a violent impact -----------------------------------------------------------------------------
+
+
+def thrown_into_sheet(n: int, *, sweep: bool = True, threads: int = 1) -> msprings.System:
+    """Two 0.5 m cloths of n x n nodes (rho = 300 kg/m^3, t = 1 mm, E = 0.2 MPa, zeta = 0.1):
+    a still sheet at y = 0.15 m pinned along two opposite sides, and above it a free cloth
+    turned 45 degrees about the vertical and tilted 30 degrees, its lowest point 0.325 m above
+    the sheet, thrown down at 300 m/s; symplectic Euler, self-collision at 0.4 x the spacing."""
+    one = scenes.cloth(n, size=0.5, density=300.0, thickness=1e-3, youngs_modulus=2e5, damping_ratio=0.1,
+                       pin=None)
+    lower = one.x - np.array([0.25, -0.15, 0.25])
+    flat = one.x - np.array([0.25, 0.0, 0.25])
+    turn, tilt = math.pi / 4, math.pi / 6
+    x = math.cos(turn) * flat[:, 0] - math.sin(turn) * flat[:, 2]
+    z = math.sin(turn) * flat[:, 0] + math.cos(turn) * flat[:, 2]
+    upper = np.column_stack([math.cos(tilt) * x, 0.65 + math.sin(tilt) * x, z])
+    springs, faces, nn = np.asarray(one.springs), np.asarray(one.faces), one.n_nodes
+    pinned = np.zeros(2 * nn, bool)
+    pinned[:nn] = np.abs(np.abs(lower[:, 0]) - 0.25) < 1e-9
+    s = msprings.System(np.vstack([lower, upper]), np.vstack([springs, springs + nn]),
+                        mass=np.concatenate([one.mass] * 2), k=np.concatenate([one.k] * 2),
+                        c=np.concatenate([one.c] * 2), rest=np.concatenate([one.rest] * 2),
+                        faces=np.vstack([faces, faces + nn]), integrator="symplectic_euler", pinned=pinned)
+    s.self_collision = 0.4 * 0.5 / n
+    s.self_contact_sweep = int(sweep)
+    s.threads = threads
+    s.v[nn:, 1] = -300.0
+    return s
+
+
+@pytest.mark.filterwarnings("ignore::msprings.StabilityWarning")
+def test_a_cloth_thrown_through_a_sheet_in_one_step_never_crosses_it() -> None:
+    """At 300 m/s the thrown cloth travels 0.5 m in a step of 1/600 s: without the sweep its
+    lower half ends below the sheet and its upper half above, passing through it; with the
+    sweep no edge crosses a triangle, the nodes that would have passed stay where the step
+    started them, the ledger closes (what the sweep books matches what it changes: the step's
+    closure error is the one of the same step without it, about 6e-9 of the energy, to rounding
+    of the 40 kJ booked), and 1 and 2 workers give the same bits."""
+    faces = None
+    results = []
+    closure_off = math.nan
+    for sweep, threads in ((0, 1), (1, 1), (1, 2)):
+        s = thrown_into_sheet(32, sweep=bool(sweep), threads=threads)
+        if faces is None:
+            faces = np.asarray(s.faces)
+            edges = mesh_edges(faces)
+            assert count_crossings(s.x, faces, edges) == 0
+        x0 = s.x.copy()
+        start = s.energy().total
+        s.step(1 / 600)
+        crossings = count_crossings(s.x, faces, edges)
+        closure = s.energy().total - start
+        if not sweep:
+            assert crossings > 100
+            closure_off = closure
+            continue
+        assert crossings == 0
+        ledger = s.ledger()
+        assert ledger.contact > 0.0
+        assert abs(closure - closure_off) <= 1e-12 * (start + ledger.contact + abs(ledger.constraints))
+        upper = slice(s.n_nodes // 2, None)
+        moved = np.any(s.x[upper] != x0[upper], axis=1)
+        assert 0 < np.count_nonzero(~moved) < moved.size  # some sent back, some through the gap
+        np.testing.assert_array_equal(s.v[upper][~moved], 0.0)
+        results.append((s.x.tobytes(), s.v.tobytes(), tuple(s.ledger())))
+    assert results[0] == results[1]
