@@ -7,11 +7,13 @@
  * or an edge touches an edge (edge-edge).  Such contacts are found continuously:
  *
  *  - broad phase: the box each node sweeps over the step (in a frame moving with the
- *    nodes' mean displacement), padded by the gap, gives the
- *    boxes of the triangles and edges; they are hashed into a uniform grid (cells of about
- *    twice the mean edge box), so the cost grows linearly with the node count.  A box over
- *    too many cells is tested against every primitive instead.  Each pair is taken once:
- *    in the cell holding the lowest corner of the two boxes' overlap.
+ *    nodes' mean displacement where that halves their paths, else at rest), padded by the
+ *    gap, gives the boxes of the triangles and edges; they are hashed into a grid of levels
+ *    (a level per factor 8 of box size, each with cells of about twice its triangles' mean
+ *    box along each axis), so the cost grows linearly with the node count even when part
+ *    of the surface sweeps long boxes through the rest.  A box over too many cells is
+ *    tested against every primitive instead.  Each pair is taken once: by its member of
+ *    lower level, in the cell holding the lowest corner of the two boxes' overlap.
  *  - narrow phase: the four points are coplanar where the cubic
  *    f(t) = ((x_b - x_a) x (x_c - x_a)) . (x_p - x_a) (point-triangle) or
  *    ((x_b - x_a) x (x_d - x_c)) . (x_c - x_a) (edge-edge) vanishes.  [0, 1] is cut at the
@@ -87,6 +89,11 @@ struct ms_sweep_work {
     int64_t* entry_cell; /* (cap, 3) */
     int32_t* entry_prim;
     int32_t* entry_order;
+    unsigned char* entry_first; /* bit q: the entry is its box's first cell along axis q */
+    /* the entries in bucket order, for the queries to read in a row */
+    int64_t* sorted_cell; /* (cap, 3) */
+    int32_t* sorted_prim;
+    unsigned char* sorted_first;
     int64_t buckets;
     int64_t* bucket_start; /* (buckets + 1) */
     int64_t pair_cap, npair;
@@ -117,6 +124,10 @@ void ms_sweep_work_free(ms_sweep_work* w) {
     free(w->entry_cell);
     free(w->entry_prim);
     free(w->entry_order);
+    free(w->entry_first);
+    free(w->sorted_cell);
+    free(w->sorted_prim);
+    free(w->sorted_first);
     free(w->bucket_start);
     free(w->pairs);
     free(w);
@@ -537,7 +548,17 @@ static int hash_primitives(ms_sweep_work* w, const double* boxes, const int64_t*
         if (prim != NULL) w->entry_prim = prim;
         int32_t* order = realloc(w->entry_order, sizeof(int32_t) * (size_t)next);
         if (order != NULL) w->entry_order = order;
-        if (bucket == NULL || cell == NULL || prim == NULL || order == NULL) return -1;
+        unsigned char* first = realloc(w->entry_first, (size_t)next);
+        if (first != NULL) w->entry_first = first;
+        int64_t* sorted_cell = realloc(w->sorted_cell, sizeof(int64_t) * 3 * (size_t)next);
+        if (sorted_cell != NULL) w->sorted_cell = sorted_cell;
+        int32_t* sorted_prim = realloc(w->sorted_prim, sizeof(int32_t) * (size_t)next);
+        if (sorted_prim != NULL) w->sorted_prim = sorted_prim;
+        unsigned char* sorted_first = realloc(w->sorted_first, (size_t)next);
+        if (sorted_first != NULL) w->sorted_first = sorted_first;
+        if (bucket == NULL || cell == NULL || prim == NULL || order == NULL || first == NULL || sorted_cell == NULL ||
+            sorted_prim == NULL || sorted_first == NULL)
+            return -1;
         w->entry_cap = next;
     }
     int64_t e = 0;
@@ -552,11 +573,18 @@ static int hash_primitives(ms_sweep_work* w, const double* boxes, const int64_t*
                     w->entry_bucket[e] = sc_bucket(c, levels[p], w->buckets);
                     for (int q = 0; q < 3; ++q) w->entry_cell[3 * e + q] = c[q];
                     w->entry_prim[e] = (int32_t)p;
+                    w->entry_first[e] = (unsigned char)((c[0] == lo[0]) | (c[1] == lo[1]) << 1 | (c[2] == lo[2]) << 2);
                     ++e;
                 }
     }
     w->nentry = e;
     ms_counting_sort(w->entry_bucket, NULL, e, w->buckets, w->bucket_start, w->entry_order);
+    for (int64_t k = 0; k < e; ++k) {
+        const int64_t from = w->entry_order[k];
+        for (int q = 0; q < 3; ++q) w->sorted_cell[3 * k + q] = w->entry_cell[3 * from + q];
+        w->sorted_prim[k] = w->entry_prim[from];
+        w->sorted_first[k] = w->entry_first[from];
+    }
     ms_counting_sort(levels, NULL, count, SC_LEVELS, w->level_start, w->level_order);
     return 0;
 }
@@ -622,17 +650,18 @@ static int query(const ms_model* m, ms_sweep_work* w, int mode, const double* qb
                     for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
                         const int64_t b = sc_bucket(c, level, w->buckets);
                         for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
-                            const int64_t e = w->entry_order[k];
-                            const int64_t* cell = w->entry_cell + 3 * e;
+                            const int64_t* cell = w->sorted_cell + 3 * k;
                             if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
-                            const int64_t p = w->entry_prim[e];
+                            const int64_t p = w->sorted_prim[k];
                             if (plevels[p] != level || !finds(mode, i, li, p, level)) continue;
                             const double* other = pboxes + 6 * p;
                             if (!boxes_overlap(box, other)) continue;
-                            /* once: in the cell of the overlap's lowest corner */
-                            int here = 1;
-                            for (int q = 0; q < 3 && here; ++q)
-                                here = sc_cell(box[q] > other[q] ? box[q] : other[q], inv_cell[q]) == c[q];
+                            /* once: in the cell of the overlap's lowest corner, the larger of
+                               the two boxes' first cells along each axis (the cells grow with
+                               the coordinate), so c is it where c is one box's first cell */
+                            const unsigned first = w->sorted_first[k];
+                            const int here = (c[0] == lo[0] || (first & 1u)) && (c[1] == lo[1] || (first & 2u)) &&
+                                             (c[2] == lo[2] || (first & 4u));
                             if (here && consider(m, w, mode, i, p)) return -1;
                         }
                     }
