@@ -770,8 +770,16 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         if (hash_primitives(w, w->face_box, w->face_level, nf) ||
             query(m, w, SC_NODES_FACES, w->node_box, w->node_level, n, w->face_box, w->face_level, nf))
             return MS_ERR_MEMORY;
-        if (hash_primitives(w, w->node_box, w->node_level, n) ||
-            query(m, w, SC_FACES_NODES, w->face_box, w->face_level, nf, w->node_box, w->node_level, n))
+        /* a node of higher level than a triangle (faster than the triangle is large) is
+           found by the triangle: only if there is one are the nodes hashed */
+        int64_t node_top = 0, face_bottom = SC_LEVELS;
+        for (int64_t i = 0; i < n; ++i)
+            if (w->node_level[i] > node_top) node_top = w->node_level[i];
+        for (int64_t f = 0; f < nf; ++f)
+            if (w->face_level[f] < face_bottom) face_bottom = w->face_level[f];
+        if (node_top > face_bottom &&
+            (hash_primitives(w, w->node_box, w->node_level, n) ||
+             query(m, w, SC_FACES_NODES, w->face_box, w->face_level, nf, w->node_box, w->node_level, n)))
             return MS_ERR_MEMORY;
 
         memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
