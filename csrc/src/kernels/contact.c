@@ -304,8 +304,9 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
        half the springs of a pushed node lead to another pushed node, at random to the
        branch predictor. */
     /* The pushed nodes' springs and their other ends are scattered lines that the step's
-       pass over every spring has evicted: asked for first, in two rounds (the other ends
-       are known once the first round's lines arrive), so that their misses overlap. */
+       pass over every spring has evicted: asked for first, in rounds (the other ends and
+       the springs' indices are known once the first round's lines arrive), so that their
+       misses overlap. */
     for (int64_t node = begin; node < end; ++node)
         if (pushed[node]) MS_PREFETCH(work->node_others + work->node_spring_start[node]);
     for (int64_t node = begin; node < end; ++node)
@@ -314,6 +315,15 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
             for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e)
                 MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
         }
+    /* and, once the springs' indices are in, their stiffness and rest length (the model's
+       lists, in the user's order: a miss each) */
+    for (int64_t node = begin; node < end; ++node)
+        if (pushed[node])
+            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
+                const int64_t k = work->node_springs[e];
+                MS_PREFETCH(m->k + k);
+                MS_PREFETCH(m->rest + k);
+            }
     for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
         const double* xn = x + 3 * node;
