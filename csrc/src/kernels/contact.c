@@ -264,7 +264,14 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
         const double start[3] = {pass.start[0], pass.start[1], pass.start[2]};
         const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
         const double thickness = c->thickness;
+        const ms_gap_screen screen = MS_FASTEST_KERNEL(ms_screen_gaps);
         for (int64_t i = begin; i < end_node; ++i) {
+            if (known != NULL && ((i - begin) & 3) == 0) {
+                /* the nodes passed over, four at a time; the first four that are not
+                   (or the last few) go through the test below one by one */
+                i = screen(x_old, x, known, start, finish, thickness, i, end_node);
+                if (i == end_node) break;
+            }
             if (inv_mass[i] == 0.0) continue;
             if (known != NULL) {
                 /* The signed distances are 1-Lipschitz, so a node that starts farther from
@@ -281,7 +288,8 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
                 const double path[3] = {(xi[0] - finish[0]) - r0[0], (xi[1] - finish[1]) - r0[1],
                                         (xi[2] - finish[2]) - r0[2]};
                 const double length = fabs(path[0]) + fabs(path[1]) + fabs(path[2]);
-                const double bound = length + 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
+                const double bound =
+                    length + MS_GAP_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
                 if (known[i] > bound) {
                     known[i] -= bound;
                     continue;
