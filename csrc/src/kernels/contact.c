@@ -301,6 +301,29 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
     return contact;
 }
 
+void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int64_t begin, int64_t end, int round) {
+    const contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    const uint8_t* pushed = work->pushed;
+    const int64_t* spring_start = work->node_spring_start;
+    for (int64_t node = begin; node < end; ++node) {
+        if (!pushed[node]) continue;
+        if (round == 0) {
+            MS_PREFETCH(spring_start + node);
+            MS_PREFETCH(spring_start + node + 1);
+        } else if (round == 1) {
+            MS_PREFETCH(work->node_others + spring_start[node]);
+            MS_PREFETCH(work->node_springs + spring_start[node]);
+        } else {
+            for (int64_t e = spring_start[node]; e < spring_start[node + 1]; ++e) {
+                const int64_t k = work->node_springs[e];
+                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
+                MS_PREFETCH(m->k + k);
+                MS_PREFETCH(m->rest + k);
+            }
+        }
+    }
+}
+
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end) {
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
     const uint8_t* pushed = work->pushed;
@@ -310,28 +333,7 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
        spring the loop passes over adds exactly 0 (its term is finite: the step is), and
        the ends' positions are picked, not branched on: at a resting body's underside
        half the springs of a pushed node lead to another pushed node, at random to the
-       branch predictor. */
-    /* The pushed nodes' springs and their other ends are scattered lines that the step's
-       pass over every spring has evicted: asked for first, in rounds (the other ends and
-       the springs' indices are known once the first round's lines arrive), so that their
-       misses overlap. */
-    for (int64_t node = begin; node < end; ++node)
-        if (pushed[node]) MS_PREFETCH(work->node_others + work->node_spring_start[node]);
-    for (int64_t node = begin; node < end; ++node)
-        if (pushed[node]) {
-            MS_PREFETCH(work->node_springs + work->node_spring_start[node]);
-            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e)
-                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
-        }
-    /* and, once the springs' indices are in, their stiffness and rest length (the model's
-       lists, in the user's order: a miss each) */
-    for (int64_t node = begin; node < end; ++node)
-        if (pushed[node])
-            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
-                const int64_t k = work->node_springs[e];
-                MS_PREFETCH(m->k + k);
-                MS_PREFETCH(m->rest + k);
-            }
+       branch predictor.  The lines it reads were asked for ahead (ms_push_prefetch). */
     for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
         const double* xn = x + 3 * node;

@@ -107,6 +107,13 @@ MS_DECLARE_GAP_KERNEL(avx2);
    before the next step's contact. */
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end);
 
+/* Asks for the lines ms_push_spring_energy will read for the marked nodes of [begin, end), in
+   three rounds, each needing the lines the one before asked for (0: where each node's
+   springs start; 1: their lists; 2: their other ends' positions, stiffness and rest length):
+   the springs of pushed nodes are scattered lines that the step's pass over every spring has
+   evicted, so their misses are made to overlap with the work on earlier node blocks. */
+void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int64_t begin, int64_t end, int round);
+
 /* The derivatives of contact (contact.c): for the free nodes of (x, v), the state a step
    reached before its contact pass from x_old, with the colliders' centres at the start of
    the step in centers (ncollider x 3), contact taken again node by node with the step's

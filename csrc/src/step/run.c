@@ -135,9 +135,22 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
                worker adds the blocks' sums in block order after the barrier, so all book
                the same and take the same decision below.  The marks it reads are cleared
                by the next step's contact, after the next step's barriers. */
-            MS_FOR_MY_NODES(w, b, begin, end)
-            tm->nodes[b].push_energy =
-                tm->nodes[b].contact.pushes > 0 ? ms_push_spring_energy(m, s, x_next, begin, end) : 0.0;
+            for (int64_t b = w->node_first - 3; b < w->node_last; ++b) {
+                /* the three rounds of prefetching for the blocks one to three ahead */
+                for (int round = 0; round < 3; ++round) {
+                    const int64_t ahead = b + 3 - round;
+                    int64_t begin, end;
+                    if (ahead < w->node_first || ahead >= w->node_last || tm->nodes[ahead].contact.pushes == 0)
+                        continue;
+                    ms_node_block(tm, ahead, &begin, &end);
+                    ms_push_prefetch(m, s, x_next, begin, end, round);
+                }
+                if (b < w->node_first) continue;
+                int64_t begin, end;
+                ms_node_block(tm, b, &begin, &end);
+                tm->nodes[b].push_energy =
+                    tm->nodes[b].contact.pushes > 0 ? ms_push_spring_energy(m, s, x_next, begin, end) : 0.0;
+            }
             ms_sync(w);
             for (int64_t b = 0; b < tm->nnode_block; ++b) change += tm->nodes[b].push_energy;
         }
