@@ -101,9 +101,21 @@ typedef struct MS_KERNEL(adjoint_out) {
     int64_t own_end;
 } MS_KERNEL(adjoint_out);
 
-/* Where an end with layout dest adds to an array of 3 (or 1, width) per node and its halo. */
-static inline double* MS_KERNEL(adjoint_target)(double* owned, double* halo, int32_t dest, int width) {
-    return dest >= 0 ? owned + width * (int64_t)dest : halo + width * (int64_t)(-1 - dest);
+/* Where an end with layout dest adds: its node's adjoints of x and v and pairing, or its
+   place in the block's halo of each (the pairing's only if with_pair). */
+typedef struct MS_KERNEL(adjoint_end) {
+    double *x, *v, *pairing;
+} MS_KERNEL(adjoint_end);
+
+MS_ALWAYS_INLINE MS_KERNEL(adjoint_end)
+    MS_KERNEL(adjoint_target)(const MS_KERNEL(adjoint_out) * out, int32_t dest, int with_pair) {
+    const int owned = dest >= 0;
+    const int64_t i = owned ? dest : -1 - (int64_t)dest;
+    MS_KERNEL(adjoint_end) to;
+    to.x = (owned ? out->lx : out->halo_x) + 3 * i;
+    to.v = (owned ? out->lv : out->halo_v) + 3 * i;
+    to.pairing = with_pair ? (owned ? out->pairing : out->halo_pairing) + i : NULL;
+    return to;
 }
 
 /* Four springs, one lane each, from owners (lf) = own[6..8] to ends other[6..8] at
@@ -148,26 +160,16 @@ MS_ALWAYS_INLINE void MS_KERNEL(scatter_pairing)(double* const to[MS_LANES], v4 
    h to that of v, minus pb to the pairing. */
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_scatter)(const MS_KERNEL(adjoint_out) * out, const int32_t* dest,
                                                  const v4 g[3], const v4 h[3], v4 pb, int with_pair) {
-    double* const to_lx[MS_LANES] = {
-        MS_KERNEL(adjoint_target)(out->lx, out->halo_x, dest[0], 3),
-        MS_KERNEL(adjoint_target)(out->lx, out->halo_x, dest[1], 3),
-        MS_KERNEL(adjoint_target)(out->lx, out->halo_x, dest[2], 3),
-        MS_KERNEL(adjoint_target)(out->lx, out->halo_x, dest[3], 3)};
-    double* const to_lv[MS_LANES] = {
-        MS_KERNEL(adjoint_target)(out->lv, out->halo_v, dest[0], 3),
-        MS_KERNEL(adjoint_target)(out->lv, out->halo_v, dest[1], 3),
-        MS_KERNEL(adjoint_target)(out->lv, out->halo_v, dest[2], 3),
-        MS_KERNEL(adjoint_target)(out->lv, out->halo_v, dest[3], 3)};
+    double *to_lx[MS_LANES], *to_lv[MS_LANES], *to_pair[MS_LANES];
+    for (int q = 0; q < MS_LANES; ++q) {
+        const MS_KERNEL(adjoint_end) to = MS_KERNEL(adjoint_target)(out, dest[q], with_pair);
+        to_lx[q] = to.x;
+        to_lv[q] = to.v;
+        to_pair[q] = to.pairing;
+    }
     v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
     v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
-    if (with_pair) {
-        double* const to_pair[MS_LANES] = {
-            MS_KERNEL(adjoint_target)(out->pairing, out->halo_pairing, dest[0], 1),
-            MS_KERNEL(adjoint_target)(out->pairing, out->halo_pairing, dest[1], 1),
-            MS_KERNEL(adjoint_target)(out->pairing, out->halo_pairing, dest[2], 1),
-            MS_KERNEL(adjoint_target)(out->pairing, out->halo_pairing, dest[3], 1)};
-        MS_KERNEL(scatter_pairing)(to_pair, pb, 1);
-    }
+    if (with_pair) MS_KERNEL(scatter_pairing)(to_pair, pb, 1);
 }
 
 /* A lane group (spring_kernel.h): owners a..a+3, k springs each, sorted springs [s, s + 4 k),
@@ -305,8 +307,9 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
             grad[1] = gk;
             grad[2] = gc;
         }
-        double* to_lx = MS_KERNEL(adjoint_target)(out->lx, out->halo_x, out->dest[r], 3);
-        double* to_lv = MS_KERNEL(adjoint_target)(out->lv, out->halo_v, out->dest[r], 3);
+        const MS_KERNEL(adjoint_end) to = MS_KERNEL(adjoint_target)(out, out->dest[r], with_pair);
+        double* to_lx = to.x;
+        double* to_lv = to.v;
         for (int c = 0; c < 3; ++c) {
             sum_g[c] += g[c];
             sum_h[c] += h[c];
@@ -315,7 +318,7 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
         }
         if (with_pair) {
             sum_pair += pa;
-            *MS_KERNEL(adjoint_target)(out->pairing, out->halo_pairing, out->dest[r], 1) -= pb;
+            *to.pairing -= pb;
         }
     }
     for (int c = 0; c < 3; ++c) {
