@@ -152,37 +152,6 @@ def test_backward_pass_on_two_threads_gives_the_bits_of_one(integrator: str) -> 
     assert np.any(gradients[0].k != 0.0)
 
 
-def test_backward_pass_shared_by_two_threads_gives_the_bits_of_one() -> None:
-    """cloth-32's springs (5,826) make several blocks of the adjoint's spring stage, which the
-    second thread of the backward pass runs some of while the first waits for its replay: the
-    gradient is the one-thread gradient bit for bit, on two and three threads and with the run
-    kept whole, and agrees with a central difference of the loss along k."""
-    s = scenes.cloth(32)
-    assert s.n_springs > 4096
-    s.c[:] = 0.5
-    steps, every = 300, 20
-    weights = np.random.default_rng(3).normal(size=(steps // every + 1, s.n_nodes, 3))
-    gradients = []
-    for threads, checkpoint_every in ((1, every), (2, every), (3, every), (2, steps)):
-        copy = s.copy()
-        copy.threads = threads
-        run = copy.run(1e-3, steps, every, differentiable=True, checkpoint_every=checkpoint_every)
-        gradients.append(run.backward(weights))
-    for gradient in gradients[1:]:
-        for name in PARAMETERS:
-            assert np.array_equal(getattr(gradient, name), getattr(gradients[0], name)), name
-    direction = np.random.default_rng(4).normal(size=s.n_springs)
-
-    def loss(scale: float) -> float:
-        copy = s.copy()
-        copy.k[:] = s.k * (1.0 + scale * direction)
-        return float(np.sum(weights * copy.run(1e-3, steps, every).positions))
-
-    step = 1e-4
-    central = (loss(step) - loss(-step)) / (2.0 * step)
-    assert np.isclose(np.dot(gradients[0].k, s.k * direction), central, rtol=1e-6)
-
-
 def test_backward_pass_threads_are_checked() -> None:
     """The binding refuses a thread count that is not one (0: the process's setting)."""
     s = network()

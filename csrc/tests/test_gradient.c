@@ -13,7 +13,6 @@
 #include "kernels/derivatives.h"
 #include "msprings/gradient.h"
 #include "msprings/msprings.h"
-#include "platform/thread.h"
 
 #define STEPS 200
 #define EVERY 50
@@ -360,8 +359,7 @@ static double relative_gap(const double* a, const double* b, int64_t count) {
    (J^T lf for x and v, the pairing lf.f and the parameters' gradient); and the kernel of
    every vector path gives the same bits as the plain one. */
 static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
-    for (int run = 0; run < 4; ++run) {
-        const int shuffled = run & 1, cut = run >= 2; /* cut: blocks of 37 springs, with halos */
+    for (int shuffled = 0; shuffled < 2; ++shuffled) {
         ms_model* m = make_cloth(11, 1, 7);
         ENSURE(m != NULL);
         if (shuffled) ENSURE(shuffle_nodes(m, 3) == 0);
@@ -379,10 +377,8 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
         x[3 * 5 + 1] = x[3 * 4 + 1];
         x[3 * 5 + 2] = x[3 * 4 + 2];
         ms_error err;
-        ms_spring_adjoint* springs =
-            cut ? ms_spring_adjoint_create_cut(m, 37, &err) : ms_spring_adjoint_create(m, &err);
+        ms_spring_adjoint* springs = ms_spring_adjoint_create(m, &err);
         ENSURE(springs != NULL);
-        ENSURE(!cut || (springs->layout->nblock > 4 && springs->layout->halo_start[springs->layout->nblock] > 0));
         adjoint_out want, got;
         ENSURE(adjoint_out_make(m, &want) == 0);
         ENSURE(adjoint_out_make(m, &got) == 0);
@@ -413,21 +409,12 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
 #endif
         adjoint_out first;
         ENSURE(adjoint_out_make(m, &first) == 0);
-        double* halo = malloc(sizeof(double) * 7 * (size_t)(layout->halo_start[layout->nblock] + 1));
-        ENSURE(halo != NULL);
-        for (int64_t b = 0; b < layout->nblock; ++b)
-            paths[0](layout, b, x, v, lf, first.lx, first.lv, first.grad, first.pairing, halo);
+        paths[0](layout, x, v, lf, first.lx, first.lv, first.grad, first.pairing);
         for (int p = 1; p < 3; ++p) {
             if (paths[p] == NULL) continue;
             adjoint_out o;
             ENSURE(adjoint_out_make(m, &o) == 0);
-            double* other_halo = malloc(sizeof(double) * 7 * (size_t)(layout->halo_start[layout->nblock] + 1));
-            ENSURE(other_halo != NULL);
-            for (int64_t b = 0; b < layout->nblock; ++b)
-                paths[p](layout, b, x, v, lf, o.lx, o.lv, o.grad, o.pairing, other_halo);
-            ENSURE(memcmp(other_halo, halo,
-                          sizeof(double) * 7 * (size_t)layout->halo_start[layout->nblock]) == 0);
-            free(other_halo);
+            paths[p](layout, x, v, lf, o.lx, o.lv, o.grad, o.pairing);
             ENSURE(memcmp(o.lx, first.lx, sizeof(double) * (size_t)n3) == 0);
             ENSURE(memcmp(o.lv, first.lv, sizeof(double) * (size_t)n3) == 0);
             ENSURE(memcmp(o.pairing, first.pairing, sizeof(double) * (size_t)n) == 0);
@@ -435,89 +422,12 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
             adjoint_out_free(&o);
         }
         adjoint_out_free(&first);
-        free(halo);
         adjoint_out_free(&want);
         adjoint_out_free(&got);
         free(state);
         ms_spring_adjoint_destroy(springs);
         ms_model_destroy(m);
     }
-    return 0;
-}
-
-/* The adjoint's spring blocks shared with a second thread (ms_spring_adjoint_share and
-   _help), as the backward pass shares them: passes of ms_forces_adjoint on the calling thread
-   while the other runs whatever blocks it claims give the bits of the same passes on one
-   thread, and the other thread did run some of them. */
-typedef struct shared_passes {
-    const ms_model* m;
-    ms_spring_adjoint* springs;
-    const double *x, *v, *lf;
-    adjoint_out* out;
-    ms_tally* finished;
-    int64_t passes;
-    long long helped;
-} shared_passes;
-
-static void shared_passes_work(void* context, int worker) {
-    shared_passes* sp = context;
-    if (worker == 1) {
-        while (ms_tally_value(sp->finished) == 0) sp->helped += ms_spring_adjoint_help(sp->springs);
-        return;
-    }
-    const ms_parameter_arrays g = {sp->out->k, sp->out->c, sp->out->rest, sp->out->mass, sp->out->external};
-    const double started = ms_clock_seconds();
-    for (sp->passes = 0;
-         sp->passes < 400 || (ms_tally_value(sp->springs->done) < 50 && ms_clock_seconds() - started < 5.0);
-         ++sp->passes)
-        ms_forces_adjoint(sp->m, sp->springs, sp->x, sp->v, NULL, sp->lf, sp->out->lx, sp->out->lv, &g,
-                          sp->out->pairing);
-    ms_tally_add(sp->finished, 1);
-}
-
-static int test_shared_spring_adjoint_gives_the_bits_of_one_thread(void) {
-    ms_model* m = make_cloth(11, 1, 7);
-    ENSURE(m != NULL);
-    const int64_t n3 = 3 * m->nnode;
-    uint64_t seed = 5;
-    double* state = malloc(sizeof(double) * (size_t)(3 * n3));
-    ENSURE(state != NULL);
-    double *x = state, *v = state + n3, *lf = state + 2 * n3;
-    for (int64_t q = 0; q < n3; ++q) {
-        x[q] = m->x_initial[q] + 0.02 * lcg_uniform(&seed);
-        v[q] = lcg_uniform(&seed);
-        lf[q] = 1e-3 * lcg_uniform(&seed);
-    }
-    ms_error err;
-    ms_spring_adjoint* shared = ms_spring_adjoint_create_cut(m, 37, &err);
-    ms_spring_adjoint* alone = ms_spring_adjoint_create_cut(m, 37, &err);
-    ENSURE(shared != NULL && alone != NULL && ms_spring_adjoint_share(shared) == 0);
-    adjoint_out two, one;
-    ENSURE(adjoint_out_make(m, &two) == 0 && adjoint_out_make(m, &one) == 0);
-    shared_passes sp = {m, shared, x, v, lf, &two, ms_tally_create(), 0, 0};
-    ENSURE(sp.finished != NULL);
-    ENSURE(ms_threads_run(2, shared_passes_work, &sp) == 0);
-    ENSURE(sp.helped > 0 && sp.helped == ms_tally_value(shared->done));
-    const ms_parameter_arrays g = {one.k, one.c, one.rest, one.mass, one.external};
-    for (int64_t p = 0; p < sp.passes; ++p)
-        ms_forces_adjoint(m, alone, x, v, NULL, lf, one.lx, one.lv, &g, one.pairing);
-    const ms_parameter_arrays g_two = {two.k, two.c, two.rest, two.mass, two.external};
-    ms_spring_adjoint_collect(shared, &g_two);
-    ms_spring_adjoint_collect(alone, &g);
-    ENSURE(memcmp(two.lx, one.lx, sizeof(double) * (size_t)n3) == 0);
-    ENSURE(memcmp(two.lv, one.lv, sizeof(double) * (size_t)n3) == 0);
-    ENSURE(memcmp(two.pairing, one.pairing, sizeof(double) * (size_t)m->nnode) == 0);
-    ENSURE(memcmp(two.k, one.k, sizeof(double) * (size_t)m->nspring) == 0);
-    ENSURE(memcmp(two.rest, one.rest, sizeof(double) * (size_t)m->nspring) == 0);
-    ENSURE(memcmp(two.c, one.c, sizeof(double) * (size_t)m->nspring) == 0);
-    ENSURE(all_finite(two.lx, n3) && all_finite(two.k, m->nspring));
-    ms_tally_destroy(sp.finished);
-    adjoint_out_free(&two);
-    adjoint_out_free(&one);
-    ms_spring_adjoint_destroy(shared);
-    ms_spring_adjoint_destroy(alone);
-    free(state);
-    ms_model_destroy(m);
     return 0;
 }
 
@@ -528,6 +438,5 @@ const test_case gradient_tests[] = {
     TEST(test_two_workers_give_the_bits_of_one),
     TEST(test_what_has_no_gradient_is_refused),
     TEST(test_spring_adjoint_on_the_layout_matches_the_reference),
-    TEST(test_shared_spring_adjoint_gives_the_bits_of_one_thread),
     {NULL, NULL},
 };

@@ -69,17 +69,10 @@ static void nodes_adjoint(const ms_model* m, const double* MS_RESTRICT v, const 
 }
 
 ms_spring_adjoint* ms_spring_adjoint_create(const ms_model* m, ms_error* err) {
-    return ms_spring_adjoint_create_cut(m, MS_ADJOINT_BLOCK_SPRINGS, err);
-}
-
-ms_spring_adjoint* ms_spring_adjoint_create_cut(const ms_model* m, int64_t block_springs, ms_error* err) {
     ms_spring_adjoint* springs = calloc(1, sizeof *springs);
     double* grad = calloc(3 * (size_t)(m->nspring > 0 ? m->nspring : 1), sizeof(double));
-    ms_layout* layout = springs != NULL && grad != NULL ? ms_layout_create_cut(m, block_springs, err) : NULL;
-    double* halo = layout != NULL ? malloc(sizeof(double) * 7 * (size_t)(layout->halo_start[layout->nblock] + 1))
-                                  : NULL;
-    if (halo == NULL) {
-        ms_layout_destroy(layout);
+    ms_layout* layout = springs != NULL && grad != NULL ? ms_layout_create(m, err) : NULL;
+    if (layout == NULL) {
         free(springs);
         free(grad);
         ms_error_set(err, MS_ERR_MEMORY, "out of memory for the adjoint of %lld springs", (long long)m->nspring);
@@ -88,7 +81,6 @@ ms_spring_adjoint* ms_spring_adjoint_create_cut(const ms_model* m, int64_t block
     ms_layout_refresh(m, layout);
     springs->layout = layout;
     springs->grad = grad;
-    springs->halo = halo;
     springs->kernel = MS_FASTEST_KERNEL(ms_springs_adjoint);
     return springs;
 }
@@ -96,89 +88,8 @@ ms_spring_adjoint* ms_spring_adjoint_create_cut(const ms_model* m, int64_t block
 void ms_spring_adjoint_destroy(ms_spring_adjoint* springs) {
     if (springs == NULL) return;
     ms_layout_destroy(springs->layout);
-    ms_tally_destroy(springs->posted);
-    ms_tally_destroy(springs->claimed);
-    ms_tally_destroy(springs->done);
-    free(springs->halo);
     free(springs->grad);
     free(springs);
-}
-
-int ms_spring_adjoint_share(ms_spring_adjoint* springs) {
-    if (springs->posted != NULL) return 0;
-    ms_tally* posted = ms_tally_create();
-    ms_tally* claimed = ms_tally_create();
-    ms_tally* done = ms_tally_create();
-    if (posted == NULL || claimed == NULL || done == NULL) {
-        ms_tally_destroy(posted);
-        ms_tally_destroy(claimed);
-        ms_tally_destroy(done);
-        return -1;
-    }
-    springs->posted = posted;
-    springs->sharing = 1;
-    springs->claimed = claimed;
-    springs->done = done;
-    return 0;
-}
-
-static void run_block(const ms_spring_adjoint* springs, const ms_spring_adjoint_stage* st, int64_t b) {
-    springs->kernel(springs->layout, b, st->x, st->v, st->lf, st->lx, st->lv, st->grad, st->pairing, springs->halo);
-}
-
-int64_t ms_spring_adjoint_help(ms_spring_adjoint* springs) {
-    /* a block claimed below the count posted belongs to the pass posted last, whose
-       arguments stay until every one of its blocks is done */
-    const long long end = ms_tally_value(springs->posted), first = end - springs->layout->nblock;
-    int64_t ran = 0;
-    long long taken;
-    while (ms_tally_take(springs->claimed, end, &taken)) {
-        run_block(springs, &springs->stage, taken - first);
-        ms_tally_add(springs->done, 1);
-        ++ran;
-    }
-    return ran;
-}
-
-/* Adds the blocks' halos to lx, lv and pairing (unless NULL), in block order. */
-static void gather(const ms_layout* layout, const double* halo, double* MS_RESTRICT lx, double* MS_RESTRICT lv,
-                   double* MS_RESTRICT pairing) {
-    const int64_t nhalo = layout->halo_start[layout->nblock];
-    for (int64_t b = 0; b < layout->nblock; ++b) {
-        const int64_t node = layout->node_start[b + 1], first = layout->halo_start[b];
-        const int64_t count = layout->halo_start[b + 1] - first;
-        const double* hx = halo + 3 * first;
-        const double* hv = halo + 3 * (nhalo + first);
-        for (int64_t q = 0; q < 3 * count; ++q) {
-            lx[3 * node + q] += hx[q];
-            lv[3 * node + q] += hv[q];
-        }
-        if (pairing != NULL) {
-            const double* hp = halo + 6 * nhalo + first;
-            for (int64_t q = 0; q < count; ++q) pairing[node + q] += hp[q];
-        }
-    }
-}
-
-/* Every block of the springs' adjoint, then their halos. */
-static void springs_adjoint(ms_spring_adjoint* springs, const ms_spring_adjoint_stage* st) {
-    const int64_t nblock = springs->layout->nblock;
-    if (springs->posted == NULL || !springs->sharing) {
-        for (int64_t b = 0; b < nblock; ++b) run_block(springs, st, b);
-    } else {
-        /* the blocks posted so far are those claimed; the helper's, of every earlier pass, are done */
-        const long long first = ms_tally_value(springs->posted);
-        const long long helped = ms_tally_value(springs->done);
-        springs->stage = *st;
-        ms_tally_add(springs->posted, nblock);
-        long long taken, mine = 0;
-        while (ms_tally_take(springs->claimed, first + nblock, &taken)) {
-            run_block(springs, st, taken - first);
-            ++mine;
-        }
-        ms_tally_wait(springs->done, helped + (nblock - mine)); /* the helper's blocks of this pass */
-    }
-    gather(springs->layout, springs->halo, st->lx, st->lv, st->pairing);
 }
 
 void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_arrays* g) {
@@ -218,8 +129,7 @@ void ms_forces_adjoint(const ms_model* m, ms_spring_adjoint* springs, const doub
     double* MS_RESTRICT grad_rest = g != NULL ? g->rest : NULL;
     nodes_adjoint(m, v, external, lf, lv, g, pairing);
     if (springs != NULL) {
-        const ms_spring_adjoint_stage st = {x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, pairing};
-        springs_adjoint(springs, &st);
+        springs->kernel(springs->layout, x, v, lf, lx, lv, g != NULL ? springs->grad : NULL, pairing);
         return;
     }
     const int32_t* MS_RESTRICT pairs = m->springs;

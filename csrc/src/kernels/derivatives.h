@@ -9,22 +9,16 @@
 #include "kernels/kernels.h"
 #include "kernels/layout.h"
 #include "msprings/gradient.h"
-#include "platform/thread.h"
 
-/* The springs' part of ms_forces_adjoint over a spring layout and the vector paths
-   (spring_adjoint_kernel.h), for the springs of block b: adds J^T lf of the springs to lx
-   and lv, unless grad is NULL their parameters' derivatives to grad (nspring x 3, in the
-   layout's order of params), and unless pairing is NULL lf_i.f_i (the springs' force f_i on
-   node i) to pairing[i]; on the nodes the block owns.  What goes to the nodes beyond (its
-   halo) goes to the block's part of halo (7 x the layout's halo nodes: x, v, pairing),
-   which ms_spring_adjoint_gather adds once every block has run. */
-typedef void (*ms_spring_adjoint_kernel)(const ms_layout* layout, int64_t b, const double* x, const double* v,
-                                         const double* lf, double* lx, double* lv, double* grad, double* pairing,
-                                         double* halo);
+/* The springs' part of ms_forces_adjoint over the step's spring layout and vector paths
+   (spring_adjoint_kernel.h): adds J^T lf of the springs to lx and lv, unless grad is NULL
+   their parameters' derivatives to grad (nspring x 3, in the layout's order of params),
+   and unless pairing is NULL lf_i.f_i (the springs' force f_i on node i) to pairing[i]. */
+typedef void (*ms_spring_adjoint_kernel)(const ms_layout* layout, const double* x, const double* v, const double* lf,
+                                         double* lx, double* lv, double* grad, double* pairing);
 #define MS_DECLARE_ADJOINT_KERNEL(path)                                                                               \
-    void ms_springs_adjoint_##path(const ms_layout* layout, int64_t b, const double* x, const double* v,              \
-                                   const double* lf, double* lx, double* lv, double* grad, double* pairing,          \
-                                   double* halo)
+    void ms_springs_adjoint_##path(const ms_layout* layout, const double* x, const double* v, const double* lf,       \
+                                   double* lx, double* lv, double* grad, double* pairing)
 MS_DECLARE_ADJOINT_KERNEL(plain);
 #if defined(MS_SSE2_PATH)
 MS_DECLARE_ADJOINT_KERNEL(sse2);
@@ -36,43 +30,19 @@ MS_DECLARE_ADJOINT_KERNEL(neon);
 MS_DECLARE_ADJOINT_KERNEL(avx2);
 #endif
 
-/* The arguments of one pass of the kernel over the blocks. */
-typedef struct ms_spring_adjoint_stage {
-    const double *x, *v, *lf;
-    double *lx, *lv, *grad, *pairing;
-} ms_spring_adjoint_stage;
-
-/* What the adjoint of the spring forces works on: the model's springs in a layout of their
-   own (in the model's numbering, with its parameters; blocks of about
-   MS_ADJOINT_BLOCK_SPRINGS springs, fixed by the network alone), the kernel of the fastest
-   path, the blocks' halos, and the springs' parameter derivatives summed in the layout's
-   order until ms_spring_adjoint_collect adds them to a gradient.  With a helper
-   (ms_spring_adjoint_share), another thread may run some of the blocks of each pass. */
-#define MS_ADJOINT_BLOCK_SPRINGS 1024
+/* What the adjoint of the spring forces works on: the model's springs in the layout's
+   order (in the model's numbering, with its parameters), the kernel of the fastest path,
+   and the springs' parameter derivatives summed in the layout's order until
+   ms_spring_adjoint_collect adds them to a gradient. */
 typedef struct ms_spring_adjoint {
     ms_layout* layout;
     ms_spring_adjoint_kernel kernel;
     double* grad; /* (nspring x 3) */
-    double* halo; /* (7 x halo nodes) */
-    /* shared passes, over every pass so far: blocks posted, claimed, and run by the helper (NULL: none) */
-    ms_tally *posted, *claimed, *done;
-    int sharing; /* the passes are posted for the helper (else run on the calling thread alone) */
-    ms_spring_adjoint_stage stage; /* the arguments of the pass posted last */
 } ms_spring_adjoint;
 
 /* Made for model m with its current parameters (NULL with err set if out of memory). */
 ms_spring_adjoint* ms_spring_adjoint_create(const ms_model* m, ms_error* err);
-/* The same with blocks of about block_springs springs (the tests cut small networks finer). */
-ms_spring_adjoint* ms_spring_adjoint_create_cut(const ms_model* m, int64_t block_springs, ms_error* err);
 void ms_spring_adjoint_destroy(ms_spring_adjoint* springs);
-
-/* Lets another thread take blocks of every later pass (ms_spring_adjoint_help): 0, or -1
-   if out of memory (then the passes stay on the calling thread).  The bits do not change. */
-int ms_spring_adjoint_share(ms_spring_adjoint* springs);
-
-/* Runs blocks of the pass in progress on another thread, if it has any left to claim;
-   returns how many it ran.  For the helper of a shared ms_spring_adjoint. */
-int64_t ms_spring_adjoint_help(ms_spring_adjoint* springs);
 
 /* Adds the derivatives summed so far to g's k, c and rest (model order) and zeroes them. */
 void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_arrays* g);

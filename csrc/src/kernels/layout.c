@@ -178,7 +178,8 @@ static void find_lane_groups(const ms_model* m, ms_layout* layout, const int64_t
 /* Cuts the sorted springs into blocks of about block_springs() springs, at the start of
    an owner's springs that is not inside a lane group.  Fills spring_start and
    node_start (room for ns / target + 2 entries) and returns the number of blocks. */
-static int64_t cut_blocks(const ms_model* m, const ms_layout* layout, const int64_t* start, int64_t target) {
+static int64_t cut_blocks(const ms_model* m, const ms_layout* layout, const int64_t* start) {
+    const int64_t target = block_springs(m->nspring);
     int64_t nblock = 0;
     layout->spring_start[0] = 0;
     layout->node_start[0] = 0;
@@ -270,13 +271,8 @@ static void place_halos(ms_layout* layout) {
 }
 
 ms_layout* ms_layout_create(const ms_model* m, ms_error* err) {
-    return ms_layout_create_cut(m, block_springs(m->nspring), err);
-}
-
-ms_layout* ms_layout_create_cut(const ms_model* m, int64_t target, ms_error* err) {
     const int64_t n = m->nnode, ns = m->nspring;
-    if (target < 1) target = 1;
-    const int64_t most_blocks = ns / target + 2;
+    const int64_t most_blocks = ns / block_springs(ns) + 2;
     ms_layout* layout = calloc(1, sizeof *layout);
     int64_t* start = malloc(sizeof(int64_t) * (size_t)(n + 1));
     int32_t* sorted = malloc(sizeof(int32_t) * (size_t)(ns > 0 ? ns : 1));
@@ -301,7 +297,7 @@ ms_layout* ms_layout_create_cut(const ms_model* m, int64_t target, ms_error* err
     }
     if (ok) {
         find_lane_groups(m, layout, start, sorted);
-        layout->nblock = cut_blocks(m, layout, start, target);
+        layout->nblock = cut_blocks(m, layout, start);
         arrange_blocks(m, layout, start, sorted);
         place_halos(layout);
         layout->node_block = block_nodes(n);

@@ -74,8 +74,6 @@ struct ms_layout {
 
 /* Builds the layout of the model's springs (NULL with err set if out of memory). */
 ms_layout* ms_layout_create(const ms_model* m, ms_error* err);
-/* The same with blocks of about target springs (>= 1) instead of the step's. */
-ms_layout* ms_layout_create_cut(const ms_model* m, int64_t target, ms_error* err);
 void ms_layout_destroy(ms_layout* layout);
 
 /* Copies rest, k and c into the layout's order (and notes whether some c > 0): done by a

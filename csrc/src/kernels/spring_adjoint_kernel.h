@@ -13,14 +13,11 @@
  * A spring shorter than MS_MIN_LENGTH_SQUARED exerts no force, and has no derivative: its
  * 1 / l is 0, which zeroes every term.
  *
- * The kernel takes the springs of one block of the layout in its order: groups of four
- * springs (one j of a lane group or a gathered group) as one v4, the springs left over one
- * at a time, with the same operations in the same order on every path, so every path gives
- * the same bits.  Each owner's sums are added to it once, after its springs, as in the
- * forces.  As in the forces, a block adds to the nodes it owns directly and to those beyond
- * them (its halo) in a buffer of its own, which ms_spring_adjoint_gather adds afterwards in
- * block order: blocks write disjoint memory, can run on any threads at once, and every
- * node's sums are taken in an order fixed by the layout.
+ * The springs are taken in the layout's order, block after block, on one thread: groups of
+ * four springs (one j of a lane group or a gathered group) as one v4, the springs left over
+ * one at a time, with the same operations in the same order on every path, so every path
+ * and every number of workers gives the same bits.  Each owner's sums are added to it once,
+ * after its springs, as in the forces.
  */
 
 /* The length l of springs with separation (dx, dy, dz) and 1 / l (0 below MS_MIN_LENGTH), in
@@ -87,36 +84,13 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_measure)(const v4 own[6], const v4 other
 }
 
 /* Where the adjoint kernel adds: the adjoints of x and v, the pairings lf.f (nnode; or
-   NULL) and the parameters' derivatives in the layout's order (or NULL); for the ends
-   beyond the block's owned nodes (from own_end on, or dest < 0), the block's halo of each. */
+   NULL) and the parameters' derivatives in the layout's order (or NULL). */
 typedef struct MS_KERNEL(adjoint_out) {
     double* lx;
     double* lv;
     double* pairing;
     double* grad;
-    double* halo_x;
-    double* halo_v;
-    double* halo_pairing;
-    const int32_t* dest;
-    int64_t own_end;
 } MS_KERNEL(adjoint_out);
-
-/* Where an end with layout dest adds: its node's adjoints of x and v and pairing, or its
-   place in the block's halo of each (the pairing's only if with_pair). */
-typedef struct MS_KERNEL(adjoint_end) {
-    double *x, *v, *pairing;
-} MS_KERNEL(adjoint_end);
-
-MS_ALWAYS_INLINE MS_KERNEL(adjoint_end)
-    MS_KERNEL(adjoint_target)(const MS_KERNEL(adjoint_out) * out, int32_t dest, int with_pair) {
-    const int owned = dest >= 0;
-    const int64_t i = owned ? dest : -1 - (int64_t)dest;
-    MS_KERNEL(adjoint_end) to;
-    to.x = (owned ? out->lx : out->halo_x) + 3 * i;
-    to.v = (owned ? out->lv : out->halo_v) + 3 * i;
-    to.pairing = with_pair ? (owned ? out->pairing : out->halo_pairing) + i : NULL;
-    return to;
-}
 
 /* Four springs, one lane each, from owners (lf) = own[6..8] to ends other[6..8] at
    geometry geo, with parameters and derivatives at p and grad (four rest lengths, four k,
@@ -142,34 +116,6 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9
         v4_store(grad + MS_LANES, gk);
         v4_store(grad + 2 * MS_LANES, gc);
     }
-}
-
-/* *to[q] += or -= lane q of p, for q = 0..3 in turn */
-MS_ALWAYS_INLINE void MS_KERNEL(scatter_pairing)(double* const to[MS_LANES], v4 p, int subtract) {
-    double lane[MS_LANES];
-    v4_store(lane, p);
-    for (int q = 0; q < MS_LANES; ++q) {
-        if (subtract)
-            *to[q] -= lane[q];
-        else
-            *to[q] += lane[q];
-    }
-}
-
-/* The ends of four springs with layout dest[0..3], lane after lane: g to the adjoint of x,
-   h to that of v, minus pb to the pairing. */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_scatter)(const MS_KERNEL(adjoint_out) * out, const int32_t* dest,
-                                                 const v4 g[3], const v4 h[3], v4 pb, int with_pair) {
-    double *to_lx[MS_LANES], *to_lv[MS_LANES], *to_pair[MS_LANES];
-    for (int q = 0; q < MS_LANES; ++q) {
-        const MS_KERNEL(adjoint_end) to = MS_KERNEL(adjoint_target)(out, dest[q], with_pair);
-        to_lx[q] = to.x;
-        to_lv[q] = to.v;
-        to_pair[q] = to.pairing;
-    }
-    v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
-    v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
-    if (with_pair) MS_KERNEL(scatter_pairing)(to_pair, pb, 1);
 }
 
 /* A lane group (spring_kernel.h): owners a..a+3, k springs each, sorted springs [s, s + 4 k),
@@ -204,18 +150,11 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs,
                 sum_g[c] = v4_add(sum_g[c], g[c]);
                 sum_h[c] = v4_add(sum_h[c], h[c]);
             }
-            if (with_pair) sum_pair = v4_add(sum_pair, pair[0]);
-            if (b + MS_LANES <= out->own_end) {
-                v4_add_nodes(out->lx + 3 * b, g[0], g[1], g[2], 0);
-                v4_add_nodes(out->lv + 3 * b, h[0], h[1], h[2], 0);
-                if (with_pair) v4_store(out->pairing + b, v4_sub(v4_load(out->pairing + b), pair[1]));
-            } else if (b >= out->own_end) {
-                const int64_t o = b - out->own_end;
-                v4_add_nodes(out->halo_x + 3 * o, g[0], g[1], g[2], 0);
-                v4_add_nodes(out->halo_v + 3 * o, h[0], h[1], h[2], 0);
-                if (with_pair) v4_store(out->halo_pairing + o, v4_sub(v4_load(out->halo_pairing + o), pair[1]));
-            } else { /* the four ends straddle the end of the owned nodes: one at a time */
-                MS_KERNEL(adjoint_scatter)(out, out->dest + r, g, h, pair[1], with_pair);
+            v4_add_nodes(out->lx + 3 * b, g[0], g[1], g[2], 0);
+            v4_add_nodes(out->lv + 3 * b, h[0], h[1], h[2], 0);
+            if (with_pair) {
+                sum_pair = v4_add(sum_pair, pair[0]);
+                v4_store(out->pairing + b, v4_sub(v4_load(out->pairing + b), pair[1]));
             }
         }
     }
@@ -224,6 +163,17 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs,
     if (with_pair) v4_store(out->pairing + a, v4_add(v4_load(out->pairing + a), sum_pair));
 }
 
+/* pairing[index[q]] += or -= lane q of p, for q = 0..3 in turn */
+MS_ALWAYS_INLINE void MS_KERNEL(scatter_pairing)(double* pairing, const int64_t index[MS_LANES], v4 p, int subtract) {
+    double lane[MS_LANES];
+    v4_store(lane, p);
+    for (int q = 0; q < MS_LANES; ++q) {
+        if (subtract)
+            pairing[index[q]] -= lane[q];
+        else
+            pairing[index[q]] += lane[q];
+    }
+}
 
 /* A gathered group: owners of springs s..s+3, k springs each, every end read and written
    on its own, lane after lane. */
@@ -232,12 +182,11 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
                                                   const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
                                                   const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
     int64_t owner[MS_LANES];
-    double *owner_lx[MS_LANES], *owner_lv[MS_LANES], *owner_pairing[MS_LANES];
+    double *owner_lx[MS_LANES], *owner_lv[MS_LANES];
     for (int q = 0; q < MS_LANES; ++q) {
         owner[q] = pairs[2 * (s + q)];
         owner_lx[q] = out->lx + 3 * owner[q];
         owner_lv[q] = out->lv + 3 * owner[q];
-        owner_pairing[q] = with_pair ? out->pairing + owner[q] : NULL;
     }
     v4 own[9], sum_g[3], sum_h[3], sum_pair = v4_set(0.0);
     for (int c = 0; c < 3; ++c) sum_g[c] = sum_h[c] = v4_set(0.0);
@@ -266,13 +215,21 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
                 sum_g[c] = v4_add(sum_g[c], g[c]);
                 sum_h[c] = v4_add(sum_h[c], h[c]);
             }
-            if (with_pair) sum_pair = v4_add(sum_pair, pair[0]);
-            MS_KERNEL(adjoint_scatter)(out, out->dest + r, g, h, pair[1], with_pair);
+            double* const to_lx[MS_LANES] = {out->lx + 3 * end[0], out->lx + 3 * end[1], out->lx + 3 * end[2],
+                                             out->lx + 3 * end[3]};
+            double* const to_lv[MS_LANES] = {out->lv + 3 * end[0], out->lv + 3 * end[1], out->lv + 3 * end[2],
+                                             out->lv + 3 * end[3]};
+            v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
+            v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
+            if (with_pair) {
+                sum_pair = v4_add(sum_pair, pair[0]);
+                MS_KERNEL(scatter_pairing)(out->pairing, end, pair[1], 1);
+            }
         }
     }
     v4_scatter_nodes(owner_lx, sum_g[0], sum_g[1], sum_g[2], 1);
     v4_scatter_nodes(owner_lv, sum_h[0], sum_h[1], sum_h[2], 1);
-    if (with_pair) MS_KERNEL(scatter_pairing)(owner_pairing, sum_pair, 0);
+    if (with_pair) MS_KERNEL(scatter_pairing)(out->pairing, owner, sum_pair, 0);
 }
 
 /* The springs [s, e) of one owner a, one at a time. */
@@ -307,9 +264,8 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
             grad[1] = gk;
             grad[2] = gc;
         }
-        const MS_KERNEL(adjoint_end) to = MS_KERNEL(adjoint_target)(out, out->dest[r], with_pair);
-        double* to_lx = to.x;
-        double* to_lv = to.v;
+        double* to_lx = out->lx + 3 * b;
+        double* to_lv = out->lv + 3 * b;
         for (int c = 0; c < 3; ++c) {
             sum_g[c] += g[c];
             sum_h[c] += h[c];
@@ -318,7 +274,7 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
         }
         if (with_pair) {
             sum_pair += pa;
-            *to.pairing -= pb;
+            out->pairing[b] -= pb;
         }
     }
     for (int c = 0; c < 3; ++c) {
@@ -328,15 +284,15 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
     if (with_pair) out->pairing[a] += sum_pair;
 }
 
-/* Every spring of block, in the layout's order. */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
+/* Every spring of the layout, in its order. */
+MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, const double* MS_RESTRICT x,
                                               const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
                                               const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
     const int32_t* MS_RESTRICT pairs = layout->pairs;
     const double* MS_RESTRICT params = layout->params;
     const uint16_t* MS_RESTRICT lanes = layout->lanes;
-    const int64_t end = layout->spring_start[block + 1];
-    for (int64_t s = layout->spring_start[block]; s < end;) {
+    const int64_t end = layout->nspring;
+    for (int64_t s = 0; s < end;) {
         const int64_t a = pairs[2 * s];
         const int64_t kind = lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
         if (kind & MS_GATHERED) {
@@ -356,18 +312,12 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, int64_t b
     }
 }
 
-void MS_KERNEL(ms_springs_adjoint)(const ms_layout* layout, int64_t block, const double* MS_RESTRICT x,
-                                   const double* MS_RESTRICT v, const double* MS_RESTRICT lf, double* lx, double* lv,
-                                   double* grad, double* pairing, double* halo) {
-    const int64_t nhalo = layout->halo_start[layout->nblock];
-    const int64_t first = layout->halo_start[block], count = layout->halo_start[block + 1] - first;
-    const MS_KERNEL(adjoint_out) out = {lx, lv, pairing, grad, halo + 3 * first, halo + 3 * (nhalo + first),
-                                        halo + 6 * nhalo + first, layout->dest, layout->node_start[block + 1]};
-    memset(out.halo_x, 0, sizeof(double) * 3 * (size_t)count);
-    memset(out.halo_v, 0, sizeof(double) * 3 * (size_t)count);
-    if (pairing != NULL) memset(out.halo_pairing, 0, sizeof(double) * (size_t)count);
-    if (pairing != NULL && grad != NULL) MS_KERNEL(adjoint_walk)(layout, block, x, v, lf, &out, 1, 1);
-    else if (pairing != NULL) MS_KERNEL(adjoint_walk)(layout, block, x, v, lf, &out, 1, 0);
-    else if (grad != NULL) MS_KERNEL(adjoint_walk)(layout, block, x, v, lf, &out, 0, 1);
-    else MS_KERNEL(adjoint_walk)(layout, block, x, v, lf, &out, 0, 0);
+void MS_KERNEL(ms_springs_adjoint)(const ms_layout* layout, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
+                                   const double* MS_RESTRICT lf, double* lx, double* lv, double* grad,
+                                   double* pairing) {
+    const MS_KERNEL(adjoint_out) out = {lx, lv, pairing, grad};
+    if (pairing != NULL && grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 1);
+    else if (pairing != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 0);
+    else if (grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 0, 1);
+    else MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 0, 0);
 }

@@ -21,9 +21,6 @@ int ms_cpu_count(void);
    vDSO, Windows' performance counter). */
 double ms_clock_seconds(void);
 
-/* The processor time of the calling thread (s) from an arbitrary origin (a system call). */
-double ms_thread_seconds(void);
-
 /* Seconds between two runs of a caller's interruption check (ms_interrupt) in a long call. */
 #define MS_CHECK_PERIOD 0.025
 
@@ -52,21 +49,5 @@ void ms_counter_add(ms_counter* counter, long long amount); /* adds amount and w
 long long ms_counter_wait(ms_counter* counter, long long at_least, double seconds);
 long long ms_counter_value(ms_counter* counter);
 void ms_counter_destroy(ms_counter* counter);
-
-/* A count that threads read and raise without a lock, for hand-overs of a few microseconds
-   between threads that are both running.  A waiter spins briefly, then yields the
-   processor, then naps (some tens of microseconds at a time), so that it costs little on a
-   machine with more threads than processors. */
-typedef struct ms_tally ms_tally;
-ms_tally* ms_tally_create(void); /* at 0; NULL if out of memory */
-void ms_tally_destroy(ms_tally* tally);
-/* The count (what the raisers wrote before raising it is visible after). */
-long long ms_tally_value(ms_tally* tally);
-/* Adds amount (what the caller wrote before is visible to those that see the new count). */
-void ms_tally_add(ms_tally* tally, long long amount);
-/* Raises the count by 1 if it is below limit: then 1, with the count before in *taken; else 0. */
-int ms_tally_take(ms_tally* tally, long long limit, long long* taken);
-/* Returns the count once it is >= at_least. */
-long long ms_tally_wait(ms_tally* tally, long long at_least);
 
 #endif

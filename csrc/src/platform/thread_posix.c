@@ -26,12 +26,6 @@ double ms_clock_seconds(void) {
     return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
 }
 
-double ms_thread_seconds(void) {
-    struct timespec now;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0.0;
-    return (double)now.tv_sec + 1e-9 * (double)now.tv_nsec;
-}
-
 /* A sense-reversing spinning barrier: a stage of a mid-sized network takes a fraction of
    a millisecond, far less than waking a thread that slept in the kernel.  Waiters yield
    the processor after a while so an oversubscribed machine still makes progress. */
@@ -125,55 +119,6 @@ void ms_counter_destroy(ms_counter* c) {
     pthread_cond_destroy(&c->raised);
     pthread_mutex_destroy(&c->lock);
     free(c);
-}
-
-/* Alone on its cache line, so that two tallies raised by different threads do not share one. */
-struct ms_tally {
-    atomic_llong count;
-    char apart[128 - sizeof(atomic_llong)];
-};
-
-ms_tally* ms_tally_create(void) {
-    ms_tally* t = malloc(sizeof *t);
-    if (t == NULL) return NULL;
-    atomic_init(&t->count, 0);
-    return t;
-}
-
-void ms_tally_destroy(ms_tally* t) { free(t); }
-
-long long ms_tally_value(ms_tally* t) { return atomic_load_explicit(&t->count, memory_order_acquire); }
-
-void ms_tally_add(ms_tally* t, long long amount) {
-    atomic_fetch_add_explicit(&t->count, amount, memory_order_acq_rel);
-}
-
-int ms_tally_take(ms_tally* t, long long limit, long long* taken) {
-    long long count = atomic_load_explicit(&t->count, memory_order_acquire);
-    while (count < limit)
-        if (atomic_compare_exchange_weak_explicit(&t->count, &count, count + 1, memory_order_acq_rel,
-                                                  memory_order_acquire)) {
-            *taken = count;
-            return 1;
-        }
-    return 0;
-}
-
-long long ms_tally_wait(ms_tally* t, long long at_least) {
-    long long count;
-    for (long spins = 0; (count = atomic_load_explicit(&t->count, memory_order_acquire)) < at_least; ++spins) {
-        if (spins < 256) {
-#if defined(__x86_64__) || defined(__i386__)
-            __builtin_ia32_pause();
-#endif
-        } else if (spins < 288) {
-            sched_yield();
-        } else {
-            const struct timespec nap = {0, 20000};
-            nanosleep(&nap, NULL);
-        }
-    }
-    return count;
 }
 
 /* Workers wait at a gate until every thread has been created, so that a failure to

@@ -26,14 +26,6 @@ double ms_clock_seconds(void) {
     return (double)now.QuadPart / (double)frequency.QuadPart;
 }
 
-double ms_thread_seconds(void) {
-    FILETIME created, exited, kernel, user; /* 100 ns units */
-    if (!GetThreadTimes(GetCurrentThread(), &created, &exited, &kernel, &user)) return 0.0;
-    const unsigned long long k = ((unsigned long long)kernel.dwHighDateTime << 32) | kernel.dwLowDateTime;
-    const unsigned long long u = ((unsigned long long)user.dwHighDateTime << 32) | user.dwLowDateTime;
-    return 1e-7 * (double)(k + u);
-}
-
 /* The same sense-reversing spinning barrier as the POSIX layer's, on interlocked
    operations (each a full memory barrier).  Waiters read the sense through a volatile
    load and fence once it has flipped, which orders their later reads after it; after a
@@ -138,51 +130,6 @@ long long ms_counter_value(ms_counter* c) {
 }
 
 void ms_counter_destroy(ms_counter* c) { free(c); }
-
-/* Alone on its cache line, so that two tallies raised by different threads do not share one. */
-struct ms_tally {
-    volatile LONG64 count;
-    char apart[128 - sizeof(LONG64)];
-};
-
-ms_tally* ms_tally_create(void) {
-    ms_tally* t = malloc(sizeof *t);
-    if (t == NULL) return NULL;
-    t->count = 0;
-    return t;
-}
-
-void ms_tally_destroy(ms_tally* t) { free(t); }
-
-long long ms_tally_value(ms_tally* t) { return (long long)InterlockedCompareExchange64(&t->count, 0, 0); }
-
-void ms_tally_add(ms_tally* t, long long amount) { InterlockedExchangeAdd64(&t->count, (LONG64)amount); }
-
-int ms_tally_take(ms_tally* t, long long limit, long long* taken) {
-    LONG64 count = InterlockedCompareExchange64(&t->count, 0, 0);
-    while (count < limit) {
-        const LONG64 seen = InterlockedCompareExchange64(&t->count, count + 1, count);
-        if (seen == count) {
-            *taken = (long long)count;
-            return 1;
-        }
-        count = seen;
-    }
-    return 0;
-}
-
-long long ms_tally_wait(ms_tally* t, long long at_least) {
-    long long count;
-    for (long spins = 0; (count = ms_tally_value(t)) < at_least; ++spins) {
-        if (spins < 256)
-            YieldProcessor();
-        else if (spins < 288)
-            SwitchToThread();
-        else
-            Sleep(1); /* the shortest nap Windows has */
-    }
-    return count;
-}
 
 _Static_assert(MS_MAX_THREADS - 1 <= MAXIMUM_WAIT_OBJECTS, "one wait covers every started thread");
 

@@ -23,20 +23,6 @@
 /* Seconds between two calls of the caller's interruption check. */
 #define CHECK_SECONDS 0.025
 
-/* A replaying thread that is ahead looks for blocks of the adjoint's spring stages to run
-   for this long without finding any before it naps, for at most NAP_SECONDS at a time. */
-#define HELP_SECONDS 50e-6
-#define NAP_SECONDS 200e-6
-
-/* A stretch taken back in more than CROWDED times the calling thread's processor time (plus
-   CROWDED_SECONDS) was slowed by other work on the machine (the helper's naps, its blocks
-   waited for while it did not run, other processes): the passes then stay on the calling
-   thread for the next two stretches, then for twice as many after each crowded stretch
-   shared, up to MOST_ALONE; only a stretch alone that ran uncrowded counts down. */
-#define CROWDED 1.2
-#define CROWDED_SECONDS 1e-4
-#define MOST_ALONE 32
-
 int ms_gradient_check(const ms_model* m, ms_error* err) {
     const ms_options* opt = &m->opt;
     const char* integrator = NULL;
@@ -352,9 +338,7 @@ static int take_back(backward* b, int64_t c, const double* states, ms_error* err
    into half i % 2 of the states, while worker 0 (the calling thread, which alone runs the
    caller's check) takes them back in the same order.  Each hands the other a count: the
    stretches stepped again, the stretches taken back (a half is stepped into again once the
-   stretch before in it was taken back).  Worker 0 sleeps while it waits; worker 1, ahead,
-   runs blocks of worker 0's spring stages meanwhile (ms_spring_adjoint_help: the blocks
-   are the same whoever runs them, so are the bits), and naps when there are none. */
+   stretch before in it was taken back).  They sleep while they wait. */
 typedef struct pipeline {
     backward* b;
     double* states;
@@ -366,59 +350,21 @@ typedef struct pipeline {
     ms_error replay_err;       /* the replay's failure (it stops at the first) */
     int status;                /* worker 0's; when it stops early it raises taken_back past last + 1 */
     ms_error* err;
-    ms_tally* open;            /* > 0 while worker 0 posts its spring stages for worker 1 */
-    int alone, backoff;        /* worker 0: stretches still to take back alone, and how many the next
-                                  crowded stretch shared sends it alone for */
 } pipeline;
-
-/* Worker 1 until taken_back reaches at_least: blocks of worker 0's spring stages. */
-static long long help_until(pipeline* pl, long long at_least) {
-    ms_spring_adjoint* springs = pl->b->springs;
-    double idle_since = ms_clock_seconds();
-    for (;;) {
-        const long long count = ms_counter_value(pl->taken_back);
-        if (count >= at_least) return count;
-        const int open = ms_tally_value(pl->open) > 0;
-        if (open && ms_spring_adjoint_help(springs) > 0) {
-            idle_since = ms_clock_seconds();
-        } else if (!open || ms_clock_seconds() - idle_since > HELP_SECONDS) {
-            ms_counter_wait(pl->taken_back, at_least, NAP_SECONDS);
-            idle_since = ms_clock_seconds();
-        }
-    }
-}
 
 static void pipeline_replay(pipeline* pl) {
     const ms_fp_mode found = ms_flush_subnormals(); /* as the steps compute (portable.h) */
     pacer halted = {NULL, 0.0, pl->taken_back, pl->last + 2}; /* worker 0 stopped early */
-    int status = MS_OK;
     for (int64_t i = 0; i <= pl->last; ++i) {
         /* half i % 2 is free once stretch i - 2 was taken back */
-        if (i >= 2 && help_until(pl, i - 1) >= halted.halt_at) break;
-        status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, &halted,
+        if (i >= 2 && ms_counter_wait(pl->taken_back, i - 1, -1.0) >= halted.halt_at) break;
+        const int status = replay(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, &halted,
                                   &pl->replay_err);
         pl->replay_status[i % 2] = status;
         ms_counter_add(pl->replayed, 1);
         if (status != MS_OK) break;
     }
-    if (status == MS_OK) help_until(pl, pl->last + 1); /* the last stretches' spring stages */
     ms_restore_fp(found);
-}
-
-/* Whether worker 0 shares its spring stages for the next stretch, after one that was crowded
-   or not; said to worker 1 before the stretch is counted taken back, which wakes it. */
-static void share_next(pipeline* pl, int crowded) {
-    ms_spring_adjoint* springs = pl->b->springs;
-    if (springs->sharing) {
-        const int doubled = pl->backoff == 0 ? 2 : pl->backoff * 2 < MOST_ALONE ? pl->backoff * 2 : MOST_ALONE;
-        pl->backoff = crowded ? doubled : 0;
-        pl->alone = pl->backoff;
-    } else if (!crowded && pl->alone > 0) {
-        pl->alone -= 1;
-    }
-    const int share = pl->alone == 0;
-    if (share != springs->sharing) ms_tally_add(pl->open, share ? 1 : -1);
-    springs->sharing = share;
 }
 
 static void pipeline_take_back(pipeline* pl) {
@@ -435,12 +381,8 @@ static void pipeline_take_back(pipeline* pl) {
             *pl->err = pl->replay_err;
             break;
         }
-        const double wall = ms_clock_seconds(), processor = ms_thread_seconds();
         status = take_back(pl->b, pl->last - i, pl->states + (size_t)(i % 2) * pl->stretch_doubles, pl->err);
-        if (status != MS_OK) break;
-        const int crowded = ms_clock_seconds() - wall > CROWDED * (ms_thread_seconds() - processor) + CROWDED_SECONDS;
-        share_next(pl, crowded);
-        ms_counter_add(pl->taken_back, 1);
+        if (status == MS_OK) ms_counter_add(pl->taken_back, 1);
     }
     if (status != MS_OK) ms_counter_add(pl->taken_back, pl->last + 2); /* sends worker 1 home */
     pl->status = status;
@@ -504,15 +446,12 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
                   &p, 1, run->nrecord - 1};
     int status = MS_OK;
     const int64_t last = checkpoint_count(run) - 2;
-    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, MS_OK, err, NULL, 0, 0};
-    if (two && ms_spring_adjoint_share(springs) == 0) {
+    pipeline pl = {&b, states, stretch_doubles, last, NULL, NULL, {MS_OK, MS_OK}, {0}, MS_OK, err};
+    if (two) {
         pl.replayed = ms_counter_create();
         pl.taken_back = ms_counter_create();
-        pl.open = ms_tally_create();
-        if (pl.open != NULL) ms_tally_add(pl.open, 1); /* springs->sharing starts at 1 */
     }
-    if (pl.replayed != NULL && pl.taken_back != NULL && pl.open != NULL &&
-        ms_threads_run(2, pipeline_work, &pl) == 0) {
+    if (pl.replayed != NULL && pl.taken_back != NULL && ms_threads_run(2, pipeline_work, &pl) == 0) {
         status = pl.status; /* the same operations on the same numbers as one stretch after the other */
     } else {
         for (int64_t c = last; c >= 0 && status == MS_OK; --c) {
@@ -520,7 +459,6 @@ int ms_gradient_backward(const ms_model* m, ms_state* s, const ms_gradient_run* 
             if (status == MS_OK) status = take_back(&b, c, states, err);
         }
     }
-    ms_tally_destroy(pl.open);
     ms_counter_destroy(pl.replayed);
     ms_counter_destroy(pl.taken_back);
     for (; status == MS_OK && b.r >= 0; --b.r) { /* the records of the initial state */
