@@ -56,7 +56,6 @@ def test_the_pages_exist(site: Path) -> None:
     pages += [f"guide/{name}.html" for name in GUIDE]
     pages += [f"tutorials/{path.stem}.html" for path in sorted((ROOT / "notebooks").glob("*.ipynb"))]
     pages += [f"auto_examples/{path.stem}.html" for path in sorted((ROOT / "examples").glob("*.py"))]
-    pages += [f"benchmarks/note-{path.stem}.html" for path in sorted((ROOT / "benchmarks" / "notes").glob("*.md"))]
     for page in pages:
         assert (site / page).is_file(), page
     assert "Getting started" in _visible(_text(site / "getting_started.html"))
