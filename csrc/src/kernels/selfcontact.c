@@ -57,9 +57,10 @@
 #define SC_FLAT 1e-10
 /* Bisection steps for a root of the cubic: the root is then known to 2^-60 of the step. */
 #define SC_BISECT 60
-/* Passes of the sweep's inner loops between two readings of the clock (for the caller's
-   interruption check): a few hundred microseconds of the slowest (narrow-phase) passes. */
-#define SC_PACE 256
+/* Work between two readings of the clock (for the caller's interruption check), counted in
+   box tests or pairs: some tens of microseconds of the broad phase, a few milliseconds of
+   the narrow phase. */
+#define SC_PACE 8192
 
 typedef struct sc_pair {
     int32_t kind; /* 0: node a and triangle b; 1: edges a < b */
@@ -95,12 +96,13 @@ struct ms_sweep_work {
 
 const unsigned char* ms_sweep_sent_back(const ms_sweep_work* w) { return w->back; }
 
-/* Whether the caller's check asks the sweep to stop; called at the top of every pass of
-   the loops that can run long (worker 0's, the one that runs the sweep and the caller's
-   thread).  Most calls only count down; every SC_PACE of them read the clock, and the
-   check runs if it last ran MS_CHECK_PERIOD ago or more. */
-static int sc_stop(ms_sweep_work* w) {
-    if (w->interrupt == NULL || --w->countdown > 0) return w->stopped;
+/* Whether the caller's check asks the sweep to stop, before work of about the given count of
+   box tests or pairs; called in the loops that can run long, outside their innermost ones
+   (on worker 0, which runs the sweep: the caller's thread).  Most calls only count down;
+   every SC_PACE of work they read the clock, and the check runs if it last ran
+   MS_CHECK_PERIOD ago or more. */
+static int sc_stop(ms_sweep_work* w, int64_t work) {
+    if (w->interrupt == NULL || (w->countdown -= work) > 0) return w->stopped;
     w->countdown = SC_PACE;
     const double now = ms_clock_seconds();
     if (!w->stopped && now - w->checked_at >= MS_CHECK_PERIOD) {
@@ -528,10 +530,9 @@ static int query(const ms_model* m, ms_sweep_work* w, int edge_edge, const doubl
             /* a big query box: against every hashed primitive (edge-edge: the pair is taken
                where the other edge is the big one, below) */
             if (edge_edge) continue;
-            for (int64_t p = 0; p < nprim; ++p) {
-                if (sc_stop(w)) return -1;
+            if (sc_stop(w, nprim)) return -1;
+            for (int64_t p = 0; p < nprim; ++p)
                 if (!w->big[p] && boxes_overlap(box, w->prim_box + 6 * p) && consider(m, w, 0, i, p)) return -1;
-            }
             continue;
         }
         int64_t c[3];
@@ -539,8 +540,8 @@ static int query(const ms_model* m, ms_sweep_work* w, int edge_edge, const doubl
             for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
                 for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
                     const int64_t b = sc_bucket(c, w->buckets);
+                    if (sc_stop(w, 1 + w->bucket_start[b + 1] - w->bucket_start[b])) return -1;
                     for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
-                        if (sc_stop(w)) return -1;
                         const int64_t e = w->entry_order[k];
                         const int64_t* cell = w->entry_cell + 3 * e;
                         if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
@@ -559,8 +560,8 @@ static int query(const ms_model* m, ms_sweep_work* w, int edge_edge, const doubl
     /* the big primitives against every query box */
     for (int64_t p = 0; p < nprim; ++p) {
         if (!w->big[p]) continue;
+        if (sc_stop(w, count)) return -1;
         for (int64_t i = 0; i < count; ++i) {
-            if (sc_stop(w)) return -1;
             if (edge_edge && i == p) continue;
             if (edge_edge && w->big[i] && i > p) continue; /* two big edges: once */
             if (!boxes_overlap(boxes + 6 * i, w->prim_box + 6 * p)) continue;
@@ -669,7 +670,7 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         for (int round = 0;; ++round) {
             int64_t npending = 0;
             for (int64_t k = 0; k < w->npair; ++k) {
-                if (sc_stop(w)) return MS_ERR_INTERRUPTED;
+                if (sc_stop(w, 1)) return MS_ERR_INTERRUPTED;
                 int32_t nodes[4];
                 pair_nodes(m, w, w->pairs + k, nodes);
                 if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))
