@@ -324,6 +324,36 @@ void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int
     }
 }
 
+ms_contact ms_collide_again(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
+                            double* MS_RESTRICT v, double h, const unsigned char* again) {
+    ms_contact contact = {0.0, 0.0, 0, 0};
+    contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        if (!again[i] || s->inv_mass[i] == 0.0) continue;
+        double* xi = x + 3 * i;
+        const double found[3] = {xi[0], xi[1], xi[2]};
+        /* the gaps the first pass kept were for a path the node no longer took: every
+           collider's full test, each writing the node's bound for its new path */
+        for (int64_t k = 0; k < m->ncollider; ++k) {
+            collider_pass pass;
+            const ms_collider* c = pass.c = &m->colliders[k];
+            pass.k = k;
+            for (int a = 0; a < 3; ++a) {
+                pass.start[a] = s->collider_center[3 * k + a];
+                pass.end[a] = pass.start[a] + h * c->velocity[a];
+            }
+            const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+            pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+            pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode : NULL;
+            const int64_t pushes = contact.pushes;
+            collide_node(m, work, &pass, x_old, x, v, i, &contact);
+            contact.pushes = pushes;
+        }
+        contact.pushes += xi[0] != found[0] || xi[1] != found[1] || xi[2] != found[2];
+    }
+    return contact;
+}
+
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end) {
     contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
     const uint8_t* pushed = work->pushed;
