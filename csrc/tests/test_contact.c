@@ -7,6 +7,7 @@
 
 #include "ensure.h"
 #include "helpers.h"
+#include "kernels/kernels.h"
 #include "msprings/msprings.h"
 
 static int test_contact_many_steps_per_call(void) {
@@ -140,9 +141,67 @@ static int test_collider_axis_of_any_size(void) {
     return 0;
 }
 
+/* The gap bounds' screening (four nodes at a time on each vector path) against the scalar
+   test it stands for: it stops at the first four of which some node's known gap is not
+   greater than its bound (or where fewer than four are left), every node before that has
+   its gap reduced by its bound with the scalar arithmetic's bits, and no node from there on
+   is touched; every path gives the plain path's bits. */
+static int test_gap_screening_matches_the_scalar_test(void) {
+    enum { N = 203 };
+    static double x_old[3 * N], x[3 * N], known[N], want[N], got[N];
+    const double start[3] = {0.1, -2.0, 0.3}, finish[3] = {0.1, -1.99, 0.31}, thickness = 0.004;
+    ms_gap_screen paths[3] = {ms_screen_gaps_plain, NULL, NULL};
+#if defined(MS_SSE2_PATH)
+    paths[1] = ms_screen_gaps_sse2;
+#elif defined(MS_NEON_PATH)
+    paths[1] = ms_screen_gaps_neon;
+#endif
+#if defined(MS_AVX2_PATH)
+    if (ms_avx2_supported()) paths[2] = ms_screen_gaps_avx2;
+#endif
+    uint64_t seed = 5;
+    for (int trial = 0; trial < 40; ++trial) {
+        for (int64_t q = 0; q < 3 * N; ++q) {
+            x_old[q] = 3.0 * lcg_uniform(&seed);
+            x[q] = x_old[q] + 0.01 * lcg_uniform(&seed);
+        }
+        /* gaps well above the paths, but one node (none in the last trials) has a small one */
+        const int64_t close = trial < 30 ? (int64_t)(trial * 7 % N) : -1;
+        for (int64_t i = 0; i < N; ++i)
+            known[i] = i == close ? 0.001 * fabs(lcg_uniform(&seed)) : 2.0 + lcg_uniform(&seed);
+        const int64_t begin = trial % 5;
+        /* the scalar test, as the contact pass runs it */
+        memcpy(want, known, sizeof known);
+        int64_t stop = begin;
+        for (int64_t i = begin; i < N; ++i) {
+            const double r0[3] = {x_old[3 * i] - start[0], x_old[3 * i + 1] - start[1], x_old[3 * i + 2] - start[2]};
+            const double path[3] = {(x[3 * i] - finish[0]) - r0[0], (x[3 * i + 1] - finish[1]) - r0[1],
+                                    (x[3 * i + 2] - finish[2]) - r0[2]};
+            const double length = fabs(path[0]) + fabs(path[1]) + fabs(path[2]);
+            const double bound =
+                length + MS_GAP_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
+            if (!(want[i] > bound)) break;
+            want[i] -= bound;
+            stop = i + 1;
+        }
+        const int64_t expected_stop = begin + (stop - begin) / 4 * 4; /* the start of the four that failed */
+        for (int p = 0; p < 3; ++p) {
+            if (paths[p] == NULL) continue;
+            memcpy(got, known, sizeof known);
+            const int64_t returned = paths[p](x_old, x, got, start, finish, thickness, begin, N);
+            ENSURE(returned == expected_stop);
+            ENSURE(memcmp(got, want, sizeof(double) * (size_t)returned) == 0);
+            ENSURE(memcmp(got + returned, known + returned, sizeof(double) * (size_t)(N - returned)) == 0);
+            if (close < 0 || close < begin) ENSURE(returned == begin + (N - begin) / 4 * 4);
+        }
+    }
+    return 0;
+}
+
 const test_case contact_tests[] = {
     TEST(test_contact_many_steps_per_call),
     TEST(test_contact_push_towards_an_earlier_collider),
     TEST(test_collider_axis_of_any_size),
+    TEST(test_gap_screening_matches_the_scalar_test),
     {NULL, NULL},
 };

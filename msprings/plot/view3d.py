@@ -251,9 +251,14 @@ def _frames(obj: Viewable, max_frames: int) -> _Frames:
 # ---- self-contacts ---------------------------------------------------------------------
 
 _CONTACT_COLOR = "#d1261c"
+_EDGE_CONTACT_COLOR = "#f59b00"  # orange: edge-edge contacts, beside the node-triangle ones in red
 #: A node is in contact with a triangle within this many self-collision distances: the pushes
 #: hold touching layers at the distance itself, give or take rounding and the last step's motion.
 _CONTACT_SLACK = 1.1
+#: An edge-edge contact's closest points lie inside both edges by more than this fraction of
+#: their lengths: nearer an end, it is that node's contact (and a node right over an edge, as
+#: in a regular mesh, does not count by the rounding of its parameter).
+_EDGE_END = 1e-6
 
 
 def _closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
@@ -328,6 +333,101 @@ def _self_contacts(positions: np.ndarray, faces: np.ndarray, reach: float) -> tu
     near = near[np.lexsort((distance[near], node[near]))]  # by node, the nearest triangle first
     first = near[np.r_[True, node[near][1:] != node[near][:-1]]] if len(near) else near
     return node[first], closest[first]
+
+
+def _closest_on_segments(p1: np.ndarray, q1: np.ndarray, p2: np.ndarray,
+                         q2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The parameters (s, t) of the closest points p1 + s (q1 - p1) and p2 + t (q2 - p2) of
+    the segments, row by row: the lines' closest pair clamped to the first segment, the
+    second's parameter for that point clamped, and the first's again for that (which also
+    serves parallel and point-like segments)."""
+    d1, d2, r = q1 - p1, q2 - p2, p1 - p2
+    a = np.einsum("ij,ij->i", d1, d1)
+    e = np.einsum("ij,ij->i", d2, d2)
+    b = np.einsum("ij,ij->i", d1, d2)
+    c = np.einsum("ij,ij->i", d1, r)
+    f = np.einsum("ij,ij->i", d2, r)
+    denominator = a * e - b * b
+    safe_a, safe_e = np.where(a > 0.0, a, 1.0), np.where(e > 0.0, e, 1.0)
+    s = np.where(denominator > 1e-12 * a * e, np.clip((b * f - c * e) / np.where(denominator > 0.0, denominator, 1.0),
+                                                      0.0, 1.0), 0.0)
+    s = np.where(a > 0.0, s, 0.0)
+    t = np.where(e > 0.0, np.clip((b * s + f) / safe_e, 0.0, 1.0), 0.0)
+    s = np.where(a > 0.0, np.clip((b * t - c) / safe_a, 0.0, 1.0), 0.0)
+    return s, t
+
+
+def _mesh_edges(faces: np.ndarray) -> np.ndarray:
+    """The triangles' edges (e, 2), lower node first, each once, in ascending order."""
+    pairs = np.sort(faces[:, [0, 1, 1, 2, 2, 0]].reshape(-1, 2), axis=1)
+    return np.unique(pairs, axis=0) if len(pairs) else pairs.astype(np.int64)
+
+
+def _edge_contacts(positions: np.ndarray, faces: np.ndarray,
+                   reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edge-edge self-contacts of a surface: every pair of mesh edges that share no node
+    and come closer than ``reach`` (m), where the closest points lie inside both edges (a
+    closest point at an end, to _EDGE_END of the edge, is that node's contact, which
+    _self_contacts finds).  Returns
+    the pairs' edges (p, 2) and (p, 2) (their nodes, the first edge the lower in the
+    ascending order of _mesh_edges), ordered, and their closest points (p, 3) and (p, 3)
+    (m).  Candidates come from a uniform grid of cells at least ``reach`` wide: every edge
+    is entered in each cell its box grown by ``reach`` touches and looked up in each cell its
+    own box touches, so the cost is linear in the surface's size."""
+    none = (np.zeros((0, 2), dtype=np.int64), np.zeros((0, 2), dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)))
+    finite = np.isfinite(positions).all(axis=1)
+    faces = faces[finite[faces].all(axis=1)]
+    if not len(faces) or not reach > 0.0:
+        return none
+    edges = _mesh_edges(faces)
+    p, q = positions[edges[:, 0]], positions[edges[:, 1]]
+    lo, hi = np.minimum(p, q), np.maximum(p, q)
+    cell = max(float(reach), float(np.median(np.linalg.norm(q - p, axis=1))))
+    lowest = lo.min(axis=0) - reach
+    shape = np.floor((hi.max(axis=0) + reach - lowest) / cell).astype(np.int64) + 1
+
+    def cells(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Each edge's cells from low to high (e, 3): owners, the cells (c, 3) and their keys."""
+        spans = high - low + 1
+        counts = spans.prod(axis=1)
+        owners = np.repeat(np.arange(len(edges)), counts)
+        k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+        sx, sy = spans[owners, 0], spans[owners, 1]
+        at = low[owners] + np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
+        return owners, at, at[:, 0] + shape[0] * (at[:, 1] + shape[1] * at[:, 2])
+
+    grown_lo, grown_hi = lo - reach, hi + reach
+    entered, _, keys = cells(np.floor((grown_lo - lowest) / cell).astype(np.int64),
+                             np.floor((grown_hi - lowest) / cell).astype(np.int64))
+    order = np.argsort(keys, kind="stable")
+    entered, keys = entered[order], keys[order]
+    asking, at, asked = cells(np.floor((lo - lowest) / cell).astype(np.int64),
+                              np.floor((hi - lowest) / cell).astype(np.int64))
+    first, last = np.searchsorted(keys, asked, "left"), np.searchsorted(keys, asked, "right")
+    hits = last - first
+    where = np.repeat(np.arange(len(asked)), hits)
+    other = entered[np.arange(int(hits.sum())) - np.repeat(np.cumsum(hits) - hits, hits) + np.repeat(first, hits)]
+    one = asking[where]
+    # a pair within reach is found from both sides: kept from its lower edge, in the one cell
+    # that holds the lowest corner of its edge's box and the other's grown box, if they meet
+    keep = one < other
+    one, other, where = one[keep], other[keep], where[keep]
+    corner = np.maximum(lo[one], grown_lo[other])
+    keep = (corner <= np.minimum(hi[one], grown_hi[other])).all(axis=1)
+    keep &= (np.floor((corner - lowest) / cell).astype(np.int64) == at[where]).all(axis=1)
+    one, other = one[keep], other[keep]
+    shared = (edges[one][:, :, None] == edges[other][:, None, :]).any(axis=(1, 2))
+    one, other = one[~shared], other[~shared]
+    if not len(one):
+        return none
+    order = np.lexsort((other, one))
+    one, other = one[order], other[order]
+    s, t = _closest_on_segments(p[one], q[one], p[other], q[other])
+    at_one = p[one] + s[:, None] * (q[one] - p[one])
+    at_other = p[other] + t[:, None] * (q[other] - p[other])
+    distance = np.linalg.norm(at_one - at_other, axis=1)
+    near = (distance < reach) & (np.minimum(s, 1.0 - s) > _EDGE_END) & (np.minimum(t, 1.0 - t) > _EDGE_END)
+    return edges[one[near]], edges[other[near]], at_one[near], at_other[near]
 
 
 def _contact_distance(obj: Any, contacts: Any) -> float:
@@ -625,6 +725,19 @@ class _Builder:
             self._add(go.Scatter3d(mode="lines+markers", name="self-contacts", connectgaps=False,
                                    hovertemplate=_hover("self-contact", None), **marks(0)), marks)
 
+            crossing = [_edge_contacts(positions[f], frames.faces, contact_reach)[2:] for f in range(len(positions))]
+
+            def edge_marks(f: int) -> dict[str, Any]:
+                on_one, on_other = crossing[f]
+                ends = np.empty((2 * len(on_one), 3))
+                ends[0::2], ends[1::2] = on_one, on_other
+                pairs = np.arange(len(ends)).reshape(-1, 2)
+                return {**_xyz(_segments(ends, pairs)), "marker": {"size": 3, "color": _EDGE_CONTACT_COLOR},
+                        "line": {"width": 5, "color": _EDGE_CONTACT_COLOR}}
+
+            self._add(go.Scatter3d(mode="lines+markers", name="edge contacts", connectgaps=False,
+                                   hovertemplate=_hover("edge-edge contact", None), **edge_marks(0)), edge_marks)
+
         if colliders:
             self._add_colliders()
 
@@ -797,7 +910,8 @@ def view(obj: Viewable, *, color_by: ColorBy = "strain", springs: bool | None = 
         Mark the surface's self-contacts: every node closer than 1.1 times the self-collision
         distance to a triangle it is not a corner of (the pushes hold touching layers at the
         distance itself) gets a red segment from the node to the closest point of the nearest
-        such triangle.
+        such triangle, and every pair of mesh edges that share no node and come as close,
+        with their closest points inside both edges, an orange segment between those points.
         True takes the distance from the system (``s.self_collision``), a frame dict's
         ``"self_collision"`` or a trajectory's ``self_collision`` attribute; a number gives it
         (m).  Found in NumPy from the positions of each frame (a uniform grid: linear cost).
@@ -806,7 +920,8 @@ def view(obj: Viewable, *, color_by: ColorBy = "strain", springs: bool | None = 
     -------
     plotly.graph_objects.Figure
         Traces named "surface" (Mesh3d), "springs" (lines), "nodes" and "pinned nodes"
-        (markers), "self-contacts" (lines and markers) and "<kind> collider" (Mesh3d), in this order, each only when drawn; a
+        (markers), "self-contacts" and "edge contacts" (lines and markers) and "<kind> collider" (Mesh3d), in this
+        order, each only when drawn; a
         trajectory's figure has one frame per kept record, named by its index.
 
     Raises

@@ -264,7 +264,14 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
         const double start[3] = {pass.start[0], pass.start[1], pass.start[2]};
         const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
         const double thickness = c->thickness;
+        const ms_gap_screen screen = MS_FASTEST_KERNEL(ms_screen_gaps);
         for (int64_t i = begin; i < end_node; ++i) {
+            if (known != NULL && ((i - begin) & 3) == 0) {
+                /* the nodes passed over, four at a time; the first four that are not
+                   (or the last few) go through the test below one by one */
+                i = screen(x_old, x, known, start, finish, thickness, i, end_node);
+                if (i == end_node) break;
+            }
             if (inv_mass[i] == 0.0) continue;
             if (known != NULL) {
                 /* The signed distances are 1-Lipschitz, so a node that starts farther from
@@ -281,7 +288,8 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
                 const double path[3] = {(xi[0] - finish[0]) - r0[0], (xi[1] - finish[1]) - r0[1],
                                         (xi[2] - finish[2]) - r0[2]};
                 const double length = fabs(path[0]) + fabs(path[1]) + fabs(path[2]);
-                const double bound = length + 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
+                const double bound =
+                    length + MS_GAP_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + length + thickness);
                 if (known[i] > bound) {
                     known[i] -= bound;
                     continue;
@@ -289,6 +297,59 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
             }
             collide_node(m, work, &pass, x_old, x, v, i, &contact);
         }
+    }
+    return contact;
+}
+
+void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int64_t begin, int64_t end, int round) {
+    const contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    const uint8_t* pushed = work->pushed;
+    const int64_t* spring_start = work->node_spring_start;
+    for (int64_t node = begin; node < end; ++node) {
+        if (!pushed[node]) continue;
+        if (round == 0) {
+            MS_PREFETCH(spring_start + node);
+            MS_PREFETCH(spring_start + node + 1);
+        } else if (round == 1) {
+            MS_PREFETCH(work->node_others + spring_start[node]);
+            MS_PREFETCH(work->node_springs + spring_start[node]);
+        } else {
+            for (int64_t e = spring_start[node]; e < spring_start[node + 1]; ++e) {
+                const int64_t k = work->node_springs[e];
+                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
+                MS_PREFETCH(m->k + k);
+                MS_PREFETCH(m->rest + k);
+            }
+        }
+    }
+}
+
+ms_contact ms_collide_again(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
+                            double* MS_RESTRICT v, double h, const unsigned char* again) {
+    ms_contact contact = {0.0, 0.0, 0, 0};
+    contact_work* work = ms_workspace_get(s, MS_WORK_CONTACT);
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        if (!again[i] || s->inv_mass[i] == 0.0) continue;
+        double* xi = x + 3 * i;
+        const double found[3] = {xi[0], xi[1], xi[2]};
+        /* the gaps the first pass kept were for a path the node no longer took: every
+           collider's full test, each writing the node's bound for its new path */
+        for (int64_t k = 0; k < m->ncollider; ++k) {
+            collider_pass pass;
+            const ms_collider* c = pass.c = &m->colliders[k];
+            pass.k = k;
+            for (int a = 0; a < 3; ++a) {
+                pass.start[a] = s->collider_center[3 * k + a];
+                pass.end[a] = pass.start[a] + h * c->velocity[a];
+            }
+            const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+            pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+            pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode : NULL;
+            const int64_t pushes = contact.pushes;
+            collide_node(m, work, &pass, x_old, x, v, i, &contact);
+            contact.pushes = pushes;
+        }
+        contact.pushes += xi[0] != found[0] || xi[1] != found[1] || xi[2] != found[2];
     }
     return contact;
 }
@@ -302,18 +363,7 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
        spring the loop passes over adds exactly 0 (its term is finite: the step is), and
        the ends' positions are picked, not branched on: at a resting body's underside
        half the springs of a pushed node lead to another pushed node, at random to the
-       branch predictor. */
-    /* The pushed nodes' springs and their other ends are scattered lines that the step's
-       pass over every spring has evicted: asked for first, in two rounds (the other ends
-       are known once the first round's lines arrive), so that their misses overlap. */
-    for (int64_t node = begin; node < end; ++node)
-        if (pushed[node]) MS_PREFETCH(work->node_others + work->node_spring_start[node]);
-    for (int64_t node = begin; node < end; ++node)
-        if (pushed[node]) {
-            MS_PREFETCH(work->node_springs + work->node_spring_start[node]);
-            for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e)
-                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
-        }
+       branch predictor.  The lines it reads were asked for ahead (ms_push_prefetch). */
     for (int64_t node = begin; node < end; ++node) {
         if (!pushed[node]) continue;
         const double* xn = x + 3 * node;

@@ -78,6 +78,36 @@ void ms_book_contact(ms_ledger* booked, double change);
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h,
                             int64_t begin, int64_t end);
 
+/* The rounding margin of the gap bounds: a bound is taken as the path's L1 length plus
+   MS_GAP_ROUNDING times the L1 lengths of the start's offset and the path and the thickness. */
+#define MS_GAP_ROUNDING 1e-12
+
+/* The gap bounds' screening of the contact pass (gap_kernel.h, one per vector path): from
+   node begin on, four nodes at a time while every one of the four is passed over by its bound
+   (known[i], from the collider's start to the node's at x_old, greater than the bound of its
+   path from x_old to x with the collider moving from start to finish), each of their
+   known[i] reduced by its bound; returns the first node not so passed over (a multiple of
+   four past begin, or where fewer than four are left), which the caller tests one by one with the
+   same arithmetic. */
+typedef int64_t (*ms_gap_screen)(const double* x_old, const double* x, double* known, const double start[3],
+                                 const double finish[3], double thickness, int64_t begin, int64_t end);
+#define MS_DECLARE_GAP_KERNEL(path)                                                                               \
+    int64_t ms_screen_gaps_##path(const double* x_old, const double* x, double* known, const double start[3],     \
+                                  const double finish[3], double thickness, int64_t begin, int64_t end)
+MS_DECLARE_GAP_KERNEL(plain);
+MS_DECLARE_GAP_KERNEL(sse2);
+MS_DECLARE_GAP_KERNEL(neon);
+MS_DECLARE_GAP_KERNEL(avx2);
+
+/* Contact with every collider, as ms_collide_nodes does it, again for the free nodes i
+   with again[i] != 0 only (in node order, every collider tested in full), once the
+   self-contact sweep has sent them back to x_old after the colliders' pass: a collider that
+   moved during the step may have come over where they started.  The pushes' changes and
+   work are in the result, whose pushes counts the nodes whose position changed; the
+   springs' share is not in change (the caller measures it). */
+ms_contact ms_collide_again(const ms_model* m, ms_state* s, const double* x_old, double* x, double* v, double h,
+                            const unsigned char* again);
+
 /* The change of the energy (J) of the springs whose lowest marked end is in [begin, end),
    from where the marked nodes were before their first push to their positions in x,
    summed in the order of those ends and their springs: the sums of fixed node blocks,
@@ -85,6 +115,13 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old,
    of every node, so it must follow a barrier after every node's contact, and precede one
    before the next step's contact. */
 double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, int64_t begin, int64_t end);
+
+/* Asks for the lines ms_push_spring_energy will read for the marked nodes of [begin, end), in
+   three rounds, each needing the lines the one before asked for (0: where each node's
+   springs start; 1: their lists; 2: their other ends' positions, stiffness and rest length):
+   the springs of pushed nodes are scattered lines that the step's pass over every spring has
+   evicted, so their misses are made to overlap with the work on earlier node blocks. */
+void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int64_t begin, int64_t end, int round);
 
 /* The derivatives of contact (contact.c): for the free nodes of (x, v), the state a step
    reached before its contact pass from x_old, with the colliders' centres at the start of
@@ -153,18 +190,22 @@ void ms_closest_on_triangle(const double* p, const double* a, const double* b, c
    (at most the given one) during the straight-line motion goes back to x0 (a free one with
    zero velocity), until no pair does;
    a state x0 that crosses itself nowhere gives an x1 that crosses itself nowhere.
-   *sent_back receives how many nodes went back, *removed the kinetic energy they lost (J).
-   ms_self_contact gets its storage from the self-collision workspace.  Returns MS_OK or
-   MS_ERR_MEMORY (then x1 and v are unchanged). */
+   *sent_back receives how many nodes went back, *removed the kinetic energy they lost (J),
+   and ms_self_contact's *back the nodes' marks (back[i] != 0: node i went back; valid until
+   the next sweep).  The sweep runs the caller's interruption check (interrupt, or NULL) every
+   MS_CHECK_PERIOD at most, on the thread that calls it.  ms_self_contact gets its storage
+   from the self-collision workspace.  Returns MS_OK, MS_ERR_MEMORY or MS_ERR_INTERRUPTED
+   (then x1 and v are unchanged). */
 typedef struct ms_sweep_work ms_sweep_work;
 ms_sweep_work* ms_sweep_work_new(const ms_model* m);
 void ms_sweep_work_free(ms_sweep_work* w);
 const int32_t* ms_sweep_edges(const ms_sweep_work* w, int64_t* nedge); /* (nedge, 2), lower node first */
+const unsigned char* ms_sweep_sent_back(const ms_sweep_work* w); /* (nnode): 1 if the node went back */
 double ms_segment_closest(const double* p1, const double* q1, const double* p2, const double* q2, double* s,
                           double* t);
 int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, const double* x0, double* x1, double* v,
-                          double gap, int64_t* sent_back, double* removed);
-int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v, int64_t* sent_back,
-                    double* removed);
+                          double gap, const ms_interrupt* interrupt, int64_t* sent_back, double* removed);
+int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v,
+                    const ms_interrupt* interrupt, int64_t* sent_back, double* removed, const unsigned char** back);
 
 #endif

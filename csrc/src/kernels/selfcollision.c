@@ -368,9 +368,10 @@ static self_work* get_work(const ms_model* m, ms_state* s) {
     return ms_workspace_get(s, MS_WORK_SELF_COLLISION);
 }
 
-int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v, int64_t* sent_back,
-                    double* removed) {
+int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1, double* v,
+                    const ms_interrupt* interrupt, int64_t* sent_back, double* removed, const unsigned char** back) {
     *sent_back = 0;
+    *back = NULL;
     *removed = 0.0;
     const double distance = m->opt.self_collision;
     if (!(distance * distance > MS_COINCIDENT2) || m->nface == 0) return MS_OK;
@@ -380,7 +381,10 @@ int ms_self_contact(const ms_model* m, ms_state* s, const double* x0, double* x1
         w->sweep = ms_sweep_work_new(m);
         if (w->sweep == NULL) return MS_ERR_MEMORY;
     }
-    return ms_self_contact_sweep(m, s, w->sweep, x0, x1, v, MS_SELF_CONTACT_GAP * distance, sent_back, removed);
+    const int status =
+        ms_self_contact_sweep(m, s, w->sweep, x0, x1, v, MS_SELF_CONTACT_GAP * distance, interrupt, sent_back, removed);
+    *back = ms_sweep_sent_back(w->sweep);
+    return status;
 }
 
 int ms_self_collide(const ms_model* m, ms_state* s, double* MS_RESTRICT x, double* MS_RESTRICT v,

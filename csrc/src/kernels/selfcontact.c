@@ -39,7 +39,9 @@
  *    waits a step) and keeps the velocity it was given.
  *
  * Everything runs on one worker, in a fixed order, so the bits do not depend on the number
- * of workers.
+ * of workers.  That worker is the caller's thread: the loops of the broad phase and of the
+ * fail-safe run the caller's interruption check (if any) every MS_CHECK_PERIOD at most, and
+ * a sweep it stops returns MS_ERR_INTERRUPTED having changed neither x1 nor v.
  */
 #include <math.h>
 #include <stdint.h>
@@ -47,6 +49,7 @@
 #include <string.h>
 
 #include "kernels/kernels.h"
+#include "platform/thread.h"
 
 /* A primitive's box over more than this many cells along one axis is not hashed: it is
    tested against every primitive. */
@@ -60,6 +63,10 @@
 #define SC_FLAT 1e-10
 /* Bisection steps for a root of the cubic: the root is then known to 2^-60 of the step. */
 #define SC_BISECT 60
+/* Work between two readings of the clock (for the caller's interruption check), counted in
+   box tests or pairs: some tens of microseconds of the broad phase, a few milliseconds of
+   the narrow phase. */
+#define SC_PACE 8192
 
 typedef struct sc_pair {
     int32_t kind; /* 0: node a and triangle b; 1: edges a < b */
@@ -98,7 +105,30 @@ struct ms_sweep_work {
     int64_t* bucket_start; /* (buckets + 1) */
     int64_t pair_cap, npair;
     sc_pair* pairs;
+    /* the caller's interruption check (NULL: none), run every MS_CHECK_PERIOD at most */
+    const ms_interrupt* interrupt;
+    int64_t countdown;  /* inner passes until the clock is read again */
+    double checked_at;  /* the clock when the check last ran (s) */
+    int stopped;        /* the check asked to stop */
 };
+
+const unsigned char* ms_sweep_sent_back(const ms_sweep_work* w) { return w->back; }
+
+/* Whether the caller's check asks the sweep to stop, before work of about the given count of
+   box tests or pairs; called in the loops that can run long, outside their innermost ones
+   (on worker 0, which runs the sweep: the caller's thread).  Most calls only count down;
+   every SC_PACE of work they read the clock, and the check runs if it last ran
+   MS_CHECK_PERIOD ago or more. */
+static int sc_stop(ms_sweep_work* w, int64_t work) {
+    if (w->interrupt == NULL || (w->countdown -= work) > 0) return w->stopped;
+    w->countdown = SC_PACE;
+    const double now = ms_clock_seconds();
+    if (!w->stopped && now - w->checked_at >= MS_CHECK_PERIOD) {
+        w->checked_at = now;
+        w->stopped = w->interrupt->check(w->interrupt->context) != 0;
+    }
+    return w->stopped;
+}
 
 const int32_t* ms_sweep_edges(const ms_sweep_work* w, int64_t* nedge) {
     *nedge = w->nedge;
@@ -637,6 +667,7 @@ static int query(const ms_model* m, ms_sweep_work* w, int mode, const double* qb
             int64_t lo[3], hi[3];
             if (!box_cells(box, inv_cell, lo, hi)) {
                 /* over too many of the level's cells: against each of its boxes */
+                if (sc_stop(w, w->level_start[level + 1] - w->level_start[level])) return -1;
                 for (int64_t k = w->level_start[level]; k < w->level_start[level + 1]; ++k) {
                     const int64_t p = w->level_order[k];
                     if (w->big[p] || !finds(mode, i, li, p, level)) continue;
@@ -649,6 +680,7 @@ static int query(const ms_model* m, ms_sweep_work* w, int mode, const double* qb
                 for (c[1] = lo[1]; c[1] <= hi[1]; ++c[1])
                     for (c[0] = lo[0]; c[0] <= hi[0]; ++c[0]) {
                         const int64_t b = sc_bucket(c, level, w->buckets);
+                        if (sc_stop(w, 1 + w->bucket_start[b + 1] - w->bucket_start[b])) return -1;
                         for (int64_t k = w->bucket_start[b]; k < w->bucket_start[b + 1]; ++k) {
                             const int64_t* cell = w->sorted_cell + 3 * k;
                             if (cell[0] != c[0] || cell[1] != c[1] || cell[2] != c[2]) continue;
@@ -670,6 +702,7 @@ static int query(const ms_model* m, ms_sweep_work* w, int mode, const double* qb
     /* the big hashed boxes against every query box that finds them */
     for (int64_t p = 0; p < nprim; ++p) {
         if (!w->big[p]) continue;
+        if (sc_stop(w, count)) return -1;
         const double* other = pboxes + 6 * p;
         for (int64_t i = 0; i < count; ++i) {
             if (!finds(mode, i, qlevels[i], p, plevels[p])) continue;
@@ -701,9 +734,13 @@ static void pair_nodes(const ms_model* m, const ms_sweep_work* w, const sc_pair*
 }
 
 int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, const double* x0, double* x1, double* v,
-                          double gap, int64_t* sent_back, double* removed) {
+                          double gap, const ms_interrupt* interrupt, int64_t* sent_back, double* removed) {
     *sent_back = 0;
     *removed = 0.0;
+    w->interrupt = interrupt != NULL && interrupt->check != NULL ? interrupt : NULL;
+    w->countdown = SC_PACE;
+    w->checked_at = w->interrupt != NULL ? ms_clock_seconds() : 0.0;
+    w->stopped = 0;
     const int64_t n = m->nnode, nf = m->nface, nedge = w->nedge;
     const double* inv_mass = s->inv_mass;
     if (nf == 0) return MS_OK;
@@ -764,12 +801,12 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
         if (!set_levels(w, n, nedge, nf)) return MS_OK; /* non-finite: the step's checks see it */
 
         w->npair = 0;
-        if (hash_primitives(w, w->edge_box, w->edge_level, nedge) ||
-            query(m, w, SC_EDGES, w->edge_box, w->edge_level, nedge, w->edge_box, w->edge_level, nedge))
-            return MS_ERR_MEMORY;
-        if (hash_primitives(w, w->face_box, w->face_level, nf) ||
-            query(m, w, SC_NODES_FACES, w->node_box, w->node_level, n, w->face_box, w->face_level, nf))
-            return MS_ERR_MEMORY;
+        if (hash_primitives(w, w->edge_box, w->edge_level, nedge)) return MS_ERR_MEMORY;
+        if (query(m, w, SC_EDGES, w->edge_box, w->edge_level, nedge, w->edge_box, w->edge_level, nedge))
+            return w->stopped ? MS_ERR_INTERRUPTED : MS_ERR_MEMORY;
+        if (hash_primitives(w, w->face_box, w->face_level, nf)) return MS_ERR_MEMORY;
+        if (query(m, w, SC_NODES_FACES, w->node_box, w->node_level, n, w->face_box, w->face_level, nf))
+            return w->stopped ? MS_ERR_INTERRUPTED : MS_ERR_MEMORY;
         /* a node of higher level than a triangle (faster than the triangle is large) is
            found by the triangle: only if there is one are the nodes hashed */
         int64_t node_top = 0, face_bottom = SC_LEVELS;
@@ -777,15 +814,17 @@ int ms_self_contact_sweep(const ms_model* m, ms_state* s, ms_sweep_work* w, cons
             if (w->node_level[i] > node_top) node_top = w->node_level[i];
         for (int64_t f = 0; f < nf; ++f)
             if (w->face_level[f] < face_bottom) face_bottom = w->face_level[f];
-        if (node_top > face_bottom &&
-            (hash_primitives(w, w->node_box, w->node_level, n) ||
-             query(m, w, SC_FACES_NODES, w->face_box, w->face_level, nf, w->node_box, w->node_level, n)))
-            return MS_ERR_MEMORY;
+        if (node_top > face_bottom) {
+            if (hash_primitives(w, w->node_box, w->node_level, n)) return MS_ERR_MEMORY;
+            if (query(m, w, SC_FACES_NODES, w->face_box, w->face_level, nf, w->node_box, w->node_level, n))
+                return w->stopped ? MS_ERR_INTERRUPTED : MS_ERR_MEMORY;
+        }
 
         memcpy(w->end, x1, sizeof(double) * 3 * (size_t)n);
         for (int round = 0;; ++round) {
             int64_t npending = 0;
             for (int64_t k = 0; k < w->npair; ++k) {
+                if (sc_stop(w, 1)) return MS_ERR_INTERRUPTED;
                 int32_t nodes[4];
                 pair_nodes(m, w, w->pairs + k, nodes);
                 if (round > 0 && !(w->fresh[nodes[0]] || w->fresh[nodes[1]] || w->fresh[nodes[2]] || w->fresh[nodes[3]]))

@@ -12,6 +12,7 @@
 #include "kernels/spring_kernel.h"
 #include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
+#include "kernels/gap_kernel.h"
 #include "kernels/batch_kernel.h"
 #if defined(__clang__)
 #pragma clang attribute pop

@@ -59,6 +59,7 @@ typedef struct ms_team {
     int serial_ok;
     double serial_value;    /* the kinetic energy self-collision removed (J) */
     double serial_work;     /* the constraints' work (J) */
+    double serial_colliders; /* the colliders' work (J) */
     /* the caller's interruption check (ms_should_stop), or NULL */
     const ms_interrupt* interrupt;
     int stop[2];            /* worker 0's word at the last two decision points: stop */

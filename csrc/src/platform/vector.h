@@ -41,6 +41,8 @@ static inline v4 v4_if_greater(v4 a, v4 b, v4 c) { return _mm256_and_pd(_mm256_c
 static inline v4 v4_abs(v4 a) {
     return _mm256_and_pd(a, _mm256_castsi256_pd(_mm256_set1_epi64x(0x7fffffffffffffffLL)));
 }
+/* 1 if a > b in every lane, else 0 */
+static inline int v4_all_greater(v4 a, v4 b) { return _mm256_movemask_pd(_mm256_cmp_pd(a, b, _CMP_GT_OQ)) == 0xF; }
 /* p[0..11] = x0 y0 z0 x1 y1 z1 ... (four consecutive nodes) as the vectors of their x, y, z */
 static inline void v4_load_nodes(const double* p, v4* x, v4* y, v4* z) {
     const __m256d a = _mm256_insertf128_pd(_mm256_castpd128_pd256(_mm_loadu_pd(p)), _mm_loadu_pd(p + 6), 1);
@@ -128,6 +130,7 @@ static inline v2 v2_div(v2 a, v2 b) { return _mm_div_pd(a, b); }
 static inline v2 v2_sqrt(v2 a) { return _mm_sqrt_pd(a); }
 static inline v2 v2_if_greater(v2 a, v2 b, v2 c) { return _mm_and_pd(_mm_cmpgt_pd(a, b), c); }
 static inline v2 v2_abs(v2 a) { return _mm_and_pd(a, _mm_castsi128_pd(_mm_set1_epi64x(0x7fffffffffffffffLL))); }
+static inline int v2_all_greater(v2 a, v2 b) { return _mm_movemask_pd(_mm_cmpgt_pd(a, b)) == 3; }
 static inline v2 v2_low_twice(v2 a) { return _mm_unpacklo_pd(a, a); }
 static inline v2 v2_lows(v2 a, v2 b) { return _mm_unpacklo_pd(a, b); }
 static inline v2 v2_highs(v2 a, v2 b) { return _mm_unpackhi_pd(a, b); }
@@ -179,6 +182,10 @@ static inline v2 v2_if_greater(v2 a, v2 b, v2 c) {
     return vreinterpretq_f64_u64(vandq_u64(vcgtq_f64(a, b), vreinterpretq_u64_f64(c)));
 }
 static inline v2 v2_abs(v2 a) { return vabsq_f64(a); }
+static inline int v2_all_greater(v2 a, v2 b) {
+    const uint64x2_t greater = vcgtq_f64(a, b);
+    return (vgetq_lane_u64(greater, 0) & vgetq_lane_u64(greater, 1)) != 0;
+}
 static inline v2 v2_low_twice(v2 a) { return vdupq_laneq_f64(a, 0); }
 static inline v2 v2_lows(v2 a, v2 b) { return vzip1q_f64(a, b); }
 static inline v2 v2_highs(v2 a, v2 b) { return vzip2q_f64(a, b); }
@@ -242,6 +249,7 @@ static inline v4 v4_if_greater(v4 a, v4 b, v4 c) {
     return v4_make(v2_if_greater(a.lo, b.lo, c.lo), v2_if_greater(a.hi, b.hi, c.hi));
 }
 static inline v4 v4_abs(v4 a) { return v4_make(v2_abs(a.lo), v2_abs(a.hi)); }
+static inline int v4_all_greater(v4 a, v4 b) { return v2_all_greater(a.lo, b.lo) && v2_all_greater(a.hi, b.hi); }
 static inline void v4_spread(v4 w, v4 out[3]) {
     out[0] = v4_make(v2_low_twice(w.lo), w.lo);
     out[1] = v4_make(v2_high_twice(w.lo), v2_low_twice(w.hi));
@@ -287,6 +295,9 @@ static inline v4 v4_div(v4 a, v4 b) { V4_LANEWISE(a.q[q] / b.q[q]); }
 static inline v4 v4_sqrt(v4 a) { V4_LANEWISE(sqrt(a.q[q])); }
 static inline v4 v4_if_greater(v4 a, v4 b, v4 c) { V4_LANEWISE(a.q[q] > b.q[q] ? c.q[q] : 0.0); }
 static inline v4 v4_abs(v4 a) { V4_LANEWISE(fabs(a.q[q])); }
+static inline int v4_all_greater(v4 a, v4 b) {
+    return a.q[0] > b.q[0] && a.q[1] > b.q[1] && a.q[2] > b.q[2] && a.q[3] > b.q[3];
+}
 static inline void v4_spread(v4 w, v4 out[3]) {
     for (int q = 0; q < 12; ++q) out[q / 4].q[q % 4] = w.q[q / 3];
 }

@@ -359,28 +359,61 @@ static void rigid_map(const double* d, double scale, double P[3][6]) {
     P[0][5] = -dy, P[1][5] = dx, P[2][5] = 0.0;
 }
 
+/* Row r of Pa^T times the 3 x 6 matrix BQ, for Pa a rigid_map (first < 3: its translations'
+   columns are scale times the identity's; first = 3: zero, left out): the sum over a of
+   Pa[a][r] BQ[a][c] without the products by Pa's zeros (adding them changes no value). */
+static void rigid_row(double P[3][6], double BQ[3][6], int r, double out[6]) {
+    switch (r) {
+    case 0: case 1: case 2:
+        for (int c = 0; c < 6; ++c) out[c] = P[r][r] * BQ[r][c];
+        break;
+    case 3: /* (0, -dz, dy) */
+        for (int c = 0; c < 6; ++c) out[c] = P[1][3] * BQ[1][c] + P[2][3] * BQ[2][c];
+        break;
+    case 4: /* (dz, 0, -dx) */
+        for (int c = 0; c < 6; ++c) out[c] = P[0][4] * BQ[0][c] + P[2][4] * BQ[2][c];
+        break;
+    default: /* (-dy, dx, 0) */
+        for (int c = 0; c < 6; ++c) out[c] = P[0][5] * BQ[0][c] + P[1][5] * BQ[1][c];
+        break;
+    }
+}
+
 /* Adds sign Pa^T B Pb (6 x 6, B = beta I + alpha n n^T) to the block of groups (ga, gb)
    of a width-6 system: its lower triangle when ga = gb, else the block of the larger
-   group's rows in the smaller group's columns (group entry e). */
+   group's rows in the smaller group's columns (group entry e).  P and Q are rigid_maps;
+   with rotations_only their translations' columns are zero (a spring inside a group),
+   and the rows and columns of the translations, all zero, are left as they are. */
 static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double P[3][6], double Q[3][6],
-                      double beta, double alpha, const double* n, double sign) {
+                      double beta, double alpha, const double* n, double sign, int rotations_only) {
+    const int first = rotations_only ? 3 : 0;
     double BQ[3][6];
-    for (int c = 0; c < 6; ++c) {
+    for (int c = first; c < 6; ++c) {
         const double along = alpha * (n[0] * Q[0][c] + n[1] * Q[1][c] + n[2] * Q[2][c]);
         for (int a = 0; a < 3; ++a) BQ[a][c] = beta * Q[a][c] + along * n[a];
     }
+    for (int c = 0; c < first; ++c) BQ[0][c] = BQ[1][c] = BQ[2][c] = 0.0;
     double X[6][6];
-    for (int r = 0; r < 6; ++r)
-        for (int c = 0; c < 6; ++c) X[r][c] = sign * (P[0][r] * BQ[0][c] + P[1][r] * BQ[1][c] + P[2][r] * BQ[2][c]);
+    for (int r = first; r < 6; ++r) {
+        rigid_row(P, BQ, r, X[r]);
+        for (int c = first; c < 6; ++c) X[r][c] *= sign;
+    }
     if (ga == gb) {
-        for (int a = 0; a < 6; ++a)
-            for (int b = a; b < 6; ++b) p->values3[system_entry(p, p->node.column_start[ga], ga, a, b)] += X[b][a];
+        const int64_t column = p->node.column_start[ga];
+        for (int a = first; a < 6; ++a) {
+            double* entry = p->values3 + system_entry(p, column, ga, a, a); /* b = a .. 5 follow it */
+            for (int b = a; b < 6; ++b) entry[b - a] += X[b][a];
+        }
     } else if (ga < gb) { /* rows of gb in the columns of ga: (Pa^T B Pb)^T */
-        for (int a = 0; a < 6; ++a)
-            for (int b = 0; b < 6; ++b) p->values3[system_entry(p, e, ga, a, b)] += X[a][b];
+        for (int a = 0; a < 6; ++a) {
+            double* entry = p->values3 + system_entry(p, e, ga, a, 0);
+            for (int b = 0; b < 6; ++b) entry[b] += X[a][b];
+        }
     } else {
-        for (int a = 0; a < 6; ++a)
-            for (int b = 0; b < 6; ++b) p->values3[system_entry(p, e, gb, a, b)] += X[b][a];
+        for (int a = 0; a < 6; ++a) {
+            double* entry = p->values3 + system_entry(p, e, gb, a, 0);
+            for (int b = 0; b < 6; ++b) entry[b] += X[b][a];
+        }
     }
 }
 
@@ -420,7 +453,7 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
         const double mass = m->mass[i] + h * m->opt.drag;
         const double unit[3] = {0.0, 0.0, 0.0};
         rigid_map(p->offsets + 3 * i, 1.0, P);
-        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0);
+        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0, 0);
         for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
     }
     for (int64_t r = 0; r < m->nspring; ++r) {
@@ -436,15 +469,15 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
             const double e[3] = {di[0] - dj[0], di[1] - dj[1], di[2] - dj[2]};
             rigid_map(e, 1.0, P);
             for (int a = 0; a < 3; ++a) P[a][0] = P[a][1] = P[a][2] = 0.0;
-            add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
+            add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 1);
             continue;
         }
         rigid_map(p->offsets + 3 * i, gi >= 0 ? 1.0 : 0.0, P);
         rigid_map(p->offsets + 3 * j, gj >= 0 ? 1.0 : 0.0, Q);
-        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
-        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0);
+        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 0);
+        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0, 0);
         const int64_t e = p->node.spring_entry[s];
-        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0, 0);
     }
     return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
 }

@@ -89,6 +89,54 @@ static void contact_stage(ms_worker* w, const double* x_old, double* x_next, dou
     ms_sync(w);
 }
 
+/* Sweeps of a step at most: the first, and one after the colliders' pass on the nodes it
+   sent back (more rounds, tried on a pile plowed by a sphere, left no fewer nodes inside). */
+#define MS_SWEEP_ROUNDS 2
+
+/* The self-contact sweep of the step x -> (x_next, v_next), by worker 0, with what it books
+   in tm->serial_value (contact), serial_work (constraints) and serial_colliders, and its
+   status in serial_ok (1, 0: out of memory, -1: interrupted).  A node the sweep sends back
+   rests where the step started it, where a collider that moved during the step may now
+   be: the colliders act again on the nodes it sent back (only those), and if that moves
+   any, the sweep runs again over the step, so that the surface still ends the step without
+   crossing itself; up to MS_SWEEP_ROUNDS times.  A node the last sweep sends back (a
+   collider driving it through the surface, which the sweep does not let it cross) stays
+   where it started for this step, and the next step's contact takes it up again. */
+static void sweep_serial(ms_team* tm, const double* x, double* x_next, double* v_next) {
+    const ms_model* m = tm->m;
+    ms_state* s = tm->s;
+    double contact = 0.0, work = 0.0, colliders = 0.0;
+    double energy = ms_mechanical_energy(m, x_next, v_next);
+    int status = MS_OK;
+    for (int round = 0; round < MS_SWEEP_ROUNDS; ++round) {
+        int64_t sent_back = 0;
+        double removed = 0.0;
+        const unsigned char* back = NULL;
+        status = ms_self_contact(m, s, x, x_next, v_next, tm->interrupt, &sent_back, &removed, &back);
+        if (status != MS_OK || sent_back == 0) break;
+        const double sent = ms_mechanical_energy(m, x_next, v_next);
+        contact += removed;
+        work += sent - energy + removed;
+        energy = sent;
+        if (m->ncollider == 0 || round + 1 == MS_SWEEP_ROUNDS) break;
+        /* a push's change in the colliders' frame is the change of the mechanical energy
+           less the colliders' work (contact.c), springs included */
+        const ms_contact again = ms_collide_again(m, s, x, x_next, v_next, tm->h, back);
+        const double pushed = ms_mechanical_energy(m, x_next, v_next);
+        ms_ledger share = {0};
+        ms_book_contact(&share, pushed - energy - again.work);
+        contact += share.contact;
+        work += share.constraints;
+        colliders += again.work;
+        energy = pushed;
+        if (again.pushes == 0) break;
+    }
+    tm->serial_ok = status == MS_OK ? 1 : status == MS_ERR_INTERRUPTED ? -1 : 0;
+    tm->serial_value = contact;
+    tm->serial_work = work;
+    tm->serial_colliders = colliders;
+}
+
 /* What comes after the integrator (and its ms_finish_nodes) on (x_next, v_next), which
    the step reached from x: the energy loss's and contact's sums, the constraints (strain
    limiting, self-collision) and then contact when there are constraints (contact last,
@@ -135,9 +183,22 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
                worker adds the blocks' sums in block order after the barrier, so all book
                the same and take the same decision below.  The marks it reads are cleared
                by the next step's contact, after the next step's barriers. */
-            MS_FOR_MY_NODES(w, b, begin, end)
-            tm->nodes[b].push_energy =
-                tm->nodes[b].contact.pushes > 0 ? ms_push_spring_energy(m, s, x_next, begin, end) : 0.0;
+            for (int64_t b = w->node_first - 3; b < w->node_last; ++b) {
+                /* the three rounds of prefetching for the blocks one to three ahead */
+                for (int round = 0; round < 3; ++round) {
+                    const int64_t ahead = b + 3 - round;
+                    int64_t begin, end;
+                    if (ahead < w->node_first || ahead >= w->node_last || tm->nodes[ahead].contact.pushes == 0)
+                        continue;
+                    ms_node_block(tm, ahead, &begin, &end);
+                    ms_push_prefetch(m, s, x_next, begin, end, round);
+                }
+                if (b < w->node_first) continue;
+                int64_t begin, end;
+                ms_node_block(tm, b, &begin, &end);
+                tm->nodes[b].push_energy =
+                    tm->nodes[b].contact.pushes > 0 ? ms_push_spring_energy(m, s, x_next, begin, end) : 0.0;
+            }
             ms_sync(w);
             for (int64_t b = 0; b < tm->nnode_block; ++b) change += tm->nodes[b].push_energy;
         }
@@ -146,21 +207,19 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
     if (m->opt.self_collision > 0.0 && m->nface > 0 && m->opt.self_contact_sweep) {
         /* The self-contact sweep, last, over the whole step x -> x_next (see selfcontact.c):
            what it sends back changes the mechanical energy; the kinetic energy the nodes
-           lose is dissipated by contact, the rest is the constraints' work.  One worker. */
+           lose is dissipated by contact, the rest is the constraints' work.  One worker
+           (worker 0, the caller's thread, which also runs the caller's check in it). */
         if (ms_any_bad(tm)) return 0;
-        if (w->id == 0) {
-            int64_t sent_back = 0;
-            double removed = 0.0;
-            const double before = ms_mechanical_energy(m, x_next, v_next);
-            const double* start = x;
-            tm->serial_ok = ms_self_contact(m, s, start, x_next, v_next, &sent_back, &removed) == MS_OK;
-            tm->serial_value = removed;
-            tm->serial_work = sent_back > 0 ? ms_mechanical_energy(m, x_next, v_next) - before + removed : 0.0;
-        }
+        if (w->id == 0) sweep_serial(tm, x, x_next, v_next);
         ms_sync(w);
+        if (tm->serial_ok < 0) {
+            w->stopped = 1; /* the caller's check stopped the sweep: the step is not taken */
+            return 0;
+        }
         if (!tm->serial_ok) return -1;
         booked->contact += tm->serial_value;
         booked->constraints += tm->serial_work;
+        booked->colliders += tm->serial_colliders;
     }
     return !ms_any_bad(tm) && ms_ledger_finite(booked);
 }
