@@ -285,6 +285,18 @@ def _closest_on_triangles(p: np.ndarray, a: np.ndarray, b: np.ndarray, c: np.nda
     return best
 
 
+def _box_cells(low: np.ndarray, high: np.ndarray, shape: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every cell of a grid of ``shape`` cells that each box touches, boxes given by their
+    lowest and highest cells (b, 3): the boxes' indices, the cells (c, 3) and their keys (c,)."""
+    spans = high - low + 1
+    counts = spans.prod(axis=1)
+    owners = np.repeat(np.arange(len(low)), counts)
+    k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    sx, sy = spans[owners, 0], spans[owners, 1]
+    at = low[owners] + np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
+    return owners, at, at[:, 0] + shape[0] * (at[:, 1] + shape[1] * at[:, 2])
+
+
 def _self_contacts(positions: np.ndarray, faces: np.ndarray, reach: float) -> tuple[np.ndarray, np.ndarray]:
     """The self-contacts of a surface: every node closer than ``reach`` (m) to a triangle it is
     not a corner of, with the nearest such triangle.  Returns the nodes (p,), ascending, and
@@ -303,13 +315,7 @@ def _self_contacts(positions: np.ndarray, faces: np.ndarray, reach: float) -> tu
     low = np.floor((corners.min(axis=1) - reach - lowest) / cell).astype(np.int64)
     high = np.floor((corners.max(axis=1) + reach - lowest) / cell).astype(np.int64)
     shape = high.max(axis=0) + 1
-    spans = high - low + 1
-    counts = spans.prod(axis=1)
-    owners = np.repeat(np.arange(len(faces)), counts)
-    k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    sx, sy = spans[owners, 0], spans[owners, 1]
-    cells = low[owners] + np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
-    keys = cells[:, 0] + shape[0] * (cells[:, 1] + shape[1] * cells[:, 2])
+    owners, _, keys = _box_cells(low, high, shape)
     order = np.argsort(keys, kind="stable")
     keys, owners = keys[order], owners[order]
     nodes = np.flatnonzero(finite)
@@ -386,23 +392,13 @@ def _edge_contacts(positions: np.ndarray, faces: np.ndarray,
     lowest = lo.min(axis=0) - reach
     shape = np.floor((hi.max(axis=0) + reach - lowest) / cell).astype(np.int64) + 1
 
-    def cells(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each edge's cells from low to high (e, 3): owners, the cells (c, 3) and their keys."""
-        spans = high - low + 1
-        counts = spans.prod(axis=1)
-        owners = np.repeat(np.arange(len(edges)), counts)
-        k = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-        sx, sy = spans[owners, 0], spans[owners, 1]
-        at = low[owners] + np.column_stack([k % sx, (k // sx) % sy, k // (sx * sy)])
-        return owners, at, at[:, 0] + shape[0] * (at[:, 1] + shape[1] * at[:, 2])
-
     grown_lo, grown_hi = lo - reach, hi + reach
-    entered, _, keys = cells(np.floor((grown_lo - lowest) / cell).astype(np.int64),
-                             np.floor((grown_hi - lowest) / cell).astype(np.int64))
+    entered, _, keys = _box_cells(np.floor((grown_lo - lowest) / cell).astype(np.int64),
+                                  np.floor((grown_hi - lowest) / cell).astype(np.int64), shape)
     order = np.argsort(keys, kind="stable")
     entered, keys = entered[order], keys[order]
-    asking, at, asked = cells(np.floor((lo - lowest) / cell).astype(np.int64),
-                              np.floor((hi - lowest) / cell).astype(np.int64))
+    asking, at, asked = _box_cells(np.floor((lo - lowest) / cell).astype(np.int64),
+                                   np.floor((hi - lowest) / cell).astype(np.int64), shape)
     first, last = np.searchsorted(keys, asked, "left"), np.searchsorted(keys, asked, "right")
     hits = last - first
     where = np.repeat(np.arange(len(asked)), hits)

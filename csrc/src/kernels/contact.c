@@ -239,6 +239,23 @@ static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, cons
         for (int64_t e = 0; e < pass->k; ++e) work->clearance[e * m->nnode + i] = 0.0;
 }
 
+/* Collider k's pass over a step of h seconds: where it starts and ends, and its nodes' gap
+   bounds.  The bounds' skip needs a distance that grows no faster than the path: true for a
+   unit axis (as adding or setting a collider leaves it), not for one written into the
+   model's list directly with another length. */
+static void begin_pass(const ms_model* m, const ms_state* s, contact_work* work, int64_t k, double h,
+                       collider_pass* pass) {
+    const ms_collider* c = pass->c = &m->colliders[k];
+    pass->k = k;
+    for (int a = 0; a < 3; ++a) {
+        pass->start[a] = s->collider_center[3 * k + a];
+        pass->end[a] = pass->start[a] + h * c->velocity[a];
+    }
+    const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
+    pass->lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
+    pass->known = work->clearance != NULL && pass->lipschitz ? work->clearance + k * m->nnode : NULL;
+}
+
 ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RESTRICT x_old, double* MS_RESTRICT x,
                             double* MS_RESTRICT v, double h, int64_t begin, int64_t end_node) {
     ms_contact contact = {0.0, 0.0, 0, 0};
@@ -248,19 +265,9 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
     memset(work->pushed + begin, 0, (size_t)(end_node - begin));
     for (int64_t k = 0; k < m->ncollider; ++k) {
         collider_pass pass;
-        const ms_collider* c = pass.c = &m->colliders[k];
-        pass.k = k;
-        for (int a = 0; a < 3; ++a) {
-            pass.start[a] = s->collider_center[3 * k + a];
-            pass.end[a] = pass.start[a] + h * c->velocity[a];
-        }
-        /* The skip below needs a distance that grows no faster than the path: true for a
-           unit axis (as adding or setting a collider leaves it), not for one written
-           into the model's list directly with another length. */
-        const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
-        pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
-        double* MS_RESTRICT known = pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode
-                                                                                          : NULL;
+        begin_pass(m, s, work, k, h, &pass);
+        const ms_collider* c = pass.c;
+        double* MS_RESTRICT known = pass.known;
         const double start[3] = {pass.start[0], pass.start[1], pass.start[2]};
         const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
         const double thickness = c->thickness;
@@ -336,15 +343,7 @@ ms_contact ms_collide_again(const ms_model* m, ms_state* s, const double* MS_RES
            collider's full test, each writing the node's bound for its new path */
         for (int64_t k = 0; k < m->ncollider; ++k) {
             collider_pass pass;
-            const ms_collider* c = pass.c = &m->colliders[k];
-            pass.k = k;
-            for (int a = 0; a < 3; ++a) {
-                pass.start[a] = s->collider_center[3 * k + a];
-                pass.end[a] = pass.start[a] + h * c->velocity[a];
-            }
-            const double axis2 = c->axis[0] * c->axis[0] + c->axis[1] * c->axis[1] + c->axis[2] * c->axis[2];
-            pass.lipschitz = (c->type != MS_PLANE && c->type != MS_CYLINDER) || fabs(axis2 - 1.0) <= 1e-12;
-            pass.known = work->clearance != NULL && pass.lipschitz ? work->clearance + k * m->nnode : NULL;
+            begin_pass(m, s, work, k, h, &pass);
             const int64_t pushes = contact.pushes;
             collide_node(m, work, &pass, x_old, x, v, i, &contact);
             contact.pushes = pushes;
