@@ -100,7 +100,7 @@ void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_ar
         const int64_t k = layout->lanes[layout->pairs[2 * r]] & MS_MAX_LANE_SPRINGS;
         if (k == 0) {
             const int64_t s = order[r];
-            g->rest[s] += grad[3 * r];
+            g->rest[s] -= layout->params[3 * r + 1] * grad[3 * r];
             g->k[s] += grad[3 * r + 1];
             g->c[s] += grad[3 * r + 2];
             ++r;
@@ -108,9 +108,10 @@ void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_ar
         }
         for (int64_t j = 0; j < k; ++j) {
             const double* p = grad + 3 * (r + MS_LANES * j);
+            const double* stiffness = layout->params + 3 * (r + MS_LANES * j) + MS_LANES;
             for (int64_t q = 0; q < MS_LANES; ++q) {
                 const int64_t s = order[r + MS_LANES * j + q];
-                g->rest[s] += p[q];
+                g->rest[s] -= stiffness[q] * p[q];
                 g->k[s] += p[MS_LANES + q];
                 g->c[s] += p[2 * MS_LANES + q];
             }

@@ -44,7 +44,8 @@ typedef struct ms_spring_adjoint {
 ms_spring_adjoint* ms_spring_adjoint_create(const ms_model* m, ms_error* err);
 void ms_spring_adjoint_destroy(ms_spring_adjoint* springs);
 
-/* Adds the derivatives summed so far to g's k, c and rest (model order) and zeroes them. */
+/* Adds the derivatives summed so far to g's k, c and rest (model order; the rest's sums times -k, the
+   layout's k) and zeroes them. */
 void ms_spring_adjoint_collect(ms_spring_adjoint* springs, const ms_parameter_arrays* g);
 
 /* Adds J^T lf to (lx, lv) and to the parameters' gradient g, where J is the Jacobian of the

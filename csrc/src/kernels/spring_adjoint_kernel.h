@@ -32,8 +32,9 @@
 /* The adjoint of springs with separation (dx, dy, dz), its length and 1 / length
    (SPRING_LENGTH), relative velocity (du, dv, dw) and force adjoints (ax, ay, az) = lf_a,
    (bx, by, bz) = lf_b, in type V (v4 or v1): J_d^T e into (gx, gy, gz), J_w^T e into (hx, hy,
-   hz), unless PAIR is 0 the pairings lf_a.F and lf_b.F into pa and pb, and unless GRAD is 0
-   the parameters' derivatives added to (grest, gk, gc). */
+   hz), unless PAIR is 0 the pairings lf_a.F and lf_b.F into pa and pb (lf_b.F as lf_a.F - e.F),
+   and unless GRAD is 0 the parameters' derivatives added to (grest, gk, gc), grest's without
+   its factor -k (e.n summed: ms_spring_adjoint_collect multiplies the sum by -k). */
 #define SPRING_ADJOINT(V, dx, dy, dz, length_, inv_length_, du, dv, dw, ax, ay, az, bx, by, bz, rest, stiffness,       \
                        damping, gx, gy, gz, hx, hy, hz, pa, pb, grest, gk, gc, PAIR, GRAD)                             \
     do {                                                                                                               \
@@ -41,7 +42,8 @@
         const V stretch_ = V##_sub(length_, rest);                                                                     \
         const V magnitude_ = V##_mul(V##_add(V##_mul(stiffness, stretch_), V##_mul(damping, closing_)), inv_length_);  \
         const V ex_ = V##_sub(ax, bx), ey_ = V##_sub(ay, by), ez_ = V##_sub(az, bz);                                   \
-        const V along_ = V##_mul(V##_add(V##_add(V##_mul(ex_, dx), V##_mul(ey_, dy)), V##_mul(ez_, dz)), inv_length_); \
+        const V on_e_ = V##_add(V##_add(V##_mul(ex_, dx), V##_mul(ey_, dy)), V##_mul(ez_, dz));                        \
+        const V along_ = V##_mul(on_e_, inv_length_);                                                                  \
         const V turn_ = V##_mul(along_, inv_length_);                                                                  \
         const V on_w_ = V##_mul(damping, turn_);                                                                       \
         const V on_d_ = V##_mul(V##_mul(turn_, inv_length_),                                                           \
@@ -54,10 +56,10 @@
         hz = V##_mul(on_w_, dz);                                                                                       \
         if (PAIR) {                                                                                                    \
             pa = V##_mul(magnitude_, V##_add(V##_add(V##_mul(ax, dx), V##_mul(ay, dy)), V##_mul(az, dz)));             \
-            pb = V##_mul(magnitude_, V##_add(V##_add(V##_mul(bx, dx), V##_mul(by, dy)), V##_mul(bz, dz)));             \
+            pb = V##_sub(pa, V##_mul(magnitude_, on_e_));                                                              \
         }                                                                                                              \
         if (GRAD) {                                                                                                    \
-            grest = V##_sub(grest, V##_mul(stiffness, along_));                                                        \
+            grest = V##_add(grest, along_);                                                                            \
             gk = V##_add(gk, V##_mul(stretch_, along_));                                                               \
             gc = V##_add(gc, V##_mul(closing_, along_));                                                               \
         }                                                                                                              \
