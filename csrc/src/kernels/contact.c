@@ -155,8 +155,8 @@ static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, cons
     const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
     const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
     const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                   fabs(path[2]) + c->thickness);
+    const double margin = MS_FULL_TEST_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) +
+                                                   fabs(path[1]) + fabs(path[2]) + c->thickness);
     static const double origin[3] = {0.0, 0.0, 0.0};
     double normal[3], moved[3];
     /* the ground, where bodies rest: its distance written out (the same arithmetic) */
@@ -277,11 +277,14 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
         const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
         const double thickness = c->thickness;
         const ms_gap_screen screen = MS_FASTEST_KERNEL(ms_screen_gaps);
+        /* a plane's full test runs in the screening too (the first step of a call tests
+           every node in full) */
+        const double* plane = c->type == MS_PLANE ? c->axis : NULL;
         for (int64_t i = begin; i < end_node; ++i) {
             if (known != NULL && ((i - begin) & 3) == 0) {
                 /* the nodes passed over, four at a time; the first four that are not
                    (or the last few) go through the test below one by one */
-                i = screen(x_old, x, known, start, finish, thickness, i, end_node);
+                i = screen(x_old, x, known, start, finish, thickness, plane, i, end_node);
                 if (i == end_node) break;
             }
             if (inv_mass[i] == 0.0) continue;
@@ -569,8 +572,8 @@ static void contact_again(const ms_model* m, const double* centers, double h, in
     const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
     const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
     const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                   fabs(path[2]) + c->thickness);
+    const double margin = MS_FULL_TEST_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) +
+                                                   fabs(path[1]) + fabs(path[2]) + c->thickness);
     double normal[3], moved[3], end_normal[3];
     const int plane = c->type == MS_PLANE;
     const double* axis = c->axis;
