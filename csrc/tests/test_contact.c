@@ -188,11 +188,82 @@ static int test_gap_screening_matches_the_scalar_test(void) {
         for (int p = 0; p < 3; ++p) {
             if (paths[p] == NULL) continue;
             memcpy(got, known, sizeof known);
-            const int64_t returned = paths[p](x_old, x, got, start, finish, thickness, begin, N);
+            const int64_t returned = paths[p](x_old, x, got, start, finish, thickness, NULL, begin, N);
             ENSURE(returned == expected_stop);
             ENSURE(memcmp(got, want, sizeof(double) * (size_t)returned) == 0);
             ENSURE(memcmp(got + returned, known + returned, sizeof(double) * (size_t)(N - returned)) == 0);
             if (close < 0 || close < begin) ENSURE(returned == begin + (N - begin) / 4 * 4);
+        }
+    }
+    return 0;
+}
+
+/* A plane's full test in the screening, against collide_node's arithmetic written out: from
+   gaps forgotten (0, as at the start of a call), each four nodes all farther from the plane
+   than their paths are long (plus the margin) get collide_node's new bounds to the bit,
+   on every path; the screening stops at the first four with a node near the plane, or with
+   a bound that still holds beside one that does not (those go to the scalar test), and
+   touches nothing from there on. */
+static int test_gap_screening_runs_the_plane_test(void) {
+    enum { N = 203 };
+    static double x_old[3 * N], x[3 * N], known[N], want[N], got[N];
+    const double start[3] = {0.0, 0.05, 0.0}, finish[3] = {0.0, 0.0501, 0.0}, thickness = 0.002;
+    const double axis[3] = {0.6, 0.8, 0.0}; /* a unit axis */
+    ms_gap_screen paths[3] = {ms_screen_gaps_plain, NULL, NULL};
+#if defined(MS_SSE2_PATH)
+    paths[1] = ms_screen_gaps_sse2;
+#elif defined(MS_NEON_PATH)
+    paths[1] = ms_screen_gaps_neon;
+#endif
+#if defined(MS_AVX2_PATH)
+    if (ms_avx2_supported()) paths[2] = ms_screen_gaps_avx2;
+#endif
+    uint64_t seed = 11;
+    for (int trial = 0; trial < 40; ++trial) {
+        /* nodes 0.1 to 3 m above the plane, moving up to 1 cm; one node (none in the last
+           trials) on it, and in some trials one node with a bound that holds */
+        const int64_t close = trial < 30 ? (int64_t)(trial * 7 % N) : -1;
+        const int64_t bounded = trial % 3 == 0 ? (int64_t)(trial * 13 % N) : -1;
+        for (int64_t i = 0; i < N; ++i) {
+            const double height = i == close ? 0.5 * thickness : 0.1 + 2.9 * fabs(lcg_uniform(&seed));
+            const double t = lcg_uniform(&seed); /* along the plane */
+            const double along[3] = {-0.8 * t, 0.6 * t, lcg_uniform(&seed)};
+            for (int a = 0; a < 3; ++a) {
+                x_old[3 * i + a] = start[a] + height * axis[a] + along[a];
+                x[3 * i + a] = x_old[3 * i + a] + (finish[a] - start[a]) + 0.01 * lcg_uniform(&seed);
+            }
+            known[i] = i == bounded ? 5.0 : 0.0;
+        }
+        const int64_t begin = trial % 5;
+        memcpy(want, known, sizeof known);
+        int64_t stop = begin;
+        for (int64_t i = begin; i < N; ++i) {
+            if (known[i] != 0.0) break;
+            /* collide_node's pass-over for a plane */
+            const double r0[3] = {x_old[3 * i] - start[0], x_old[3 * i + 1] - start[1], x_old[3 * i + 2] - start[2]};
+            const double r1[3] = {x[3 * i] - finish[0], x[3 * i + 1] - finish[1], x[3 * i + 2] - finish[2]};
+            const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
+            const double margin = MS_FULL_TEST_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) +
+                                                           fabs(path[1]) + fabs(path[2]) + thickness);
+            const double start_gap = r0[0] * axis[0] + r0[1] * axis[1] + r0[2] * axis[2] - thickness;
+            const double travel = sqrt(path[0] * path[0] + path[1] * path[1] + path[2] * path[2]);
+            if (!(start_gap > travel + margin)) break;
+            want[i] = start_gap - travel - margin;
+            stop = i + 1;
+        }
+        const int64_t expected_stop = begin + (stop - begin) / 4 * 4;
+        for (int p = 0; p < 3; ++p) {
+            if (paths[p] == NULL) continue;
+            memcpy(got, known, sizeof known);
+            const int64_t returned = paths[p](x_old, x, got, start, finish, thickness, axis, begin, N);
+            ENSURE(returned == expected_stop);
+            ENSURE(memcmp(got, want, sizeof(double) * (size_t)returned) == 0);
+            ENSURE(memcmp(got + returned, known + returned, sizeof(double) * (size_t)(N - returned)) == 0);
+            if ((close < 0 || close < begin) && (bounded < 0 || bounded < begin))
+                ENSURE(returned == begin + (N - begin) / 4 * 4);
+            /* without the plane, gaps of 0 stop the screening at once */
+            memcpy(got, known, sizeof known);
+            ENSURE(paths[p](x_old, x, got, start, finish, thickness, NULL, begin, N) == begin);
         }
     }
     return 0;
@@ -203,5 +274,6 @@ const test_case contact_tests[] = {
     TEST(test_contact_push_towards_an_earlier_collider),
     TEST(test_collider_axis_of_any_size),
     TEST(test_gap_screening_matches_the_scalar_test),
+    TEST(test_gap_screening_runs_the_plane_test),
     {NULL, NULL},
 };

@@ -16,17 +16,17 @@ typedef struct contact_work {
     double* push_from;   /* position of each node before its first push in a step (nnode x 3) */
     uint8_t* pushed;     /* 1 for a node pushed in this step, else 0; a node range's marks are
                             cleared by its contact pass of the next step (nnode) */
-    int64_t* node_spring_start; /* springs of node i: node_springs[node_spring_start[i] ..
+    int64_t* node_spring_start; /* springs of node i: entries node_spring_start[i] ..
                                    node_spring_start[i + 1]]                     (nnode + 1) */
-    int32_t* node_springs;      /* spring indices by node                        (2 nspring) */
-    int32_t* node_others;       /* the other end of each of them, beside it: the springs of
-                                   a pushed node are read without a look-up in the
-                                   model's spring list, a cache miss each on a large
-                                   network                                        (2 nspring) */
+    int32_t* node_ends;         /* each node's springs as (other end, spring index) pairs,
+                                   node_ends[2 e] and node_ends[2 e + 1]: the springs of a
+                                   pushed node are read without a look-up in the model's
+                                   spring list (a cache miss each on a large network), and
+                                   both numbers of an entry come in one line    (4 nspring) */
     double* clearance;   /* per collider and node, a lower bound on the node's gap to the
                             collider, valid within one ms_step call (nnode x ncollider) */
     int64_t clearance_count; /* entries allocated in clearance */
-    void* buffer;        /* push_from, node_spring_start, node_springs, node_others, pushed */
+    void* buffer;        /* push_from, node_spring_start, node_ends, pushed */
 } contact_work;
 
 static void contact_work_free(void* data) {
@@ -41,8 +41,8 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
     if (w == NULL) {
         const size_t count = (size_t)m->nnode, springs = (size_t)m->nspring;
         w = calloc(1, sizeof *w);
-        /* push_from, node_spring_start, node_springs, node_others, pushed: widest first, so
-           each is aligned */
+        /* push_from, node_spring_start, node_ends, pushed: widest first, so each is
+           aligned */
         void* buffer = malloc(sizeof(double) * 3 * count + sizeof(int64_t) * (count + 1) +
                               sizeof(int32_t) * 4 * springs + count);
         if (w == NULL || buffer == NULL) {
@@ -54,19 +54,24 @@ int ms_contact_prepare(const ms_model* m, ms_state* s, ms_error* err) {
         w->buffer = buffer;
         w->push_from = buffer;
         w->node_spring_start = (int64_t*)(w->push_from + 3 * count);
-        w->node_springs = (int32_t*)(w->node_spring_start + count + 1);
-        w->node_others = w->node_springs + 2 * springs;
-        w->pushed = (uint8_t*)(w->node_others + 2 * springs);
+        w->node_ends = (int32_t*)(w->node_spring_start + count + 1);
+        w->pushed = (uint8_t*)(w->node_ends + 4 * springs);
         memset(w->pushed, 0, count);
-        if (ms_node_springs(m, w->node_spring_start, w->node_springs) != 0) {
+        /* the spring indices by node, into the upper half, then spread out into pairs */
+        int32_t* by_node = w->node_ends + 2 * springs;
+        if (ms_node_springs(m, w->node_spring_start, by_node) != 0) {
             contact_work_free(w);
             return ms_error_set(err, MS_ERR_MEMORY, "out of memory allocating the contact storage of %lld nodes",
                                 (long long)m->nnode);
         }
+        /* entry e's pair is written at 2 e and 2 e + 1 <= 2 springs + e (e < 2 springs):
+           at or below the index it reads, above which the later entries' indices wait */
         for (int64_t node = 0; node < m->nnode; ++node)
             for (int64_t e = w->node_spring_start[node]; e < w->node_spring_start[node + 1]; ++e) {
-                const int32_t* ends = m->springs + 2 * (int64_t)w->node_springs[e];
-                w->node_others[e] = ends[0] == node ? ends[1] : ends[0];
+                const int32_t spring = by_node[e];
+                const int32_t* ends = m->springs + 2 * (int64_t)spring;
+                w->node_ends[2 * e] = ends[0] == node ? ends[1] : ends[0];
+                w->node_ends[2 * e + 1] = spring;
             }
         ms_workspace_set(s, MS_WORK_CONTACT, w, contact_work_free);
     }
@@ -150,8 +155,8 @@ static MS_NOINLINE void collide_node(const ms_model* m, contact_work* work, cons
     const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
     const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
     const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                   fabs(path[2]) + c->thickness);
+    const double margin = MS_FULL_TEST_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) +
+                                                   fabs(path[1]) + fabs(path[2]) + c->thickness);
     static const double origin[3] = {0.0, 0.0, 0.0};
     double normal[3], moved[3];
     /* the ground, where bodies rest: its distance written out (the same arithmetic) */
@@ -272,11 +277,14 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* MS_RES
         const double finish[3] = {pass.end[0], pass.end[1], pass.end[2]};
         const double thickness = c->thickness;
         const ms_gap_screen screen = MS_FASTEST_KERNEL(ms_screen_gaps);
+        /* a plane's full test runs in the screening too (the first step of a call tests
+           every node in full) */
+        const double* plane = c->type == MS_PLANE ? c->axis : NULL;
         for (int64_t i = begin; i < end_node; ++i) {
             if (known != NULL && ((i - begin) & 3) == 0) {
                 /* the nodes passed over, four at a time; the first four that are not
                    (or the last few) go through the test below one by one */
-                i = screen(x_old, x, known, start, finish, thickness, i, end_node);
+                i = screen(x_old, x, known, start, finish, thickness, plane, i, end_node);
                 if (i == end_node) break;
             }
             if (inv_mass[i] == 0.0) continue;
@@ -318,12 +326,16 @@ void ms_push_prefetch(const ms_model* m, const ms_state* s, const double* x, int
             MS_PREFETCH(spring_start + node);
             MS_PREFETCH(spring_start + node + 1);
         } else if (round == 1) {
-            MS_PREFETCH(work->node_others + spring_start[node]);
-            MS_PREFETCH(work->node_springs + spring_start[node]);
+            /* every line of the node's entries */
+            if (spring_start[node + 1] == spring_start[node]) continue;
+            const char* first = (const char*)(work->node_ends + 2 * spring_start[node]);
+            const char* last = (const char*)(work->node_ends + 2 * spring_start[node + 1]) - 1;
+            for (; first < last; first += 64) MS_PREFETCH(first);
+            MS_PREFETCH(last);
         } else {
             for (int64_t e = spring_start[node]; e < spring_start[node + 1]; ++e) {
-                const int64_t k = work->node_springs[e];
-                MS_PREFETCH(x + 3 * (int64_t)work->node_others[e]);
+                const int64_t k = work->node_ends[2 * e + 1];
+                MS_PREFETCH(x + 3 * (int64_t)work->node_ends[2 * e]);
                 MS_PREFETCH(m->k + k);
                 MS_PREFETCH(m->rest + k);
             }
@@ -368,8 +380,8 @@ double ms_push_spring_energy(const ms_model* m, ms_state* s, const double* x, in
         const double* xn = x + 3 * node;
         const double* bn = from + 3 * node;
         for (int64_t e = work->node_spring_start[node]; e < work->node_spring_start[node + 1]; ++e) {
-            const int64_t k = work->node_springs[e];
-            const int64_t other = work->node_others[e];
+            const int64_t other = work->node_ends[2 * e];
+            const int64_t k = work->node_ends[2 * e + 1];
             const double counted = other < node && pushed[other] ? 0.0 : 1.0;
             const double* xo = x + 3 * other;
             const double* bo = (pushed[other] ? from : x) + 3 * other;
@@ -560,8 +572,8 @@ static void contact_again(const ms_model* m, const double* centers, double h, in
     const double r0[3] = {xo[0] - start[0], xo[1] - start[1], xo[2] - start[2]};
     const double r1[3] = {xi[0] - end[0], xi[1] - end[1], xi[2] - end[2]};
     const double path[3] = {r1[0] - r0[0], r1[1] - r0[1], r1[2] - r0[2]};
-    const double margin = 1e-12 * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) + fabs(path[1]) +
-                                   fabs(path[2]) + c->thickness);
+    const double margin = MS_FULL_TEST_ROUNDING * (fabs(r0[0]) + fabs(r0[1]) + fabs(r0[2]) + fabs(path[0]) +
+                                                   fabs(path[1]) + fabs(path[2]) + c->thickness);
     double normal[3], moved[3], end_normal[3];
     const int plane = c->type == MS_PLANE;
     const double* axis = c->axis;

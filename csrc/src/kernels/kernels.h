@@ -82,18 +82,28 @@ ms_contact ms_collide_nodes(const ms_model* m, ms_state* s, const double* x_old,
    MS_GAP_ROUNDING times the L1 lengths of the start's offset and the path and the thickness. */
 #define MS_GAP_ROUNDING 1e-12
 
+/* The rounding margin of the full test's pass-over: a node is passed over when its gap at
+   the start exceeds its path's length by MS_FULL_TEST_ROUNDING times the L1 lengths of the
+   start's offset and the path and the thickness. */
+#define MS_FULL_TEST_ROUNDING 1e-12
+
 /* The gap bounds' screening of the contact pass (gap_kernel.h, one per vector path): from
    node begin on, four nodes at a time while every one of the four is passed over by its bound
    (known[i], from the collider's start to the node's at x_old, greater than the bound of its
    path from x_old to x with the collider moving from start to finish), each of their
-   known[i] reduced by its bound; returns the first node not so passed over (a multiple of
-   four past begin, or where fewer than four are left), which the caller tests one by one with the
-   same arithmetic. */
+   known[i] reduced by its bound; or, for a plane collider (plane: its unit axis, else NULL),
+   while none of the four bounds holds and every one of the four is passed over by the full
+   test (its plane distance at x_old less the thickness greater than its path's length plus
+   the margin), each known[i] then set to that difference, as the full test sets it; returns
+   the first node not so passed over (a multiple of four past begin, or where fewer than four
+   are left), which the caller tests one by one with the same arithmetic. */
 typedef int64_t (*ms_gap_screen)(const double* x_old, const double* x, double* known, const double start[3],
-                                 const double finish[3], double thickness, int64_t begin, int64_t end);
+                                 const double finish[3], double thickness, const double* plane, int64_t begin,
+                                 int64_t end);
 #define MS_DECLARE_GAP_KERNEL(path)                                                                               \
     int64_t ms_screen_gaps_##path(const double* x_old, const double* x, double* known, const double start[3],     \
-                                  const double finish[3], double thickness, int64_t begin, int64_t end)
+                                  const double finish[3], double thickness, const double* plane, int64_t begin,   \
+                                  int64_t end)
 MS_DECLARE_GAP_KERNEL(plain);
 MS_DECLARE_GAP_KERNEL(sse2);
 MS_DECLARE_GAP_KERNEL(neon);
