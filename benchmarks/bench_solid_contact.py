@@ -140,14 +140,15 @@ def rates(systems: Sequence[Any], h: float, seconds: float, repeats: int) -> lis
     best of repeats interleaved calls of a calibrated n)."""
     counts = []
     for system in systems:
-        start = time.perf_counter()
-        system.step(h, 1)  # first-use storage: factorisations, colourings
-        elapsed, n = time.perf_counter() - start, 1
-        while elapsed < seconds / 4 and n < 1 << 20:
-            n *= 2
+        system.step(h, 1)  # first-use storage (factorisations, colourings): not part of the calibration
+        n = 1
+        while True:
             start = time.perf_counter()
             system.step(h, n)
             elapsed = time.perf_counter() - start
+            if elapsed >= seconds / 4 or n >= 1 << 20:
+                break
+            n *= 2
         counts.append(max(1, int(n * seconds / max(elapsed, 1e-9))))
     clock: list[list[float]] = [[] for _ in systems]
     processor: list[list[float]] = [[] for _ in systems]
