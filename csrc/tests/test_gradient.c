@@ -357,8 +357,7 @@ static double relative_gap(const double* a, const double* b, int64_t count) {
 /* On a cloth in its own numbering (lane groups) and shuffled (gathered groups, singles):
    ms_forces_adjoint on the layout agrees with the spring-by-spring reference to rounding
    (J^T lf for x and v, the pairing lf.f and the parameters' gradient); and the kernel of
-   every vector path, on interleaved and on planar node arrays, gives the same bits as the
-   plain one. */
+   every vector path gives the same bits as the plain one. */
 static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
     for (int shuffled = 0; shuffled < 2; ++shuffled) {
         ms_model* m = make_cloth(11, 1, 7);
@@ -400,19 +399,13 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
         /* every path */
         const ms_layout* layout = springs->layout;
         ms_spring_adjoint_kernel paths[3] = {ms_springs_adjoint_plain, NULL, NULL};
-        ms_spring_adjoint_kernel planar[3] = {ms_springs_adjoint_planar_plain, NULL, NULL};
 #if defined(MS_SSE2_PATH)
         paths[1] = ms_springs_adjoint_sse2;
-        planar[1] = ms_springs_adjoint_planar_sse2;
 #elif defined(MS_NEON_PATH)
         paths[1] = ms_springs_adjoint_neon;
-        planar[1] = ms_springs_adjoint_planar_neon;
 #endif
 #if defined(MS_AVX2_PATH)
-        if (ms_avx2_supported()) {
-            paths[2] = ms_springs_adjoint_avx2;
-            planar[2] = ms_springs_adjoint_planar_avx2;
-        }
+        if (ms_avx2_supported()) paths[2] = ms_springs_adjoint_avx2;
 #endif
         adjoint_out first;
         ENSURE(adjoint_out_make(m, &first) == 0);
@@ -428,33 +421,6 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
             ENSURE(memcmp(o.grad, first.grad, sizeof(double) * 3 * (size_t)ns) == 0);
             adjoint_out_free(&o);
         }
-        /* the planar kernels on the same nodes, coordinate after coordinate: the same bits */
-        double* planes = malloc(sizeof(double) * (size_t)(6 * n3));
-        ENSURE(planes != NULL);
-        double *px = planes, *pv = planes + n3, *plf = planes + 2 * n3, *back = planes + 3 * n3;
-        for (int64_t i = 0; i < n; ++i)
-            for (int c = 0; c < 3; ++c) {
-                px[c * n + i] = x[3 * i + c];
-                pv[c * n + i] = v[3 * i + c];
-                plf[c * n + i] = lf[3 * i + c];
-            }
-        for (int p = 0; p < 3; ++p) {
-            if (planar[p] == NULL) continue;
-            adjoint_out o;
-            ENSURE(adjoint_out_make(m, &o) == 0);
-            planar[p](layout, px, pv, plf, o.lx, o.lv, o.grad, o.pairing);
-            for (int64_t i = 0; i < n; ++i)
-                for (int c = 0; c < 3; ++c) {
-                    back[3 * i + c] = o.lx[c * n + i];
-                    back[n3 + 3 * i + c] = o.lv[c * n + i];
-                }
-            ENSURE(memcmp(back, first.lx, sizeof(double) * (size_t)n3) == 0);
-            ENSURE(memcmp(back + n3, first.lv, sizeof(double) * (size_t)n3) == 0);
-            ENSURE(memcmp(o.pairing, first.pairing, sizeof(double) * (size_t)n) == 0);
-            ENSURE(memcmp(o.grad, first.grad, sizeof(double) * 3 * (size_t)ns) == 0);
-            adjoint_out_free(&o);
-        }
-        free(planes);
         adjoint_out_free(&first);
         adjoint_out_free(&want);
         adjoint_out_free(&got);

@@ -16,13 +16,9 @@
    and unless pairing is NULL lf_i.f_i (the springs' force f_i on node i) to pairing[i]. */
 typedef void (*ms_spring_adjoint_kernel)(const ms_layout* layout, const double* x, const double* v, const double* lf,
                                          double* lx, double* lv, double* grad, double* pairing);
-/* ms_springs_adjoint_planar_<path>: the same over planar node arrays (x, v, lf, lx, lv: the x
-   of every node, then every y, then every z; spring_adjoint_kernel.h), with the same bits. */
 #define MS_DECLARE_ADJOINT_KERNEL(path)                                                                               \
     void ms_springs_adjoint_##path(const ms_layout* layout, const double* x, const double* v, const double* lf,       \
-                                   double* lx, double* lv, double* grad, double* pairing);                           \
-    void ms_springs_adjoint_planar_##path(const ms_layout* layout, const double* x, const double* v,                 \
-                                          const double* lf, double* lx, double* lv, double* grad, double* pairing)
+                                   double* lx, double* lv, double* grad, double* pairing)
 MS_DECLARE_ADJOINT_KERNEL(plain);
 #if defined(MS_SSE2_PATH)
 MS_DECLARE_ADJOINT_KERNEL(sse2);

@@ -120,117 +120,48 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_lanes)(const v4 own[9], const v4 other[9
     }
 }
 
-/* The node arrays (x, v, lf and the adjoints lx, lv) are either interleaved, the x, y, z of
-   node i at 3 i + c, or planar, the x of every node, then every y, then every z: coordinate
-   c of node i at c n + i, so that four consecutive nodes' coordinates are one plain vector
-   load or store each.  Either way each lane adds to its node's coordinates in the same
-   order, so both give the same bits. */
-
-/* nodes i..i+3 of p as the vectors of their x, y, z */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_load)(const double* p, int64_t i, int64_t n, int planar, v4* x, v4* y,
-                                              v4* z) {
-    if (planar) {
-        *x = v4_load(p + i);
-        *y = v4_load(p + n + i);
-        *z = v4_load(p + 2 * n + i);
-    } else {
-        v4_load_nodes(p + 3 * i, x, y, z);
-    }
-}
-
-/* nodes i..i+3 of p += or -= (x, y, z) */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_add)(double* p, int64_t i, int64_t n, int planar, v4 x, v4 y, v4 z,
-                                             int subtract) {
-    if (planar) {
-        const v4 part[3] = {x, y, z};
-        for (int c = 0; c < 3; ++c) {
-            double* to = p + c * n + i;
-            v4_store(to, subtract ? v4_sub(v4_load(to), part[c]) : v4_add(v4_load(to), part[c]));
-        }
-    } else {
-        v4_add_nodes(p + 3 * i, x, y, z, subtract);
-    }
-}
-
-/* nodes index[0..3] of p as the vectors of their x, y, z */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gather)(const double* p, const int64_t index[MS_LANES], int64_t n,
-                                                int planar, v4* x, v4* y, v4* z) {
-    if (planar) {
-        v4* const out[3] = {x, y, z};
-        for (int c = 0; c < 3; ++c) {
-            const double* row = p + c * n;
-            const double lane[MS_LANES] = {row[index[0]], row[index[1]], row[index[2]], row[index[3]]};
-            *out[c] = v4_load(lane);
-        }
-    } else {
-        v4_gather_nodes(p, index, x, y, z);
-    }
-}
-
-/* nodes index[q] of p += or -= lane q of (x, y, z), for q = 0..3 in turn */
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_scatter)(double* p, const int64_t index[MS_LANES], int64_t n, int planar,
-                                                 v4 x, v4 y, v4 z, int subtract) {
-    if (planar) {
-        double lane[3][MS_LANES];
-        v4_store(lane[0], x);
-        v4_store(lane[1], y);
-        v4_store(lane[2], z);
-        for (int q = 0; q < MS_LANES; ++q)
-            for (int c = 0; c < 3; ++c) {
-                if (subtract)
-                    p[c * n + index[q]] -= lane[c][q];
-                else
-                    p[c * n + index[q]] += lane[c][q];
-            }
-    } else {
-        double* const to[MS_LANES] = {p + 3 * index[0], p + 3 * index[1], p + 3 * index[2], p + 3 * index[3]};
-        v4_scatter_nodes(to, x, y, z, subtract);
-    }
-}
-
 /* A lane group (spring_kernel.h): owners a..a+3, k springs each, sorted springs [s, s + 4 k),
    the j-th ends of the four owners b..b+3. */
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_group)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params,
                                                int64_t s, int64_t k, int64_t a, const double* MS_RESTRICT x,
                                                const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
-                                               const MS_KERNEL(adjoint_out) * out, int64_t n, int planar, int with_pair,
-                                               int with_grad) {
+                                               const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
     v4 own[9], sum_g[3], sum_h[3], sum_pair = v4_set(0.0);
     for (int c = 0; c < 3; ++c) sum_g[c] = sum_h[c] = v4_set(0.0);
-    MS_KERNEL(adjoint_load)(x, a, n, planar, &own[0], &own[1], &own[2]);
-    MS_KERNEL(adjoint_load)(v, a, n, planar, &own[3], &own[4], &own[5]);
-    MS_KERNEL(adjoint_load)(lf, a, n, planar, &own[6], &own[7], &own[8]);
+    v4_load_nodes(x + 3 * a, &own[0], &own[1], &own[2]);
+    v4_load_nodes(v + 3 * a, &own[3], &own[4], &own[5]);
+    v4_load_nodes(lf + 3 * a, &own[6], &own[7], &own[8]);
     for (int64_t first = 0; first < k; first += ADJOINT_CHUNK) {
         MS_KERNEL(adjoint_geometry) geo[ADJOINT_CHUNK];
         const int64_t chunk = k - first < ADJOINT_CHUNK ? k - first : ADJOINT_CHUNK;
         for (int64_t q = 0; q < chunk; ++q) {
             v4 other[6];
             const int64_t b = pairs[2 * (s + MS_LANES * (first + q)) + 1];
-            MS_KERNEL(adjoint_load)(x, b, n, planar, &other[0], &other[1], &other[2]);
-            MS_KERNEL(adjoint_load)(v, b, n, planar, &other[3], &other[4], &other[5]);
+            v4_load_nodes(x + 3 * b, &other[0], &other[1], &other[2]);
+            v4_load_nodes(v + 3 * b, &other[3], &other[4], &other[5]);
             MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
         for (int64_t q = 0; q < chunk; ++q) {
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t b = pairs[2 * r + 1];
             v4 other[9], g[3], h[3], pair[2];
-            MS_KERNEL(adjoint_load)(lf, b, n, planar, &other[6], &other[7], &other[8]);
+            v4_load_nodes(lf + 3 * b, &other[6], &other[7], &other[8]);
             MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
                                      pair, with_pair, with_grad);
             for (int c = 0; c < 3; ++c) {
                 sum_g[c] = v4_add(sum_g[c], g[c]);
                 sum_h[c] = v4_add(sum_h[c], h[c]);
             }
-            MS_KERNEL(adjoint_add)(out->lx, b, n, planar, g[0], g[1], g[2], 0);
-            MS_KERNEL(adjoint_add)(out->lv, b, n, planar, h[0], h[1], h[2], 0);
+            v4_add_nodes(out->lx + 3 * b, g[0], g[1], g[2], 0);
+            v4_add_nodes(out->lv + 3 * b, h[0], h[1], h[2], 0);
             if (with_pair) {
                 sum_pair = v4_add(sum_pair, pair[0]);
                 v4_store(out->pairing + b, v4_sub(v4_load(out->pairing + b), pair[1]));
             }
         }
     }
-    MS_KERNEL(adjoint_add)(out->lx, a, n, planar, sum_g[0], sum_g[1], sum_g[2], 1);
-    MS_KERNEL(adjoint_add)(out->lv, a, n, planar, sum_h[0], sum_h[1], sum_h[2], 1);
+    v4_add_nodes(out->lx + 3 * a, sum_g[0], sum_g[1], sum_g[2], 1);
+    v4_add_nodes(out->lv + 3 * a, sum_h[0], sum_h[1], sum_h[2], 1);
     if (with_pair) v4_store(out->pairing + a, v4_add(v4_load(out->pairing + a), sum_pair));
 }
 
@@ -251,15 +182,19 @@ MS_ALWAYS_INLINE void MS_KERNEL(scatter_pairing)(double* pairing, const int64_t 
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params,
                                                   int64_t s, int64_t k, const double* MS_RESTRICT x,
                                                   const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
-                                                  const MS_KERNEL(adjoint_out) * out, int64_t n, int planar, int with_pair,
-                                                  int with_grad) {
+                                                  const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
     int64_t owner[MS_LANES];
-    for (int q = 0; q < MS_LANES; ++q) owner[q] = pairs[2 * (s + q)];
+    double *owner_lx[MS_LANES], *owner_lv[MS_LANES];
+    for (int q = 0; q < MS_LANES; ++q) {
+        owner[q] = pairs[2 * (s + q)];
+        owner_lx[q] = out->lx + 3 * owner[q];
+        owner_lv[q] = out->lv + 3 * owner[q];
+    }
     v4 own[9], sum_g[3], sum_h[3], sum_pair = v4_set(0.0);
     for (int c = 0; c < 3; ++c) sum_g[c] = sum_h[c] = v4_set(0.0);
-    MS_KERNEL(adjoint_gather)(x, owner, n, planar, &own[0], &own[1], &own[2]);
-    MS_KERNEL(adjoint_gather)(v, owner, n, planar, &own[3], &own[4], &own[5]);
-    MS_KERNEL(adjoint_gather)(lf, owner, n, planar, &own[6], &own[7], &own[8]);
+    v4_gather_nodes(x, owner, &own[0], &own[1], &own[2]);
+    v4_gather_nodes(v, owner, &own[3], &own[4], &own[5]);
+    v4_gather_nodes(lf, owner, &own[6], &own[7], &own[8]);
     for (int64_t first = 0; first < k; first += ADJOINT_CHUNK) {
         MS_KERNEL(adjoint_geometry) geo[ADJOINT_CHUNK];
         const int64_t chunk = k - first < ADJOINT_CHUNK ? k - first : ADJOINT_CHUNK;
@@ -267,52 +202,55 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_gathered)(const int32_t* MS_RESTRICT pai
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
             v4 other[6];
-            MS_KERNEL(adjoint_gather)(x, end, n, planar, &other[0], &other[1], &other[2]);
-            MS_KERNEL(adjoint_gather)(v, end, n, planar, &other[3], &other[4], &other[5]);
+            v4_gather_nodes(x, end, &other[0], &other[1], &other[2]);
+            v4_gather_nodes(v, end, &other[3], &other[4], &other[5]);
             MS_KERNEL(adjoint_measure)(own, other, &geo[q]);
         }
         for (int64_t q = 0; q < chunk; ++q) {
             const int64_t r = s + MS_LANES * (first + q);
             const int64_t end[MS_LANES] = {pairs[2 * r + 1], pairs[2 * r + 3], pairs[2 * r + 5], pairs[2 * r + 7]};
             v4 other[9], g[3], h[3], pair[2];
-            MS_KERNEL(adjoint_gather)(lf, end, n, planar, &other[6], &other[7], &other[8]);
+            v4_gather_nodes(lf, end, &other[6], &other[7], &other[8]);
             MS_KERNEL(adjoint_lanes)(own, other, &geo[q], params + 3 * r, with_grad ? out->grad + 3 * r : NULL, g, h,
                                      pair, with_pair, with_grad);
             for (int c = 0; c < 3; ++c) {
                 sum_g[c] = v4_add(sum_g[c], g[c]);
                 sum_h[c] = v4_add(sum_h[c], h[c]);
             }
-            MS_KERNEL(adjoint_scatter)(out->lx, end, n, planar, g[0], g[1], g[2], 0);
-            MS_KERNEL(adjoint_scatter)(out->lv, end, n, planar, h[0], h[1], h[2], 0);
+            double* const to_lx[MS_LANES] = {out->lx + 3 * end[0], out->lx + 3 * end[1], out->lx + 3 * end[2],
+                                             out->lx + 3 * end[3]};
+            double* const to_lv[MS_LANES] = {out->lv + 3 * end[0], out->lv + 3 * end[1], out->lv + 3 * end[2],
+                                             out->lv + 3 * end[3]};
+            v4_scatter_nodes(to_lx, g[0], g[1], g[2], 0);
+            v4_scatter_nodes(to_lv, h[0], h[1], h[2], 0);
             if (with_pair) {
                 sum_pair = v4_add(sum_pair, pair[0]);
                 MS_KERNEL(scatter_pairing)(out->pairing, end, pair[1], 1);
             }
         }
     }
-    MS_KERNEL(adjoint_scatter)(out->lx, owner, n, planar, sum_g[0], sum_g[1], sum_g[2], 1);
-    MS_KERNEL(adjoint_scatter)(out->lv, owner, n, planar, sum_h[0], sum_h[1], sum_h[2], 1);
+    v4_scatter_nodes(owner_lx, sum_g[0], sum_g[1], sum_g[2], 1);
+    v4_scatter_nodes(owner_lv, sum_h[0], sum_h[1], sum_h[2], 1);
     if (with_pair) MS_KERNEL(scatter_pairing)(out->pairing, owner, sum_pair, 0);
 }
 
-/* The springs [s, e) of one owner a, one at a time (coordinate c of node i at c step + i
-   stride: step 1 and stride 3 interleaved, step n and stride 1 planar). */
+/* The springs [s, e) of one owner a, one at a time. */
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs, const double* MS_RESTRICT params,
                                                 int64_t s, int64_t e, int64_t a, const double* MS_RESTRICT x,
                                                 const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
-                                                const MS_KERNEL(adjoint_out) * out, int64_t n, int planar,
-                                                int with_pair, int with_grad) {
-    const int64_t step = planar ? n : 1, stride = planar ? 1 : 3;
-    const int64_t ia = stride * a;
-    const v1 xa[3] = {x[ia], x[ia + step], x[ia + 2 * step]};
-    const v1 va[3] = {v[ia], v[ia + step], v[ia + 2 * step]};
-    const v1 la[3] = {lf[ia], lf[ia + step], lf[ia + 2 * step]};
+                                                const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
+    const double* xa = x + 3 * a;
+    const double* va = v + 3 * a;
+    const double* la = lf + 3 * a;
     v1 sum_g[3] = {0.0, 0.0, 0.0}, sum_h[3] = {0.0, 0.0, 0.0}, sum_pair = 0.0;
     for (int64_t r = s; r < e; ++r) {
-        const int64_t b = pairs[2 * r + 1], ib = stride * b;
+        const int64_t b = pairs[2 * r + 1];
+        const double* xb = x + 3 * b;
+        const double* vb = v + 3 * b;
+        const double* lb = lf + 3 * b;
         const double* p = params + 3 * r;
-        const v1 dx = x[ib] - xa[0], dy = x[ib + step] - xa[1], dz = x[ib + 2 * step] - xa[2];
-        const v1 du = v[ib] - va[0], dv = v[ib + step] - va[1], dw = v[ib + 2 * step] - va[2];
+        const v1 dx = xb[0] - xa[0], dy = xb[1] - xa[1], dz = xb[2] - xa[2];
+        const v1 du = vb[0] - va[0], dv = vb[1] - va[1], dw = vb[2] - va[2];
         v1 g[3], h[3], pa = 0.0, pb = 0.0, grest = 0.0, gk = 0.0, gc = 0.0, length, inv_length;
         double* grad = with_grad ? out->grad + 3 * r : NULL;
         if (with_grad) {
@@ -321,19 +259,20 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
             gc = grad[2];
         }
         SPRING_LENGTH(v1, dx, dy, dz, length, inv_length);
-        SPRING_ADJOINT(v1, dx, dy, dz, length, inv_length, du, dv, dw, la[0], la[1], la[2], lf[ib], lf[ib + step],
-                       lf[ib + 2 * step], p[0], p[1], p[2], g[0], g[1], g[2], h[0], h[1], h[2], pa, pb, grest, gk,
-                       gc, with_pair, with_grad);
+        SPRING_ADJOINT(v1, dx, dy, dz, length, inv_length, du, dv, dw, la[0], la[1], la[2], lb[0], lb[1], lb[2], p[0], p[1], p[2], g[0],
+                       g[1], g[2], h[0], h[1], h[2], pa, pb, grest, gk, gc, with_pair, with_grad);
         if (with_grad) {
             grad[0] = grest;
             grad[1] = gk;
             grad[2] = gc;
         }
+        double* to_lx = out->lx + 3 * b;
+        double* to_lv = out->lv + 3 * b;
         for (int c = 0; c < 3; ++c) {
             sum_g[c] += g[c];
             sum_h[c] += h[c];
-            out->lx[ib + c * step] += g[c];
-            out->lv[ib + c * step] += h[c];
+            to_lx[c] += g[c];
+            to_lv[c] += h[c];
         }
         if (with_pair) {
             sum_pair += pa;
@@ -341,8 +280,8 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
         }
     }
     for (int c = 0; c < 3; ++c) {
-        out->lx[ia + c * step] -= sum_g[c];
-        out->lv[ia + c * step] -= sum_h[c];
+        out->lx[3 * a + c] -= sum_g[c];
+        out->lv[3 * a + c] -= sum_h[c];
     }
     if (with_pair) out->pairing[a] += sum_pair;
 }
@@ -350,9 +289,7 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_single)(const int32_t* MS_RESTRICT pairs
 /* Every spring of the layout, in its order. */
 MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, const double* MS_RESTRICT x,
                                               const double* MS_RESTRICT v, const double* MS_RESTRICT lf,
-                                              const MS_KERNEL(adjoint_out) * out, int planar, int with_pair,
-                                              int with_grad) {
-    const int64_t n = layout->nnode;
+                                              const MS_KERNEL(adjoint_out) * out, int with_pair, int with_grad) {
     const int32_t* MS_RESTRICT pairs = layout->pairs;
     const double* MS_RESTRICT params = layout->params;
     const uint16_t* MS_RESTRICT lanes = layout->lanes;
@@ -361,40 +298,28 @@ MS_ALWAYS_INLINE void MS_KERNEL(adjoint_walk)(const ms_layout* layout, const dou
         const int64_t a = pairs[2 * s];
         const int64_t kind = lanes[a], k = kind & MS_MAX_LANE_SPRINGS;
         if (kind & MS_GATHERED) {
-            MS_KERNEL(adjoint_gathered)(pairs, params, s, k, x, v, lf, out, n, planar, with_pair, with_grad);
+            MS_KERNEL(adjoint_gathered)(pairs, params, s, k, x, v, lf, out, with_pair, with_grad);
             s += MS_LANES * k;
             continue;
         }
         if (k > 0) {
-            MS_KERNEL(adjoint_group)(pairs, params, s, k, a, x, v, lf, out, n, planar, with_pair, with_grad);
+            MS_KERNEL(adjoint_group)(pairs, params, s, k, a, x, v, lf, out, with_pair, with_grad);
             s += MS_LANES * k;
             continue;
         }
         int64_t e = s + 1;
         while (e < end && pairs[2 * e] == a) ++e;
-        MS_KERNEL(adjoint_single)(pairs, params, s, e, a, x, v, lf, out, n, planar, with_pair, with_grad);
+        MS_KERNEL(adjoint_single)(pairs, params, s, e, a, x, v, lf, out, with_pair, with_grad);
         s = e;
     }
-}
-
-MS_ALWAYS_INLINE void MS_KERNEL(adjoint_entry)(const ms_layout* layout, const double* MS_RESTRICT x,
-                                               const double* MS_RESTRICT v, const double* MS_RESTRICT lf, double* lx,
-                                               double* lv, double* grad, double* pairing, int planar) {
-    const MS_KERNEL(adjoint_out) out = {lx, lv, pairing, grad};
-    if (pairing != NULL && grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, planar, 1, 1);
-    else if (pairing != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, planar, 1, 0);
-    else if (grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, planar, 0, 1);
-    else MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, planar, 0, 0);
 }
 
 void MS_KERNEL(ms_springs_adjoint)(const ms_layout* layout, const double* MS_RESTRICT x, const double* MS_RESTRICT v,
                                    const double* MS_RESTRICT lf, double* lx, double* lv, double* grad,
                                    double* pairing) {
-    MS_KERNEL(adjoint_entry)(layout, x, v, lf, lx, lv, grad, pairing, 0);
-}
-
-void MS_KERNEL(ms_springs_adjoint_planar)(const ms_layout* layout, const double* MS_RESTRICT x,
-                                          const double* MS_RESTRICT v, const double* MS_RESTRICT lf, double* lx,
-                                          double* lv, double* grad, double* pairing) {
-    MS_KERNEL(adjoint_entry)(layout, x, v, lf, lx, lv, grad, pairing, 1);
+    const MS_KERNEL(adjoint_out) out = {lx, lv, pairing, grad};
+    if (pairing != NULL && grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 1);
+    else if (pairing != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 1, 0);
+    else if (grad != NULL) MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 0, 1);
+    else MS_KERNEL(adjoint_walk)(layout, x, v, lf, &out, 0, 0);
 }
