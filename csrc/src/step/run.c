@@ -25,6 +25,11 @@
 /* Networks with at least this many springs step on several workers. */
 #define MS_PARALLEL_MIN_SPRINGS 10000
 
+/* Networks with at least this many nodes prefetch the springs of the nodes their colliders
+   pushed (ms_push_prefetch); smaller ones' springs are mostly in cache, where the rounds of
+   prefetching cost more than they hide. */
+#define MS_PUSH_PREFETCH_NODES 16384
+
 /* Each integrator's step, as stages run by every worker (solvers.h). */
 static const ms_integrator_stages integrator_stages[MS_INTEGRATOR_COUNT] = {
     [MS_EXPLICIT_EULER] = ms_explicit_euler_stages,
@@ -183,9 +188,11 @@ static int after_integrator(ms_worker* w, const double* x, double* x_next, doubl
                worker adds the blocks' sums in block order after the barrier, so all book
                the same and take the same decision below.  The marks it reads are cleared
                by the next step's contact, after the next step's barriers. */
+            /* the prefetching pays only where the springs' lines are likely out of cache */
+            const int rounds = m->nnode >= MS_PUSH_PREFETCH_NODES ? 3 : 0;
             for (int64_t b = w->node_first - 3; b < w->node_last; ++b) {
                 /* the three rounds of prefetching for the blocks one to three ahead */
-                for (int round = 0; round < 3; ++round) {
+                for (int round = 0; round < rounds; ++round) {
                     const int64_t ahead = b + 3 - round;
                     int64_t begin, end;
                     if (ahead < w->node_first || ahead >= w->node_last || tm->nodes[ahead].contact.pushes == 0)
