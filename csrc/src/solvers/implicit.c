@@ -770,7 +770,8 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         ms_sync(w);
     }
     *relative_residual = residual_norm / rhs_norm;
-    *converged = residual_norm <= opt->cg_tol * rhs_norm;
+    /* a tolerance above cg_tol (the last Newton iteration's) counts as met when reached */
+    *converged = residual_norm <= opt->cg_tol * rhs_norm || residual_norm <= target;
     return iteration;
 }
 
@@ -868,6 +869,18 @@ static double newton_residual_at(ms_worker* w, const double* held, const double*
     return sqrt(residual2);
 }
 
+/* The forcing term for a Newton residual R (relative) from Eisenstat and Walker's
+   proposal: where that would leave the residual near newton_tol, finish in this
+   iteration, 0.5 newton_tol / R; at most cg_tol, unless that floor is itself above it
+   (R within 50 newton_tol), where reaching it needs fewer CG iterations than cg_tol asks
+   (at most half of the residual is kept, so the iteration always gains). */
+static double forcing_term(double forcing, double residual, const ms_implicit_options* opt) {
+    const double floor = 0.5 * opt->newton_tol / residual;
+    if (forcing < floor || forcing * residual < 10.0 * opt->newton_tol) forcing = floor;
+    if (!(forcing < opt->cg_tol)) forcing = floor > opt->cg_tol ? (floor < 0.5 ? floor : 0.5) : opt->cg_tol;
+    return forcing;
+}
+
 static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
                        double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     ms_team* tm = w->team;
@@ -905,17 +918,11 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        for the rest of the step. */
     int exact_ok = 1, blocks_exact = 0;
     ms_stage_forces(w, x, v, t, s->f);
-    team_spring_blocks(w, x, blocks, 1); /* its barrier also completes s->f and the patterns */
+    ms_sync(w); /* s->f and the patterns complete */
     if (w->id == 0) solver->holding = m->ncollider > 0 && ms_find_held(m, s, x, v, s->f, h, held);
-    ms_sync(w);
     const int wanted = solver->direct      ? PRECONDITION_FACTOR
                        : solver->two_level || solver->gentle_level ? PRECONDITION_TWO_LEVEL
                                            : PRECONDITION_JACOBI;
-    first_rhs(w, blocks, v, rhs, dv);
-    if (solver->holding) {
-        MS_FOR_MY_NODES(w, b, begin, end)
-        ms_filter_held(held, rhs, begin, end);
-    }
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     /* Newton's iteration 0: where dv = 0 already solves the step to newton_tol (a body
        settled on its supports or hanging at rest), the step takes it with one force
@@ -923,12 +930,13 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        tolerance (tens of them for a solid at rest at h = 1/60 s). */
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+        dv[q] = 0.0;
         v_out[q] = v[q] + dv[q];
         x_out[q] = x[q] + h * v_out[q];
     }
-    ms_sync(w);
+    ms_sync(w); /* held too */
     double start_scale = 0.0;
-    const double start_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, delta, &rate, &start_scale);
+    const double start_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, rhs, &rate, &start_scale);
     if (start_norm <= opt->newton_tol * start_scale) {
         if (w->id == 0) {
             stats->newton_residual = start_scale > 0.0 ? start_norm / start_scale : 0.0;
@@ -945,6 +953,30 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        fast as Newton's own and convergence stays quadratic; never tighter than what takes
        the residual below half of newton_tol. */
     double forcing = opt->cg_tol;
+    /* The first iteration.  Where v' = v leaves a residual below cg_tol (of the scale) and
+       more than one iteration is allowed, Newton's own: about (x + h v, v), with the exact
+       tangent, on that residual (now in rhs).  Its size being known, the forcing term's
+       floor applies from the start: a body ringing or at rest on its supports is solved
+       in one or two iterations.  (Baraff and Witkin's step linearises about x with the
+       clamped tangent; near rest its right-hand side h f_0 - h^2 K_0 v misses the
+       residual by the clamped terms, ten times the residual itself on a solid resting on
+       the ground, so it cost an iteration and the two after it were needed to recover.)
+       Elsewhere Baraff and Witkin's step, as newton_max_iter = 1 asks: about x, its
+       clamped tangent positive definite, so a large step (an impact, a step of 50 times
+       a spring's period) starts from where the motion was and not from a prediction. */
+    if (opt->newton_max_iter > 1 && start_norm < opt->cg_tol * start_scale) {
+        previous_residual = start_norm / start_scale;
+        forcing = forcing_term(forcing, previous_residual, opt);
+        blocks_exact = 1;
+        team_spring_blocks(w, x_out, blocks, 0); /* its barrier completes rhs */
+    } else {
+        team_spring_blocks(w, x, blocks, 1);
+        first_rhs(w, blocks, v, rhs, dv);
+        if (solver->holding) {
+            MS_FOR_MY_NODES(w, b, begin, end)
+            ms_filter_held(held, rhs, begin, end);
+        }
+    }
     int coarse_ready = 0; /* worker 0's: the coarse factor is made for this step */
     while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
@@ -988,9 +1020,12 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         if (w->stopped) break; /* the caller's check: the step is dropped */
         if (indefinite && blocks_exact) {
             /* solve this iteration's system again with the clamped tangent (every worker has
-               read serial_ok: the blocks' barrier comes before worker 0 writes it again) */
+               read serial_ok: the blocks' barrier comes before worker 0 writes it again); the
+               rest of the step too, unless this is the first iteration, whose clamped step
+               leaves the next one to try the exact tangent again */
             if (w->id == 0) stats->cg_iterations += iterations;
-            exact_ok = blocks_exact = 0;
+            if (newton_iterations > 0) exact_ok = 0;
+            blocks_exact = 0;
             team_spring_blocks(w, x_out, blocks, 1);
             continue;
         }
@@ -1021,13 +1056,9 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         }
         if (!isfinite(newton_residual) || newton_converged || newton_iterations >= opt->newton_max_iter) break;
         if (newton_iterations >= 2 && newton_residual > 0.5 * previous_residual) exact_ok = 0;
-        if (newton_iterations >= 2) {
+        if (previous_residual < INFINITY) { /* R_k-1 is known */
             const double ratio = newton_residual / previous_residual;
-            forcing = 0.9 * ratio * ratio;
-            /* when that would leave the residual near newton_tol, finish in this iteration */
-            const double floor = 0.5 * opt->newton_tol / newton_residual;
-            if (forcing < floor || forcing * newton_residual < 10.0 * opt->newton_tol) forcing = floor;
-            if (!(forcing < opt->cg_tol)) forcing = opt->cg_tol;
+            forcing = forcing_term(0.9 * ratio * ratio, newton_residual, opt);
         }
         previous_residual = newton_residual;
         blocks_exact = exact_ok;
