@@ -359,9 +359,9 @@ static void rigid_map(const double* d, double scale, double P[3][6]) {
     P[0][5] = -dy, P[1][5] = dx, P[2][5] = 0.0;
 }
 
-/* Row r of Pa^T times the 3 x 6 matrix BQ, for Pa a rigid_map (first < 3: its translations'
-   columns are scale times the identity's; first = 3: zero, left out): the sum over a of
-   Pa[a][r] BQ[a][c] without the products by Pa's zeros (adding them changes no value). */
+/* Row r of Pa^T times the 3 x 6 matrix BQ, for Pa a rigid_map (its translations' columns
+   scale times the identity's): the sum over a of Pa[a][r] BQ[a][c] without the products
+   by Pa's zeros (adding them changes no value). */
 static void rigid_row(double P[3][6], double BQ[3][6], int r, double out[6]) {
     switch (r) {
     case 0: case 1: case 2:
@@ -381,26 +381,22 @@ static void rigid_row(double P[3][6], double BQ[3][6], int r, double out[6]) {
 
 /* Adds sign Pa^T B Pb (6 x 6, B = beta I + alpha n n^T) to the block of groups (ga, gb)
    of a width-6 system: its lower triangle when ga = gb, else the block of the larger
-   group's rows in the smaller group's columns (group entry e).  P and Q are rigid_maps;
-   with rotations_only their translations' columns are zero (a spring inside a group),
-   and the rows and columns of the translations, all zero, are left as they are. */
+   group's rows in the smaller group's columns (group entry e).  P and Q are rigid_maps. */
 static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double P[3][6], double Q[3][6],
-                      double beta, double alpha, const double* n, double sign, int rotations_only) {
-    const int first = rotations_only ? 3 : 0;
+                      double beta, double alpha, const double* n, double sign) {
     double BQ[3][6];
-    for (int c = first; c < 6; ++c) {
+    for (int c = 0; c < 6; ++c) {
         const double along = alpha * (n[0] * Q[0][c] + n[1] * Q[1][c] + n[2] * Q[2][c]);
         for (int a = 0; a < 3; ++a) BQ[a][c] = beta * Q[a][c] + along * n[a];
     }
-    for (int c = 0; c < first; ++c) BQ[0][c] = BQ[1][c] = BQ[2][c] = 0.0;
     double X[6][6];
-    for (int r = first; r < 6; ++r) {
+    for (int r = 0; r < 6; ++r) {
         rigid_row(P, BQ, r, X[r]);
-        for (int c = first; c < 6; ++c) X[r][c] *= sign;
+        for (int c = 0; c < 6; ++c) X[r][c] *= sign;
     }
     if (ga == gb) {
         const int64_t column = p->node.column_start[ga];
-        for (int a = first; a < 6; ++a) {
+        for (int a = 0; a < 6; ++a) {
             double* entry = p->values3 + system_entry(p, column, ga, a, a); /* b = a .. 5 follow it */
             for (int b = a; b < 6; ++b) entry[b - a] += X[b][a];
         }
@@ -446,6 +442,8 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
     }
     const double guard = spread > 0.0 ? 1e-4 * spread : 1.0;
     memset(p->values3, 0, sizeof(double) * (size_t)p->start3[6 * nf]);
+    double* rotations = p->gathered; /* 6 per group: the springs inside it (the centres are done with) */
+    memset(rotations, 0, sizeof(double) * 6 * (size_t)nf);
     double P[3][6], Q[3][6];
     for (int64_t i = 0; i < m->nnode; ++i) {
         const int64_t g = p->node.free_index[i];
@@ -453,7 +451,7 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
         const double mass = m->mass[i] + h * m->opt.drag;
         const double unit[3] = {0.0, 0.0, 0.0};
         rigid_map(p->offsets + 3 * i, 1.0, P);
-        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0, 0);
+        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0);
         for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
     }
     for (int64_t r = 0; r < m->nspring; ++r) {
@@ -463,21 +461,38 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
         const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
         const int64_t gi = p->node.free_index[i], gj = p->node.free_index[j];
         if (gi < 0 && gj < 0) continue;
-        if (gi == gj) { /* inside a group: only the rotations strain it, by theta x (x_i - x_j) */
+        if (gi == gj) {
+            /* inside a group only the rotations strain it, by theta x e for e = d_i - d_j:
+               its block is beta (|e|^2 I - e e^T) + alpha (e x n)(e x n)^T, summed per group
+               (00, 01, 02, 11, 12, 22) and added once below */
             const double* di = p->offsets + 3 * i;
             const double* dj = p->offsets + 3 * j;
             const double e[3] = {di[0] - dj[0], di[1] - dj[1], di[2] - dj[2]};
-            rigid_map(e, 1.0, P);
-            for (int a = 0; a < 3; ++a) P[a][0] = P[a][1] = P[a][2] = 0.0;
-            add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 1);
+            const double c[3] = {e[1] * b[2] - e[2] * b[1], e[2] * b[0] - e[0] * b[2], e[0] * b[1] - e[1] * b[0]};
+            const double e2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+            double* sum = rotations + 6 * gi;
+            sum[0] += beta * (e2 - e[0] * e[0]) + alpha * c[0] * c[0];
+            sum[1] += alpha * c[0] * c[1] - beta * e[0] * e[1];
+            sum[2] += alpha * c[0] * c[2] - beta * e[0] * e[2];
+            sum[3] += beta * (e2 - e[1] * e[1]) + alpha * c[1] * c[1];
+            sum[4] += alpha * c[1] * c[2] - beta * e[1] * e[2];
+            sum[5] += beta * (e2 - e[2] * e[2]) + alpha * c[2] * c[2];
             continue;
         }
         rigid_map(p->offsets + 3 * i, gi >= 0 ? 1.0 : 0.0, P);
         rigid_map(p->offsets + 3 * j, gj >= 0 ? 1.0 : 0.0, Q);
-        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 0);
-        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0, 0);
+        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
+        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0);
         const int64_t e = p->node.spring_entry[s];
-        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0, 0);
+        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+    }
+    for (int64_t g = 0; g < nf; ++g) {
+        const int64_t column = p->node.column_start[g];
+        const double* sum = rotations + 6 * g;
+        for (int a = 0, q = 0; a < 3; ++a) {
+            double* entry = p->values3 + system_entry(p, column, g, 3 + a, 3 + a); /* rows 3 + a .. 5 */
+            for (int b = a; b < 3; ++b) entry[b - a] += sum[q++];
+        }
     }
     return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
 }
