@@ -651,9 +651,11 @@ MS_ALWAYS_INLINE void owner_product(const ms_layout* layout, const double* MS_RE
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
    (a block starts its own nodes' sums in y and writes past them into its halo), then
    gathered as the forces are: p must be complete (after a barrier); y is complete for the
-   worker's node blocks on return (after a barrier of its own), for all after the next. */
+   worker's node blocks on return (after a barrier of its own), for all after the next.
+   Unless dot_slot is -1, each of the worker's node blocks' p.y goes to that slot of its
+   reduce, summed as it is gathered. */
 static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double mass_scale, double damping_scale,
-                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y) {
+                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y, int dot_slot) {
     const ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
@@ -691,6 +693,7 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
         for (int64_t i = begin; i < end; ++i)
             if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
         if (held != NULL) ms_filter_held(held, y, begin, end);
+        if (dot_slot >= 0) tm->nodes[b].reduce[dot_slot] = dot(p + 3 * begin, y + 3 * begin, 3 * (end - begin));
     }
 }
 
@@ -713,13 +716,14 @@ static void block_jacobi(const double* diagonal, const double* r, double* z, int
    takes hundreds of iterations over). */
 enum { PRECONDITION_JACOBI = 0, PRECONDITION_FACTOR = 1, PRECONDITION_TWO_LEVEL = 2 };
 
-/* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks. */
-static void precondition(ms_worker* w, implicit_solver* solver, int mode, const cg_vectors* v) {
+/* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks;
+   with jacobi_done, z already holds the block Jacobi part on the worker's node blocks. */
+static void precondition(ms_worker* w, implicit_solver* solver, int mode, const cg_vectors* v, int jacobi_done) {
     ms_team* tm = w->team;
     const double* held = solver->holding ? solver->work + 30 * tm->m->nnode : NULL;
     if (mode != PRECONDITION_FACTOR) {
         MS_FOR_MY_NODES(w, b, begin, end) {
-            block_jacobi(v->diagonal, v->r, v->z, begin, end);
+            if (!jacobi_done) block_jacobi(v->diagonal, v->r, v->z, begin, end);
             if (mode != PRECONDITION_JACOBI) continue;
             if (held != NULL) ms_filter_held(held, v->z, begin, end);
             tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
@@ -759,7 +763,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         memcpy(v->r + 3 * begin, rhs + 3 * begin, bytes);
         tm->nodes[b].reduce[CG_RR] = dot(rhs + 3 * begin, rhs + 3 * begin, 3 * (end - begin));
     }
-    precondition(w, solver, mode, v);
+    precondition(w, solver, mode, v, 0);
     MS_FOR_MY_NODES(w, b, begin, end)
     memcpy(v->p + 3 * begin, v->z + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
     ms_sync(w);
@@ -784,9 +788,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
     int iteration = 0;
     double residual_norm = rhs_norm;
     while (iteration < opt->cg_max_iter && !ms_should_stop(w)) {
-        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap);
-        MS_FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].reduce[CG_PAP] = dot(v->p + 3 * begin, v->ap + 3 * begin, 3 * (end - begin));
+        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap, CG_PAP);
         ms_sync(w);
         const double curvature = block_sum(tm, CG_PAP);
         ++iteration;
@@ -795,14 +797,16 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
             break;
         }
         const double step = rz / curvature;
+        const int jacobi = mode != PRECONDITION_FACTOR;
         MS_FOR_MY_NODES(w, b, begin, end) {
             for (int64_t q = 3 * begin; q < 3 * end; ++q) {
                 delta[q] += step * v->p[q];
                 v->r[q] -= step * v->ap[q];
             }
             tm->nodes[b].reduce[CG_RR] = dot(v->r + 3 * begin, v->r + 3 * begin, 3 * (end - begin));
+            if (jacobi) block_jacobi(v->diagonal, v->r, v->z, begin, end); /* while r is at hand */
         }
-        precondition(w, solver, mode, v);
+        precondition(w, solver, mode, v, jacobi);
         ms_sync(w);
         residual_norm = sqrt(block_sum(tm, CG_RR));
         if (residual_norm <= target) break;
@@ -847,7 +851,7 @@ static void first_rhs(ms_worker* w, const double* blocks, const double* v, doubl
     const double h = tm->h;
     const double* inv_mass = tm->s->inv_mass;
     const double* f = tm->s->f;
-    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
+    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs, -1);
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i)
         for (int a = 0; a < 3; ++a) {
