@@ -10,7 +10,10 @@
  * The first iteration linearises about the start (x, v) itself, so its right-hand side is
  * h (f_0 - h K_0 v): exactly Baraff & Witkin's (1998) linearised step.  Later iterations
  * linearise about the current iterate (x + h v'_k, v'_k), where the system reduces to the
- * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Each system is
+ * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Where v' = v
+ * already leaves a residual below cg_tol (a body ringing or at rest on its supports) and
+ * more than one iteration is allowed, the first iteration is such a Newton update too,
+ * about (x + h v, v).  Each system is
  * solved by conjugate gradients, matrix-free over the springs' 3x3 blocks, with pinned nodes
  * filtered out so they keep their own velocity exactly.
  *
@@ -33,8 +36,8 @@
  * within each step from the step's start, so a fresh copy of a state steps to the same
  * bits.
  *
- * In the first iteration the transverse stiffness k (1 - L/l) is clamped at zero for
- * compressed springs so A stays symmetric positive definite; the later ones take the exact
+ * In Baraff and Witkin's first iteration the transverse stiffness k (1 - L/l) is clamped at
+ * zero for compressed springs so A stays symmetric positive definite; the others take the exact
  * value while A stays positive definite (see implicit_stages).  The dampers' dependence on
  * position is left out of K (it is not symmetric); Newton then converges linearly rather
  * than quadratically when dampers are strong, but to the same solution.  The linear solves'
@@ -65,7 +68,8 @@
 typedef struct block_system {
     ms_node_pattern node; /* free_index: each node's group, -1 for none */
     int width;            /* unknowns per group: 3 (translations), or 6 (and rotations) */
-    double* offsets;      /* width 6: each node's offset from its group's centre (3 nnode) */
+    double* offsets;      /* width 6: each node's offset from its group's centre (3 nnode), then
+                             each node's share of the coarse matrix as a 3 x 3 block (6 nnode) */
     int64_t* start3;      /* (width nfree + 1) */
     int32_t* rows3;
     double* values3;
@@ -299,7 +303,7 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
             build_system_pattern(coarse) == 0)
             p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= choices[c].limit * entries;
         if (p->two_level && coarse->width == 6) {
-            coarse->offsets = malloc(sizeof(double) * 3 * (size_t)(m->nnode > 0 ? m->nnode : 1));
+            coarse->offsets = malloc(sizeof(double) * 9 * (size_t)(m->nnode > 0 ? m->nnode : 1));
             p->two_level = coarse->offsets != NULL;
         }
     }
@@ -413,6 +417,22 @@ static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double
     }
 }
 
+/* Adds Pa^T S Pa to the diagonal block of group g of a width-6 system (its lower
+   triangle), for S a symmetric 3 x 3 block given as its entries 00, 01, 02, 11, 12, 22. */
+static void add_rigid_node(block_system* p, int64_t g, double P[3][6], const double* s) {
+    const double S[3][3] = {{s[0], s[1], s[2]}, {s[1], s[3], s[4]}, {s[2], s[4], s[5]}};
+    double BQ[3][6];
+    for (int c = 0; c < 6; ++c)
+        for (int a = 0; a < 3; ++a) BQ[a][c] = S[a][0] * P[0][c] + S[a][1] * P[1][c] + S[a][2] * P[2][c];
+    double X[6][6];
+    for (int r = 0; r < 6; ++r) rigid_row(P, BQ, r, X[r]);
+    const int64_t column = p->node.column_start[g];
+    for (int a = 0; a < 6; ++a) {
+        double* entry = p->values3 + system_entry(p, column, g, a, a); /* b = a .. 5 follow it */
+        for (int b = a; b < 6; ++b) entry[b - a] += X[b][a];
+    }
+}
+
 /* Factors the coarse matrix of a width-6 system, P^T A P with P each group's rigid motions
    about its nodes' centre at positions x (translations and small rotations; the offsets are
    kept for the solves); the rotations of a group whose nodes are (nearly) collinear get a
@@ -445,14 +465,13 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
     double* rotations = p->gathered; /* 6 per group: the springs inside it (the centres are done with) */
     memset(rotations, 0, sizeof(double) * 6 * (size_t)nf);
     double P[3][6], Q[3][6];
+    /* each node's mass and the blocks of its springs to other groups, summed per node and
+       added once as P^T S P (with the guard on its rotations) after the springs */
+    double* shares = p->offsets + 3 * m->nnode;
     for (int64_t i = 0; i < m->nnode; ++i) {
-        const int64_t g = p->node.free_index[i];
-        if (g < 0) continue;
-        const double mass = m->mass[i] + h * m->opt.drag;
-        const double unit[3] = {0.0, 0.0, 0.0};
-        rigid_map(p->offsets + 3 * i, 1.0, P);
-        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0);
-        for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
+        double* share = shares + 6 * i;
+        share[0] = share[3] = share[5] = m->mass[i] + h * m->opt.drag;
+        share[1] = share[2] = share[4] = 0.0;
     }
     for (int64_t r = 0; r < m->nspring; ++r) {
         const int64_t s = layout->order[r];
@@ -479,12 +498,26 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
             sum[5] += beta * (e2 - e[2] * e[2]) + alpha * c[2] * c[2];
             continue;
         }
-        rigid_map(p->offsets + 3 * i, gi >= 0 ? 1.0 : 0.0, P);
-        rigid_map(p->offsets + 3 * j, gj >= 0 ? 1.0 : 0.0, Q);
-        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0);
-        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0);
+        const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
+                               beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
+        for (int q = 0; q < 6; ++q) {
+            if (gi >= 0) shares[6 * i + q] += add[q];
+            if (gj >= 0) shares[6 * j + q] += add[q];
+        }
         const int64_t e = p->node.spring_entry[s];
-        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+        if (gi >= 0 && gj >= 0 && e >= 0) {
+            rigid_map(p->offsets + 3 * i, 1.0, P);
+            rigid_map(p->offsets + 3 * j, 1.0, Q);
+            add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+        }
+    }
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t g = p->node.free_index[i];
+        if (g < 0) continue;
+        rigid_map(p->offsets + 3 * i, 1.0, P);
+        add_rigid_node(p, g, P, shares + 6 * i);
+        const double mass = m->mass[i] + h * m->opt.drag;
+        for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
     }
     for (int64_t g = 0; g < nf; ++g) {
         const int64_t column = p->node.column_start[g];
