@@ -10,7 +10,10 @@
  * The first iteration linearises about the start (x, v) itself, so its right-hand side is
  * h (f_0 - h K_0 v): exactly Baraff & Witkin's (1998) linearised step.  Later iterations
  * linearise about the current iterate (x + h v'_k, v'_k), where the system reduces to the
- * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Each system is
+ * Newton update A_k delta = -g_k with the residual g_k = M dv_k - h f_k.  Where v' = v
+ * already leaves a residual below cg_tol (a body ringing or at rest on its supports) and
+ * more than one iteration is allowed, the first iteration is such a Newton update too,
+ * about (x + h v, v).  Each system is
  * solved by conjugate gradients, matrix-free over the springs' 3x3 blocks, with pinned nodes
  * filtered out so they keep their own velocity exactly.
  *
@@ -33,8 +36,8 @@
  * within each step from the step's start, so a fresh copy of a state steps to the same
  * bits.
  *
- * In the first iteration the transverse stiffness k (1 - L/l) is clamped at zero for
- * compressed springs so A stays symmetric positive definite; the later ones take the exact
+ * In Baraff and Witkin's first iteration the transverse stiffness k (1 - L/l) is clamped at
+ * zero for compressed springs so A stays symmetric positive definite; the others take the exact
  * value while A stays positive definite (see implicit_stages).  The dampers' dependence on
  * position is left out of K (it is not symmetric); Newton then converges linearly rather
  * than quadratically when dampers are strong, but to the same solution.  The linear solves'
@@ -65,7 +68,8 @@
 typedef struct block_system {
     ms_node_pattern node; /* free_index: each node's group, -1 for none */
     int width;            /* unknowns per group: 3 (translations), or 6 (and rotations) */
-    double* offsets;      /* width 6: each node's offset from its group's centre (3 nnode) */
+    double* offsets;      /* width 6: each node's offset from its group's centre (3 nnode), then
+                             each node's share of the coarse matrix as a 3 x 3 block (6 nnode) */
     int64_t* start3;      /* (width nfree + 1) */
     int32_t* rows3;
     double* values3;
@@ -299,7 +303,7 @@ static void ensure_pattern(const ms_model* m, implicit_solver* p) {
             build_system_pattern(coarse) == 0)
             p->two_level = (double)ms_cholesky_nonzeros(coarse->factor) <= choices[c].limit * entries;
         if (p->two_level && coarse->width == 6) {
-            coarse->offsets = malloc(sizeof(double) * 3 * (size_t)(m->nnode > 0 ? m->nnode : 1));
+            coarse->offsets = malloc(sizeof(double) * 9 * (size_t)(m->nnode > 0 ? m->nnode : 1));
             p->two_level = coarse->offsets != NULL;
         }
     }
@@ -359,9 +363,9 @@ static void rigid_map(const double* d, double scale, double P[3][6]) {
     P[0][5] = -dy, P[1][5] = dx, P[2][5] = 0.0;
 }
 
-/* Row r of Pa^T times the 3 x 6 matrix BQ, for Pa a rigid_map (first < 3: its translations'
-   columns are scale times the identity's; first = 3: zero, left out): the sum over a of
-   Pa[a][r] BQ[a][c] without the products by Pa's zeros (adding them changes no value). */
+/* Row r of Pa^T times the 3 x 6 matrix BQ, for Pa a rigid_map (its translations' columns
+   scale times the identity's): the sum over a of Pa[a][r] BQ[a][c] without the products
+   by Pa's zeros (adding them changes no value). */
 static void rigid_row(double P[3][6], double BQ[3][6], int r, double out[6]) {
     switch (r) {
     case 0: case 1: case 2:
@@ -381,26 +385,22 @@ static void rigid_row(double P[3][6], double BQ[3][6], int r, double out[6]) {
 
 /* Adds sign Pa^T B Pb (6 x 6, B = beta I + alpha n n^T) to the block of groups (ga, gb)
    of a width-6 system: its lower triangle when ga = gb, else the block of the larger
-   group's rows in the smaller group's columns (group entry e).  P and Q are rigid_maps;
-   with rotations_only their translations' columns are zero (a spring inside a group),
-   and the rows and columns of the translations, all zero, are left as they are. */
+   group's rows in the smaller group's columns (group entry e).  P and Q are rigid_maps. */
 static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double P[3][6], double Q[3][6],
-                      double beta, double alpha, const double* n, double sign, int rotations_only) {
-    const int first = rotations_only ? 3 : 0;
+                      double beta, double alpha, const double* n, double sign) {
     double BQ[3][6];
-    for (int c = first; c < 6; ++c) {
+    for (int c = 0; c < 6; ++c) {
         const double along = alpha * (n[0] * Q[0][c] + n[1] * Q[1][c] + n[2] * Q[2][c]);
         for (int a = 0; a < 3; ++a) BQ[a][c] = beta * Q[a][c] + along * n[a];
     }
-    for (int c = 0; c < first; ++c) BQ[0][c] = BQ[1][c] = BQ[2][c] = 0.0;
     double X[6][6];
-    for (int r = first; r < 6; ++r) {
+    for (int r = 0; r < 6; ++r) {
         rigid_row(P, BQ, r, X[r]);
-        for (int c = first; c < 6; ++c) X[r][c] *= sign;
+        for (int c = 0; c < 6; ++c) X[r][c] *= sign;
     }
     if (ga == gb) {
         const int64_t column = p->node.column_start[ga];
-        for (int a = first; a < 6; ++a) {
+        for (int a = 0; a < 6; ++a) {
             double* entry = p->values3 + system_entry(p, column, ga, a, a); /* b = a .. 5 follow it */
             for (int b = a; b < 6; ++b) entry[b - a] += X[b][a];
         }
@@ -414,6 +414,22 @@ static void add_rigid(block_system* p, int64_t ga, int64_t gb, int64_t e, double
             double* entry = p->values3 + system_entry(p, e, gb, a, 0);
             for (int b = 0; b < 6; ++b) entry[b] += X[b][a];
         }
+    }
+}
+
+/* Adds Pa^T S Pa to the diagonal block of group g of a width-6 system (its lower
+   triangle), for S a symmetric 3 x 3 block given as its entries 00, 01, 02, 11, 12, 22. */
+static void add_rigid_node(block_system* p, int64_t g, double P[3][6], const double* s) {
+    const double S[3][3] = {{s[0], s[1], s[2]}, {s[1], s[3], s[4]}, {s[2], s[4], s[5]}};
+    double BQ[3][6];
+    for (int c = 0; c < 6; ++c)
+        for (int a = 0; a < 3; ++a) BQ[a][c] = S[a][0] * P[0][c] + S[a][1] * P[1][c] + S[a][2] * P[2][c];
+    double X[6][6];
+    for (int r = 0; r < 6; ++r) rigid_row(P, BQ, r, X[r]);
+    const int64_t column = p->node.column_start[g];
+    for (int a = 0; a < 6; ++a) {
+        double* entry = p->values3 + system_entry(p, column, g, a, a); /* b = a .. 5 follow it */
+        for (int b = a; b < 6; ++b) entry[b - a] += X[b][a];
     }
 }
 
@@ -446,15 +462,16 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
     }
     const double guard = spread > 0.0 ? 1e-4 * spread : 1.0;
     memset(p->values3, 0, sizeof(double) * (size_t)p->start3[6 * nf]);
+    double* rotations = p->gathered; /* 6 per group: the springs inside it (the centres are done with) */
+    memset(rotations, 0, sizeof(double) * 6 * (size_t)nf);
     double P[3][6], Q[3][6];
+    /* each node's mass and the blocks of its springs to other groups, summed per node and
+       added once as P^T S P (with the guard on its rotations) after the springs */
+    double* shares = p->offsets + 3 * m->nnode;
     for (int64_t i = 0; i < m->nnode; ++i) {
-        const int64_t g = p->node.free_index[i];
-        if (g < 0) continue;
-        const double mass = m->mass[i] + h * m->opt.drag;
-        const double unit[3] = {0.0, 0.0, 0.0};
-        rigid_map(p->offsets + 3 * i, 1.0, P);
-        add_rigid(p, g, g, 0, P, P, mass, 0.0, unit, 1.0, 0);
-        for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
+        double* share = shares + 6 * i;
+        share[0] = share[3] = share[5] = m->mass[i] + h * m->opt.drag;
+        share[1] = share[2] = share[4] = 0.0;
     }
     for (int64_t r = 0; r < m->nspring; ++r) {
         const int64_t s = layout->order[r];
@@ -463,21 +480,52 @@ static int factor_rigid(const ms_model* m, const ms_layout* layout, block_system
         const int64_t i = m->springs[2 * s], j = m->springs[2 * s + 1];
         const int64_t gi = p->node.free_index[i], gj = p->node.free_index[j];
         if (gi < 0 && gj < 0) continue;
-        if (gi == gj) { /* inside a group: only the rotations strain it, by theta x (x_i - x_j) */
+        if (gi == gj) {
+            /* inside a group only the rotations strain it, by theta x e for e = d_i - d_j:
+               its block is beta (|e|^2 I - e e^T) + alpha (e x n)(e x n)^T, summed per group
+               (00, 01, 02, 11, 12, 22) and added once below */
             const double* di = p->offsets + 3 * i;
             const double* dj = p->offsets + 3 * j;
             const double e[3] = {di[0] - dj[0], di[1] - dj[1], di[2] - dj[2]};
-            rigid_map(e, 1.0, P);
-            for (int a = 0; a < 3; ++a) P[a][0] = P[a][1] = P[a][2] = 0.0;
-            add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 1);
+            const double c[3] = {e[1] * b[2] - e[2] * b[1], e[2] * b[0] - e[0] * b[2], e[0] * b[1] - e[1] * b[0]};
+            const double e2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+            double* sum = rotations + 6 * gi;
+            sum[0] += beta * (e2 - e[0] * e[0]) + alpha * c[0] * c[0];
+            sum[1] += alpha * c[0] * c[1] - beta * e[0] * e[1];
+            sum[2] += alpha * c[0] * c[2] - beta * e[0] * e[2];
+            sum[3] += beta * (e2 - e[1] * e[1]) + alpha * c[1] * c[1];
+            sum[4] += alpha * c[1] * c[2] - beta * e[1] * e[2];
+            sum[5] += beta * (e2 - e[2] * e[2]) + alpha * c[2] * c[2];
             continue;
         }
-        rigid_map(p->offsets + 3 * i, gi >= 0 ? 1.0 : 0.0, P);
-        rigid_map(p->offsets + 3 * j, gj >= 0 ? 1.0 : 0.0, Q);
-        if (gi >= 0) add_rigid(p, gi, gi, 0, P, P, beta, alpha, b, 1.0, 0);
-        if (gj >= 0) add_rigid(p, gj, gj, 0, Q, Q, beta, alpha, b, 1.0, 0);
+        const double add[6] = {beta + alpha * b[0] * b[0], alpha * b[0] * b[1], alpha * b[0] * b[2],
+                               beta + alpha * b[1] * b[1], alpha * b[1] * b[2], beta + alpha * b[2] * b[2]};
+        for (int q = 0; q < 6; ++q) {
+            if (gi >= 0) shares[6 * i + q] += add[q];
+            if (gj >= 0) shares[6 * j + q] += add[q];
+        }
         const int64_t e = p->node.spring_entry[s];
-        if (gi >= 0 && gj >= 0 && e >= 0) add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0, 0);
+        if (gi >= 0 && gj >= 0 && e >= 0) {
+            rigid_map(p->offsets + 3 * i, 1.0, P);
+            rigid_map(p->offsets + 3 * j, 1.0, Q);
+            add_rigid(p, gi, gj, e, P, Q, beta, alpha, b, -1.0);
+        }
+    }
+    for (int64_t i = 0; i < m->nnode; ++i) {
+        const int64_t g = p->node.free_index[i];
+        if (g < 0) continue;
+        rigid_map(p->offsets + 3 * i, 1.0, P);
+        add_rigid_node(p, g, P, shares + 6 * i);
+        const double mass = m->mass[i] + h * m->opt.drag;
+        for (int a = 3; a < 6; ++a) p->values3[system_entry(p, p->node.column_start[g], g, a, a)] += mass * guard;
+    }
+    for (int64_t g = 0; g < nf; ++g) {
+        const int64_t column = p->node.column_start[g];
+        const double* sum = rotations + 6 * g;
+        for (int a = 0, q = 0; a < 3; ++a) {
+            double* entry = p->values3 + system_entry(p, column, g, 3 + a, 3 + a); /* rows 3 + a .. 5 */
+            for (int b = a; b < 3; ++b) entry[b - a] += sum[q++];
+        }
     }
     return ms_cholesky_factor(p->factor, p->values3, NULL) == MS_OK;
 }
@@ -598,12 +646,49 @@ static double block_sum(const ms_team* tm, int slot) {
     return sum;
 }
 
+/* The springs' part of y = (a M + b C + c K) p for count springs of one owner, the first
+   at sorted position r, the next ones every stride: B = beta I + alpha n n^T times
+   p_i - p_j (as ms_spring_product) added to the owner once, after its springs, and taken
+   from each other end (in y or the block's halo) spring by spring. */
+MS_ALWAYS_INLINE void owner_product(const ms_layout* layout, const double* MS_RESTRICT blocks, int64_t r,
+                                    int64_t count, int64_t stride, double stiffness_scale,
+                                    double damping_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y,
+                                    double* MS_RESTRICT halo) {
+    const int32_t* MS_RESTRICT pairs = layout->pairs;
+    const int32_t* MS_RESTRICT dest = layout->dest;
+    const int64_t i = pairs[2 * r];
+    const double p0 = p[3 * i], p1 = p[3 * i + 1], p2 = p[3 * i + 2];
+    double sum0 = 0.0, sum1 = 0.0, sum2 = 0.0;
+    for (int64_t c = 0; c < count; ++c, r += stride) {
+        const int64_t j = pairs[2 * r + 1], to = dest[r];
+        const double* bl = blocks + BLOCK_DOUBLES * r;
+        const double beta = stiffness_scale * bl[3];
+        const double alpha = stiffness_scale * bl[4] + damping_scale * bl[5];
+        const double u0 = p0 - p[3 * j], u1 = p1 - p[3 * j + 1], u2 = p2 - p[3 * j + 2];
+        const double along = alpha * (bl[0] * u0 + bl[1] * u1 + bl[2] * u2);
+        const double value0 = beta * u0 + along * bl[0], value1 = beta * u1 + along * bl[1],
+                     value2 = beta * u2 + along * bl[2];
+        sum0 += value0;
+        sum1 += value1;
+        sum2 += value2;
+        double* yj = to >= 0 ? y + 3 * to : halo + 3 * (-1 - to);
+        yj[0] -= value0;
+        yj[1] -= value1;
+        yj[2] -= value2;
+    }
+    y[3 * i] += sum0;
+    y[3 * i + 1] += sum1;
+    y[3 * i + 2] += sum2;
+}
+
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
    (a block starts its own nodes' sums in y and writes past them into its halo), then
    gathered as the forces are: p must be complete (after a barrier); y is complete for the
-   worker's node blocks on return (after a barrier of its own), for all after the next. */
+   worker's node blocks on return (after a barrier of its own), for all after the next.
+   Unless dot_slot is -1, each of the worker's node blocks' p.y goes to that slot of its
+   reduce, summed as it is gathered. */
 static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double mass_scale, double damping_scale,
-                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y) {
+                         double stiffness_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y, int dot_slot) {
     const ms_team* tm = w->team;
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
@@ -615,23 +700,21 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
         }
         double* halo = layout->halo + 3 * layout->halo_start[b];
         memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
-        for (int64_t r = layout->spring_start[b]; r < layout->spring_start[b + 1]; ++r) {
-            /* B = beta I + alpha n n^T times p_i - p_j (as ms_spring_product) */
-            const int64_t i = layout->pairs[2 * r], j = layout->pairs[2 * r + 1];
-            const int64_t dest = layout->dest[r];
-            const double* bl = blocks + BLOCK_DOUBLES * r;
-            const double beta = stiffness_scale * bl[3];
-            const double alpha = stiffness_scale * bl[4] + damping_scale * bl[5];
-            const double u[3] = {p[3 * i] - p[3 * j], p[3 * i + 1] - p[3 * j + 1], p[3 * i + 2] - p[3 * j + 2]};
-            const double along = alpha * (bl[0] * u[0] + bl[1] * u[1] + bl[2] * u[2]);
-            const double value[3] = {beta * u[0] + along * bl[0], beta * u[1] + along * bl[1],
-                                     beta * u[2] + along * bl[2]};
-            double* yi = y + 3 * i;
-            double* yj = dest >= 0 ? y + 3 * dest : halo + 3 * (-1 - dest);
-            for (int a = 0; a < 3; ++a) {
-                yi[a] += value[a];
-                yj[a] -= value[a];
+        /* owner by owner: a lane group's four owners (springs interleaved by four) one
+           after the other, each with its sum kept apart and added once */
+        const int64_t last = layout->spring_start[b + 1];
+        for (int64_t r = layout->spring_start[b]; r < last;) {
+            const int64_t a = layout->pairs[2 * r], k = layout->lanes[a] & MS_MAX_LANE_SPRINGS;
+            if (k > 0) {
+                for (int64_t q = 0; q < MS_LANES; ++q)
+                    owner_product(layout, blocks, r + q, k, MS_LANES, stiffness_scale, damping_scale, p, y, halo);
+                r += MS_LANES * k;
+                continue;
             }
+            int64_t e = r + 1;
+            while (e < last && layout->pairs[2 * e] == a) ++e;
+            owner_product(layout, blocks, r, e - r, 1, stiffness_scale, damping_scale, p, y, halo);
+            r = e;
         }
     }
     ms_sync(w);
@@ -643,6 +726,7 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
         for (int64_t i = begin; i < end; ++i)
             if (inv_mass[i] == 0.0) y[3 * i] = y[3 * i + 1] = y[3 * i + 2] = 0.0;
         if (held != NULL) ms_filter_held(held, y, begin, end);
+        if (dot_slot >= 0) tm->nodes[b].reduce[dot_slot] = dot(p + 3 * begin, y + 3 * begin, 3 * (end - begin));
     }
 }
 
@@ -665,13 +749,14 @@ static void block_jacobi(const double* diagonal, const double* r, double* z, int
    takes hundreds of iterations over). */
 enum { PRECONDITION_JACOBI = 0, PRECONDITION_FACTOR = 1, PRECONDITION_TWO_LEVEL = 2 };
 
-/* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks. */
-static void precondition(ms_worker* w, implicit_solver* solver, int mode, const cg_vectors* v) {
+/* z = M^-1 r by the preconditioner (r complete), and every worker's r.z on its blocks;
+   with jacobi_done, z already holds the block Jacobi part on the worker's node blocks. */
+static void precondition(ms_worker* w, implicit_solver* solver, int mode, const cg_vectors* v, int jacobi_done) {
     ms_team* tm = w->team;
     const double* held = solver->holding ? solver->work + 30 * tm->m->nnode : NULL;
     if (mode != PRECONDITION_FACTOR) {
         MS_FOR_MY_NODES(w, b, begin, end) {
-            block_jacobi(v->diagonal, v->r, v->z, begin, end);
+            if (!jacobi_done) block_jacobi(v->diagonal, v->r, v->z, begin, end);
             if (mode != PRECONDITION_JACOBI) continue;
             if (held != NULL) ms_filter_held(held, v->z, begin, end);
             tm->nodes[b].reduce[CG_RZ] = dot(v->r + 3 * begin, v->z + 3 * begin, 3 * (end - begin));
@@ -711,7 +796,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         memcpy(v->r + 3 * begin, rhs + 3 * begin, bytes);
         tm->nodes[b].reduce[CG_RR] = dot(rhs + 3 * begin, rhs + 3 * begin, 3 * (end - begin));
     }
-    precondition(w, solver, mode, v);
+    precondition(w, solver, mode, v, 0);
     MS_FOR_MY_NODES(w, b, begin, end)
     memcpy(v->p + 3 * begin, v->z + 3 * begin, sizeof(double) * 3 * (size_t)(end - begin));
     ms_sync(w);
@@ -736,9 +821,7 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
     int iteration = 0;
     double residual_norm = rhs_norm;
     while (iteration < opt->cg_max_iter && !ms_should_stop(w)) {
-        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap);
-        MS_FOR_MY_NODES(w, b, begin, end)
-        tm->nodes[b].reduce[CG_PAP] = dot(v->p + 3 * begin, v->ap + 3 * begin, 3 * (end - begin));
+        team_product(w, blocks, 1.0, h, h * h, v->p, v->ap, CG_PAP);
         ms_sync(w);
         const double curvature = block_sum(tm, CG_PAP);
         ++iteration;
@@ -747,14 +830,16 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
             break;
         }
         const double step = rz / curvature;
+        const int jacobi = mode != PRECONDITION_FACTOR;
         MS_FOR_MY_NODES(w, b, begin, end) {
             for (int64_t q = 3 * begin; q < 3 * end; ++q) {
                 delta[q] += step * v->p[q];
                 v->r[q] -= step * v->ap[q];
             }
             tm->nodes[b].reduce[CG_RR] = dot(v->r + 3 * begin, v->r + 3 * begin, 3 * (end - begin));
+            if (jacobi) block_jacobi(v->diagonal, v->r, v->z, begin, end); /* while r is at hand */
         }
-        precondition(w, solver, mode, v);
+        precondition(w, solver, mode, v, jacobi);
         ms_sync(w);
         residual_norm = sqrt(block_sum(tm, CG_RR));
         if (residual_norm <= target) break;
@@ -770,7 +855,8 @@ static int conjugate_gradient(ms_worker* w, const double* blocks, implicit_solve
         ms_sync(w);
     }
     *relative_residual = residual_norm / rhs_norm;
-    *converged = residual_norm <= opt->cg_tol * rhs_norm;
+    /* a tolerance above cg_tol (the last Newton iteration's) counts as met when reached */
+    *converged = residual_norm <= opt->cg_tol * rhs_norm || residual_norm <= target;
     return iteration;
 }
 
@@ -798,7 +884,7 @@ static void first_rhs(ms_worker* w, const double* blocks, const double* v, doubl
     const double h = tm->h;
     const double* inv_mass = tm->s->inv_mass;
     const double* f = tm->s->f;
-    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs);
+    team_product(w, blocks, 0.0, 0.0, 1.0, v, rhs, -1);
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t i = begin; i < end; ++i)
         for (int a = 0; a < 3; ++a) {
@@ -868,6 +954,18 @@ static double newton_residual_at(ms_worker* w, const double* held, const double*
     return sqrt(residual2);
 }
 
+/* The forcing term for a Newton residual R (relative) from Eisenstat and Walker's
+   proposal: where that would leave the residual near newton_tol, finish in this
+   iteration, 0.5 newton_tol / R; at most cg_tol, unless that floor is itself above it
+   (R within 50 newton_tol), where reaching it needs fewer CG iterations than cg_tol asks
+   (at most half of the residual is kept, so the iteration always gains). */
+static double forcing_term(double forcing, double residual, const ms_implicit_options* opt) {
+    const double floor = 0.5 * opt->newton_tol / residual;
+    if (forcing < floor || forcing * residual < 10.0 * opt->newton_tol) forcing = floor;
+    if (!(forcing < opt->cg_tol)) forcing = floor > opt->cg_tol ? (floor < 0.5 ? floor : 0.5) : opt->cg_tol;
+    return forcing;
+}
+
 static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const double* MS_RESTRICT v, double* MS_RESTRICT x_out,
                        double* MS_RESTRICT v_out, double t, ms_flow* flow) {
     ms_team* tm = w->team;
@@ -905,17 +1003,11 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        for the rest of the step. */
     int exact_ok = 1, blocks_exact = 0;
     ms_stage_forces(w, x, v, t, s->f);
-    team_spring_blocks(w, x, blocks, 1); /* its barrier also completes s->f and the patterns */
+    ms_sync(w); /* s->f and the patterns complete */
     if (w->id == 0) solver->holding = m->ncollider > 0 && ms_find_held(m, s, x, v, s->f, h, held);
-    ms_sync(w);
     const int wanted = solver->direct      ? PRECONDITION_FACTOR
                        : solver->two_level || solver->gentle_level ? PRECONDITION_TWO_LEVEL
                                            : PRECONDITION_JACOBI;
-    first_rhs(w, blocks, v, rhs, dv);
-    if (solver->holding) {
-        MS_FOR_MY_NODES(w, b, begin, end)
-        ms_filter_held(held, rhs, begin, end);
-    }
     ms_flow rate = {0.0, 0.0, 0.0, 0.0, 0.0};
     /* Newton's iteration 0: where dv = 0 already solves the step to newton_tol (a body
        settled on its supports or hanging at rest), the step takes it with one force
@@ -923,12 +1015,13 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        tolerance (tens of them for a solid at rest at h = 1/60 s). */
     MS_FOR_MY_NODES(w, b, begin, end)
     for (int64_t q = 3 * begin; q < 3 * end; ++q) {
+        dv[q] = 0.0;
         v_out[q] = v[q] + dv[q];
         x_out[q] = x[q] + h * v_out[q];
     }
-    ms_sync(w);
+    ms_sync(w); /* held too */
     double start_scale = 0.0;
-    const double start_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, delta, &rate, &start_scale);
+    const double start_norm = newton_residual_at(w, held, dv, x_out, v_out, t, force, rhs, &rate, &start_scale);
     if (start_norm <= opt->newton_tol * start_scale) {
         if (w->id == 0) {
             stats->newton_residual = start_scale > 0.0 ? start_norm / start_scale : 0.0;
@@ -945,6 +1038,30 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
        fast as Newton's own and convergence stays quadratic; never tighter than what takes
        the residual below half of newton_tol. */
     double forcing = opt->cg_tol;
+    /* The first iteration.  Where v' = v leaves a residual below cg_tol (of the scale) and
+       more than one iteration is allowed, Newton's own: about (x + h v, v), with the exact
+       tangent, on that residual (now in rhs).  Its size being known, the forcing term's
+       floor applies from the start: a body ringing or at rest on its supports is solved
+       in one or two iterations.  (Baraff and Witkin's step linearises about x with the
+       clamped tangent; near rest its right-hand side h f_0 - h^2 K_0 v misses the
+       residual by the clamped terms, ten times the residual itself on a solid resting on
+       the ground, so it cost an iteration and the two after it were needed to recover.)
+       Elsewhere Baraff and Witkin's step, as newton_max_iter = 1 asks: about x, its
+       clamped tangent positive definite, so a large step (an impact, a step of 50 times
+       a spring's period) starts from where the motion was and not from a prediction. */
+    if (opt->newton_max_iter > 1 && start_norm < opt->cg_tol * start_scale) {
+        previous_residual = start_norm / start_scale;
+        forcing = forcing_term(forcing, previous_residual, opt);
+        blocks_exact = 1;
+        team_spring_blocks(w, x_out, blocks, 0); /* its barrier completes rhs */
+    } else {
+        team_spring_blocks(w, x, blocks, 1);
+        first_rhs(w, blocks, v, rhs, dv);
+        if (solver->holding) {
+            MS_FOR_MY_NODES(w, b, begin, end)
+            ms_filter_held(held, rhs, begin, end);
+        }
+    }
     int coarse_ready = 0; /* worker 0's: the coarse factor is made for this step */
     while (!ms_should_stop(w)) {
         ms_sync(w); /* rhs complete; worker 0 has read the latest serial_ok */
@@ -988,9 +1105,12 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         if (w->stopped) break; /* the caller's check: the step is dropped */
         if (indefinite && blocks_exact) {
             /* solve this iteration's system again with the clamped tangent (every worker has
-               read serial_ok: the blocks' barrier comes before worker 0 writes it again) */
+               read serial_ok: the blocks' barrier comes before worker 0 writes it again); the
+               rest of the step too, unless this is the first iteration, whose clamped step
+               leaves the next one to try the exact tangent again */
             if (w->id == 0) stats->cg_iterations += iterations;
-            exact_ok = blocks_exact = 0;
+            if (newton_iterations > 0) exact_ok = 0;
+            blocks_exact = 0;
             team_spring_blocks(w, x_out, blocks, 1);
             continue;
         }
@@ -1021,13 +1141,9 @@ static int implicit_stages(ms_worker* w, const double* MS_RESTRICT x, const doub
         }
         if (!isfinite(newton_residual) || newton_converged || newton_iterations >= opt->newton_max_iter) break;
         if (newton_iterations >= 2 && newton_residual > 0.5 * previous_residual) exact_ok = 0;
-        if (newton_iterations >= 2) {
+        if (previous_residual < INFINITY) { /* R_k-1 is known */
             const double ratio = newton_residual / previous_residual;
-            forcing = 0.9 * ratio * ratio;
-            /* when that would leave the residual near newton_tol, finish in this iteration */
-            const double floor = 0.5 * opt->newton_tol / newton_residual;
-            if (forcing < floor || forcing * newton_residual < 10.0 * opt->newton_tol) forcing = floor;
-            if (!(forcing < opt->cg_tol)) forcing = opt->cg_tol;
+            forcing = forcing_term(0.9 * ratio * ratio, newton_residual, opt);
         }
         previous_residual = newton_residual;
         blocks_exact = exact_ok;
