@@ -13,6 +13,7 @@
 #include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/gap_kernel.h"
+#include "kernels/product_kernel.h"
 #include "kernels/batch_kernel.h"
 #if defined(__clang__)
 #pragma clang attribute pop

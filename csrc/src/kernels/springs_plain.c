@@ -4,6 +4,7 @@
 #include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/gap_kernel.h"
+#include "kernels/product_kernel.h"
 #include "kernels/batch_kernel.h"
 
 double ms_spring_force(const double xa[3], const double xb[3], const double va[3], const double vb[3], double rest,

@@ -7,6 +7,7 @@
 #include "kernels/spring_adjoint_kernel.h"
 #include "kernels/xpbd_kernel.h"
 #include "kernels/gap_kernel.h"
+#include "kernels/product_kernel.h"
 #include "kernels/batch_kernel.h"
 #else
 typedef int ms_springs_sse2_unused; /* not an x86-64 build */

@@ -6,6 +6,7 @@
 #ifndef MSPRINGS_KERNELS_TANGENT_H
 #define MSPRINGS_KERNELS_TANGENT_H
 
+#include "kernels/layout.h"
 #include "model/model.h"
 
 #define MS_SPRING_BLOCK_DOUBLES 5
@@ -36,5 +37,24 @@ static inline void ms_spring_product(const ms_model* m, const double* blocks, in
    set to zero; p is used as given. */
 void ms_system_product(const ms_model* m, const double* inv_mass, const double* blocks, double mass_scale,
                        double damping_scale, double stiffness_scale, const double* p, double* y);
+
+/* The springs' part of y = (a M + b C + c K) p on spring block b of the layout (implicit.c):
+   blocks holds, in the layout's order, MS_PRODUCT_BLOCK_DOUBLES values per spring (its block
+   as above, then its damping c); each spring's B (p_i - p_j), with beta = stiffness_scale k_t
+   and alpha = stiffness_scale (k - k_t) + damping_scale c, is added to y at its owner i and
+   taken from its other end j (in y if the block owns j, else in the block's halo, which it
+   zeroes first).  Each owner's values are summed apart and added to y once, after its
+   springs (a lane group's four owners together).  Compiled per vector path
+   (product_kernel.h), every path with the same bits. */
+#define MS_PRODUCT_BLOCK_DOUBLES (MS_SPRING_BLOCK_DOUBLES + 1)
+typedef void (*ms_spring_product_kernel)(const ms_layout* layout, int64_t block, const double* blocks,
+                                         double stiffness_scale, double damping_scale, const double* p, double* y);
+#define MS_DECLARE_PRODUCT_KERNEL(path)                                                                            \
+    void ms_spring_product_##path(const ms_layout* layout, int64_t block, const double* blocks,                   \
+                                  double stiffness_scale, double damping_scale, const double* p, double* y)
+MS_DECLARE_PRODUCT_KERNEL(plain);
+MS_DECLARE_PRODUCT_KERNEL(sse2);
+MS_DECLARE_PRODUCT_KERNEL(neon);
+MS_DECLARE_PRODUCT_KERNEL(avx2);
 
 #endif

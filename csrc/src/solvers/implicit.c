@@ -59,7 +59,7 @@
    (kernels/tangent.h) and its damping c, in the order of the springs' layout
    (kernels/layout.h), which the matrix products visit. */
 #define MS_IMPLICIT_NODE_DOUBLES 33
-#define BLOCK_DOUBLES (MS_SPRING_BLOCK_DOUBLES + 1)
+#define BLOCK_DOUBLES MS_PRODUCT_BLOCK_DOUBLES
 
 /* A matrix over groups of nodes (each free node on its own, or the aggregates of the
    coarse level) with 3 unknowns per group, interleaved: its pattern (the groups and the
@@ -646,41 +646,6 @@ static double block_sum(const ms_team* tm, int slot) {
     return sum;
 }
 
-/* The springs' part of y = (a M + b C + c K) p for count springs of one owner, the first
-   at sorted position r, the next ones every stride: B = beta I + alpha n n^T times
-   p_i - p_j (as ms_spring_product) added to the owner once, after its springs, and taken
-   from each other end (in y or the block's halo) spring by spring. */
-MS_ALWAYS_INLINE void owner_product(const ms_layout* layout, const double* MS_RESTRICT blocks, int64_t r,
-                                    int64_t count, int64_t stride, double stiffness_scale,
-                                    double damping_scale, const double* MS_RESTRICT p, double* MS_RESTRICT y,
-                                    double* MS_RESTRICT halo) {
-    const int32_t* MS_RESTRICT pairs = layout->pairs;
-    const int32_t* MS_RESTRICT dest = layout->dest;
-    const int64_t i = pairs[2 * r];
-    const double p0 = p[3 * i], p1 = p[3 * i + 1], p2 = p[3 * i + 2];
-    double sum0 = 0.0, sum1 = 0.0, sum2 = 0.0;
-    for (int64_t c = 0; c < count; ++c, r += stride) {
-        const int64_t j = pairs[2 * r + 1], to = dest[r];
-        const double* bl = blocks + BLOCK_DOUBLES * r;
-        const double beta = stiffness_scale * bl[3];
-        const double alpha = stiffness_scale * bl[4] + damping_scale * bl[5];
-        const double u0 = p0 - p[3 * j], u1 = p1 - p[3 * j + 1], u2 = p2 - p[3 * j + 2];
-        const double along = alpha * (bl[0] * u0 + bl[1] * u1 + bl[2] * u2);
-        const double value0 = beta * u0 + along * bl[0], value1 = beta * u1 + along * bl[1],
-                     value2 = beta * u2 + along * bl[2];
-        sum0 += value0;
-        sum1 += value1;
-        sum2 += value2;
-        double* yj = to >= 0 ? y + 3 * to : halo + 3 * (-1 - to);
-        yj[0] -= value0;
-        yj[1] -= value1;
-        yj[2] -= value2;
-    }
-    y[3 * i] += sum0;
-    y[3 * i + 1] += sum1;
-    y[3 * i + 2] += sum2;
-}
-
 /* y = (a M + b C + c K) p as ms_system_product, on the team, spring block by spring block
    (a block starts its own nodes' sums in y and writes past them into its halo), then
    gathered as the forces are: p must be complete (after a barrier); y is complete for the
@@ -693,29 +658,13 @@ static void team_product(ms_worker* w, const double* MS_RESTRICT blocks, double 
     const ms_model* m = tm->m;
     const ms_layout* layout = tm->layout;
     const double node_scale = damping_scale * m->opt.drag;
+    const ms_spring_product_kernel product = MS_FASTEST_KERNEL(ms_spring_product);
     for (int64_t b = w->spring_first; b < w->spring_last; ++b) {
         for (int64_t i = layout->node_start[b]; i < layout->node_start[b + 1]; ++i) {
             const double diagonal = mass_scale * m->mass[i] + node_scale;
             for (int a = 0; a < 3; ++a) y[3 * i + a] = diagonal * p[3 * i + a];
         }
-        double* halo = layout->halo + 3 * layout->halo_start[b];
-        memset(halo, 0, sizeof(double) * 3 * (size_t)(layout->halo_start[b + 1] - layout->halo_start[b]));
-        /* owner by owner: a lane group's four owners (springs interleaved by four) one
-           after the other, each with its sum kept apart and added once */
-        const int64_t last = layout->spring_start[b + 1];
-        for (int64_t r = layout->spring_start[b]; r < last;) {
-            const int64_t a = layout->pairs[2 * r], k = layout->lanes[a] & MS_MAX_LANE_SPRINGS;
-            if (k > 0) {
-                for (int64_t q = 0; q < MS_LANES; ++q)
-                    owner_product(layout, blocks, r + q, k, MS_LANES, stiffness_scale, damping_scale, p, y, halo);
-                r += MS_LANES * k;
-                continue;
-            }
-            int64_t e = r + 1;
-            while (e < last && layout->pairs[2 * e] == a) ++e;
-            owner_product(layout, blocks, r, e - r, 1, stiffness_scale, damping_scale, p, y, halo);
-            r = e;
-        }
+        product(layout, b, blocks, stiffness_scale, damping_scale, p, y);
     }
     ms_sync(w);
     const double* inv_mass = tm->s->inv_mass;
