@@ -7,6 +7,7 @@
 
 #include "ensure.h"
 #include "helpers.h"
+#include "vector_paths.h"
 #include "kernels/kernels.h"
 #include "msprings/msprings.h"
 
@@ -141,21 +142,6 @@ static int test_collider_axis_of_any_size(void) {
     return 0;
 }
 
-/* The gap screening of every vector path this build and processor have: the plain path's,
-   then SSE2's or NEON's, then AVX2's (NULL where there is none). */
-static void gap_screen_paths(ms_gap_screen paths[3]) {
-    paths[0] = ms_screen_gaps_plain;
-    paths[1] = paths[2] = NULL;
-#if defined(MS_SSE2_PATH)
-    paths[1] = ms_screen_gaps_sse2;
-#elif defined(MS_NEON_PATH)
-    paths[1] = ms_screen_gaps_neon;
-#endif
-#if defined(MS_AVX2_PATH)
-    if (ms_avx2_supported()) paths[2] = ms_screen_gaps_avx2;
-#endif
-}
-
 /* The gap bounds' screening (four nodes at a time on each vector path) against the scalar
    test it stands for: it stops at the first four of which some node's known gap is not
    greater than its bound (or where fewer than four are left), every node before that has
@@ -166,7 +152,7 @@ static int test_gap_screening_matches_the_scalar_test(void) {
     static double x_old[3 * N], x[3 * N], known[N], want[N], got[N];
     const double start[3] = {0.1, -2.0, 0.3}, finish[3] = {0.1, -1.99, 0.31}, thickness = 0.004;
     ms_gap_screen paths[3];
-    gap_screen_paths(paths);
+    VECTOR_PATHS(paths, ms_screen_gaps);
     uint64_t seed = 5;
     for (int trial = 0; trial < 40; ++trial) {
         for (int64_t q = 0; q < 3 * N; ++q) {
@@ -218,7 +204,7 @@ static int test_gap_screening_runs_the_plane_test(void) {
     const double start[3] = {0.0, 0.05, 0.0}, finish[3] = {0.0, 0.0501, 0.0}, thickness = 0.002;
     const double axis[3] = {0.6, 0.8, 0.0}; /* a unit axis */
     ms_gap_screen paths[3];
-    gap_screen_paths(paths);
+    VECTOR_PATHS(paths, ms_screen_gaps);
     uint64_t seed = 11;
     for (int trial = 0; trial < 40; ++trial) {
         /* nodes 0.1 to 3 m above the plane, moving up to 1 cm; one node (none in the last

@@ -10,6 +10,7 @@
 
 #include "ensure.h"
 #include "helpers.h"
+#include "vector_paths.h"
 #include "kernels/derivatives.h"
 #include "msprings/gradient.h"
 #include "msprings/msprings.h"
@@ -398,15 +399,8 @@ static int test_spring_adjoint_on_the_layout_matches_the_reference(void) {
 
         /* every path */
         const ms_layout* layout = springs->layout;
-        ms_spring_adjoint_kernel paths[3] = {ms_springs_adjoint_plain, NULL, NULL};
-#if defined(MS_SSE2_PATH)
-        paths[1] = ms_springs_adjoint_sse2;
-#elif defined(MS_NEON_PATH)
-        paths[1] = ms_springs_adjoint_neon;
-#endif
-#if defined(MS_AVX2_PATH)
-        if (ms_avx2_supported()) paths[2] = ms_springs_adjoint_avx2;
-#endif
+        ms_spring_adjoint_kernel paths[3];
+        VECTOR_PATHS(paths, ms_springs_adjoint);
         adjoint_out first;
         ENSURE(adjoint_out_make(m, &first) == 0);
         paths[0](layout, x, v, lf, first.lx, first.lv, first.grad, first.pairing);

@@ -8,6 +8,7 @@
 
 #include "ensure.h"
 #include "helpers.h"
+#include "vector_paths.h"
 #include "kernels/tangent.h"
 #include "msprings/msprings.h"
 
@@ -282,15 +283,8 @@ static int test_spring_product_on_the_layout(void) {
                 want[3 * j + a] -= beta * u[a] + along * b[a];
             }
         }
-        ms_spring_product_kernel paths[3] = {ms_spring_product_plain, NULL, NULL};
-#if defined(MS_SSE2_PATH)
-        paths[1] = ms_spring_product_sse2;
-#elif defined(MS_NEON_PATH)
-        paths[1] = ms_spring_product_neon;
-#endif
-#if defined(MS_AVX2_PATH)
-        if (ms_avx2_supported()) paths[2] = ms_spring_product_avx2;
-#endif
+        ms_spring_product_kernel paths[3];
+        VECTOR_PATHS(paths, ms_spring_product);
         for (int path = 0; path < 3; ++path) {
             if (paths[path] == NULL) continue;
             double* y = got[path];
