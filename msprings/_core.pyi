@@ -174,7 +174,7 @@ class System:
     newton_max_iter: int
     """implicit_euler: Newton iterations per step at most (>= 1).  Default 50."""
     newton_tol: float
-    """implicit_euler: relative Newton tolerance (dimensionless, > 0).  Default 1e-8."""
+    """implicit_euler: relative Newton tolerance (dimensionless, > 0).  Default 1e-6."""
     cg_max_iter: int
     """implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1).  Default 1000."""
     cg_tol: float

@@ -122,8 +122,9 @@ def test_steps_that_are_not_stiff_keep_the_gentle_preconditioner(
 ) -> None:
     # At h = 1 ms (omega h)^2 is some 15 to 65 on these solids: the rigid coarse level costs
     # more than it saves there, and such steps take the Newton and CG iterations they took
-    # before it was made (recorded then).
+    # before it was made (recorded then, at newton_tol = 1e-8).
     s = beam(cells, size)
+    s.newton_tol = 1e-8
     taken = []
     for _ in range(5):
         s.step(1e-3)
@@ -176,3 +177,27 @@ def test_a_fresh_copy_of_a_solid_steps_to_the_same_bits() -> None:
     copy.step(H)
     np.testing.assert_array_equal(s.x, copy.x)
     np.testing.assert_array_equal(s.v, copy.v)
+
+
+def test_the_default_newton_tol_is_far_below_backward_eulers_own_error() -> None:
+    # A beam sagging and swinging at h = 1/60 s: the default newton_tol (1e-6 of the step's
+    # impulse) moves every node by a millionth of what halving h does (the method's own
+    # error), or less.  (newton_tol = 1e-4 fails this: 1e-8 m against 3.5e-3 m.)
+    s = beam((8, 3, 3), (0.4, 0.1, 0.1))
+    assert (s.newton_tol, s.cg_tol) == (1e-6, 1e-2)
+
+    def path(h: float, tol: float | None) -> np.ndarray:
+        run = s.copy()
+        if tol is not None:  # None: the defaults
+            run.newton_tol = run.cg_tol = tol
+        positions = []
+        for _ in range(30):
+            run.step(h, round(H / h))
+            positions.append(run.x.copy())
+        return np.array(positions)
+
+    default, tight, halved = path(H, None), path(H, 1e-12), path(H / 2, 1e-12)
+    solve_error = np.abs(default - tight).max()
+    method_error = np.abs(halved - tight).max()
+    assert method_error > 1e-3  # m: a real sag and swing
+    assert solve_error < 1e-6 * method_error

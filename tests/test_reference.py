@@ -467,7 +467,7 @@ def test_stiff_large_implicit_steps_agree_with_reference(seed: int) -> None:
 
 @pytest.mark.parametrize("seed", SEEDS)
 def test_default_solver_tolerances_agree_with_reference(seed: int) -> None:
-    """With the default newton_tol = 1e-8 and cg_tol = 1e-4 (CG stopped early, Newton making
+    """With newton_tol = 1e-8 and cg_tol = 1e-4 (CG stopped early, Newton making
     up for it) the state agrees with the converged backward Euler state to about newton_tol
     per step (a few 1e-8 over these 15 steps), far below the method's own O(h) error."""
     net, x, v = stiff_network(seed)

@@ -103,7 +103,7 @@ static const option_spec options[] = {
      "implicit_euler: Newton iterations per step at most (>= 1; 1 gives the linearised Baraff-Witkin step). "
      "Default 50."},
     {"newton_tol", OPTION_REAL, OFFSET(implicit.newton_tol), 0, RANGE_ABOVE_ZERO, 0,
-     "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (dimensionless, > 0). Default 1e-8."},
+     "implicit_euler: relative Newton tolerance on |M dv - h f(x', v')| (dimensionless, > 0). Default 1e-6."},
     {"cg_max_iter", OPTION_INTEGER, OFFSET(implicit.cg_max_iter), 0, RANGE_INTEGERS(1, INT_MAX), 0,
      "implicit_euler: conjugate-gradient iterations per linear solve at most (>= 1). Default 1000."},
     {"cg_tol", OPTION_REAL, OFFSET(implicit.cg_tol), 0, RANGE_ABOVE_ZERO, 0,

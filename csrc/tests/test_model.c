@@ -21,7 +21,7 @@ static int test_default_options(void) {
     ENSURE(opt.strain_limiting == 0);
     ENSURE(opt.strain_limit == 0.1);
     ENSURE(opt.implicit.newton_max_iter == 50);
-    ENSURE(opt.implicit.newton_tol == 1e-8);
+    ENSURE(opt.implicit.newton_tol == 1e-6);
     ENSURE(opt.implicit.cg_max_iter == 1000);
     ENSURE(opt.implicit.cg_tol == 1e-2);
     ms_error err = fresh_error();

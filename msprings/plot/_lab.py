@@ -287,8 +287,8 @@ def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200
     freeze.
 
     A copy of the system is stepped by implicit Euler with 10 s steps (each strongly damps
-    every mode) from the current positions at rest, until no node moves more than
-    ``tolerance`` times the model's size in a step.
+    every mode; each solved to ``newton_tol`` = 1e-9 at most) from the current positions at
+    rest, until no node moves more than ``tolerance`` times the model's size in a step.
     """
     if not np.any(system.pinned) and not system.colliders and not np.any(system.external):
         return None
@@ -299,6 +299,7 @@ def equilibrium(system: System, *, tolerance: float = 1e-9, max_steps: int = 200
     probe = system.copy()
     probe.v[:] = 0.0
     probe.integrator = "implicit_euler"
+    probe.newton_tol = min(probe.newton_tol, 1e-9)  # a static solve: the forces balanced to 1e-9 of the load
     probe.energy_loss = 0.0
     scale = max(float(np.ptp(probe.x, axis=0).max()), 1e-3)
     dt = 10.0

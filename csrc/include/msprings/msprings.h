@@ -66,7 +66,7 @@ typedef struct ms_error {
 typedef struct ms_implicit_options {
     int newton_max_iter;  /* >= 1; 1 gives Baraff & Witkin's linearised step. Default 50 */
     double newton_tol;    /* > 0; Newton stops when |M dv - h f(x', v')| <= newton_tol * scale,
-                             scale = max(|M dv|, |h f|, |h M g|). Default 1e-8 */
+                             scale = max(|M dv|, |h f|, |h M g|). Default 1e-6 */
     int cg_max_iter;      /* >= 1; conjugate-gradient iterations per linear solve. Default 1000 */
     double cg_tol;        /* > 0; CG stops when |residual| <= cg_tol * |right-hand side|.  Each
                              Newton iteration's right-hand side is its current residual, so a

@@ -19,7 +19,7 @@ ms_options ms_default_options(void) {
     opt.self_friction = 0.0;
     opt.self_contact_sweep = 1;
     opt.implicit.newton_max_iter = 50;
-    opt.implicit.newton_tol = 1e-8;
+    opt.implicit.newton_tol = 1e-6;
     opt.implicit.cg_max_iter = 1000;
     opt.implicit.cg_tol = 1e-2;
     opt.air.density = 1.2;
