@@ -33,7 +33,6 @@ except ImportError:  # as a script
 
 H = 1.0 / 60.0  # s
 STEPS, QUICK_STEPS = 300, 60
-MAX_NEWTON = 50  # msprings' default newton_max_iter
 BOUND = 1.05  # chain lengths
 TOLERANCE = 1e-6  # m, converged rows
 
@@ -85,9 +84,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = QUICK_STEPS if args.quick else STEPS
     bound = BOUND * float(np.linalg.norm(net.positions[-1] - net.positions[0]))
     critical = harness.build_system(msprings, net).critical_dt("symplectic_euler")
-    tol = float(harness.build_system(msprings, net, integrator="implicit_euler").newton_tol)  # msprings' default
+    defaults = harness.build_system(msprings, net, integrator="implicit_euler")  # msprings' Newton settings
+    tol, max_newton = float(defaults.newton_tol), int(defaults.newton_max_iter)
     rows = [msprings_run(msprings, net, None), msprings_run(msprings, net, 1),
-            harness.Contender("SciPy, converged", lambda: harness.State.of(net), harness.ScipyNewton(net, H, tol, MAX_NEWTON)),
+            harness.Contender("SciPy, converged", lambda: harness.State.of(net), harness.ScipyNewton(net, H, tol, max_newton)),
             harness.Contender("SciPy, linearised (one Newton iteration)", lambda: harness.State.of(net),
                               harness.ScipyNewton(net, H, tol, 1))]
     with warnings.catch_warnings():  # a CG solve at its cap shows in the iteration counts
